@@ -1,0 +1,167 @@
+//! In-host programs: system-call state machines.
+
+use hostsim_engine::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Which program a process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgramKind {
+    /// `for (;;) { recv(); work(); }` on a UDP socket (lmbench `bw`-style counter, flood server).
+    UdpSink,
+    /// `for (;;) { recv(); work(); send(reply to sender); }` (lmbench `lat_udp` server).
+    UdpEcho,
+    /// `for (;;) { recv(read_bytes); work(); }` on a TCP connection (iperf / `bw_tcp` receiver).
+    TcpStream,
+    /// Pure user-mode computation in bursts of `work_ns` (a CPU hog for scheduler experiments).
+    Spin,
+}
+
+/// Distribution of the per-iteration user work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkDist {
+    /// Exactly `work_ns` every time.
+    #[default]
+    Fixed,
+    /// Exponentially distributed with mean `work_ns` (for M/M/1-style checks).
+    Exp,
+}
+
+/// Parameters of a program (all have defaults; which ones matter depends on the kind).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramConfig {
+    pub kind: ProgramKind,
+    /// User-mode work per received message (or per burst for `spin`), ns.
+    pub work_ns: u64,
+    pub work_dist: WorkDist,
+    /// Bytes asked for per recv() on a stream socket.
+    pub read_bytes: u32,
+    /// Reply payload for `udp_echo`; 0 = same size as the request.
+    pub reply_bytes: u32,
+}
+
+/// A system call or computation a program asks the host to perform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Run in user mode for `user_ns`.
+    Compute { user_ns: u64 },
+    /// Blocking receive of up to `max_bytes` (datagram sockets return one datagram).
+    Recv { max_bytes: u32 },
+    /// Send `bytes` of payload back to the sender of the last received message.
+    Reply { bytes: u32 },
+    /// nanosleep(ns).
+    Sleep { ns: u64 },
+    /// sched_yield().
+    Yield,
+    /// nice(value) — sets the absolute nice value.
+    SetNice { nice: i8 },
+    /// The program ends; the process exits.
+    Exit,
+}
+
+/// What the previous action produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// First call after the process starts.
+    Start,
+    Computed,
+    Received { bytes: u32 },
+    Replied,
+    Slept,
+    Yielded,
+    NiceSet,
+}
+
+/// A running program.
+#[derive(Clone, Debug)]
+pub struct Program {
+    cfg: ProgramConfig,
+    last_rx_bytes: u32,
+}
+
+impl Program {
+    pub fn new(cfg: ProgramConfig) -> Self {
+        Program { cfg, last_rx_bytes: 0 }
+    }
+    pub fn config(&self) -> &ProgramConfig {
+        &self.cfg
+    }
+    /// Does this program read from a socket?
+    pub fn uses_socket(&self) -> bool {
+        !matches!(self.cfg.kind, ProgramKind::Spin)
+    }
+
+    fn work(&self, rng: &mut Rng) -> u64 {
+        match self.cfg.work_dist {
+            WorkDist::Fixed => self.cfg.work_ns,
+            WorkDist::Exp => rng.exp(self.cfg.work_ns as f64).round() as u64,
+        }
+    }
+
+    fn recv(&self) -> Action {
+        let max_bytes = match self.cfg.kind {
+            ProgramKind::TcpStream => self.cfg.read_bytes,
+            _ => u32::MAX,
+        };
+        Action::Recv { max_bytes }
+    }
+
+    /// The next action, given the outcome of the previous one.
+    pub fn next(&mut self, outcome: Outcome, rng: &mut Rng) -> Action {
+        use ProgramKind::*;
+        match (self.cfg.kind, outcome) {
+            (Spin, _) => Action::Compute { user_ns: self.work(rng).max(1) },
+            (_, Outcome::Received { bytes }) => {
+                self.last_rx_bytes = bytes;
+                let w = self.work(rng);
+                if w > 0 {
+                    Action::Compute { user_ns: w }
+                } else {
+                    self.after_work()
+                }
+            }
+            (_, Outcome::Computed) => self.after_work(),
+            _ => self.recv(),
+        }
+    }
+
+    fn after_work(&self) -> Action {
+        match self.cfg.kind {
+            ProgramKind::UdpEcho => {
+                let bytes =
+                    if self.cfg.reply_bytes == 0 { self.last_rx_bytes } else { self.cfg.reply_bytes };
+                Action::Reply { bytes }
+            }
+            _ => self.recv(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostsim_engine::RngStreams;
+
+    fn cfg(kind: ProgramKind, work_ns: u64) -> ProgramConfig {
+        ProgramConfig { kind, work_ns, work_dist: WorkDist::Fixed, read_bytes: 65536, reply_bytes: 0 }
+    }
+
+    #[test]
+    fn echo_cycle() {
+        let mut r = RngStreams::new(1).stream("p");
+        let mut p = Program::new(cfg(ProgramKind::UdpEcho, 0));
+        assert!(matches!(p.next(Outcome::Start, &mut r), Action::Recv { .. }));
+        assert_eq!(p.next(Outcome::Received { bytes: 4 }, &mut r), Action::Reply { bytes: 4 });
+        assert!(matches!(p.next(Outcome::Replied, &mut r), Action::Recv { .. }));
+    }
+
+    #[test]
+    fn sink_with_work() {
+        let mut r = RngStreams::new(1).stream("p");
+        let mut p = Program::new(cfg(ProgramKind::UdpSink, 500));
+        p.next(Outcome::Start, &mut r);
+        assert_eq!(p.next(Outcome::Received { bytes: 18 }, &mut r), Action::Compute { user_ns: 500 });
+        assert!(matches!(p.next(Outcome::Computed, &mut r), Action::Recv { .. }));
+    }
+}

@@ -1,0 +1,316 @@
+//! External traffic generators. They live outside the host and only see the wire: the host tells
+//! them when they are woken and what came back; they say what to send and when to wake next.
+
+use hostsim_engine::{Histogram, Rng, Time};
+use serde::{Deserialize, Serialize};
+
+/// Kind of generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// Constant rate: frame k leaves at `start + k / rate`.
+    Cbr,
+    /// Poisson arrivals with mean rate `rate_pps`.
+    Poisson,
+    /// One request outstanding; the next leaves `client_stack_ns` after the reply (lat_udp).
+    PingPong,
+    /// `flows` TCP senders, each keeping up to `window_bytes` unacknowledged, go-back-N on timeout.
+    TcpWindow,
+}
+
+/// Parameters of a generator. Times are absolute simulated ns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceConfig {
+    pub kind: SourceKind,
+    pub rate_pps: f64,
+    pub payload_bytes: u32,
+    /// Number of distinct flows (source ports); frames rotate over them (cbr/poisson).
+    pub flows: u32,
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    /// ping-pong: client-side stack time per round trip (send + receive path on the client).
+    pub client_stack_ns: u64,
+    /// ping-pong: a request unanswered after this long counts as a timeout and the next is sent.
+    pub timeout_ns: u64,
+    /// tcp_window: window per flow, bytes.
+    pub window_bytes: u32,
+    /// tcp_window: retransmission timeout.
+    pub rto_ns: u64,
+    /// tcp_window: bytes to send per flow (0 = unlimited until stop).
+    pub total_bytes: u64,
+    /// Latency samples are recorded only from this time on (end of warm-up).
+    pub record_from_ns: u64,
+}
+
+/// A frame the source puts on its link now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Emit {
+    pub flow: u32,
+    /// Datagram sequence number (udp) or first byte's sequence number (tcp).
+    pub seq: u64,
+    pub payload_bytes: u32,
+    pub tcp: bool,
+}
+
+/// A frame from the host reaching the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feedback {
+    /// A datagram reply echoing request `seq`.
+    Reply { flow: u32, seq: u64 },
+    /// A cumulative TCP acknowledgement: every byte below `ack` has arrived.
+    Ack { flow: u32, ack: u64 },
+}
+
+/// What a source measured.
+#[derive(Clone, Debug, Default)]
+pub struct SourceStats {
+    pub emitted: u64,
+    pub emitted_bytes: u64,
+    pub replies: u64,
+    pub timeouts: u64,
+    pub retransmits: u64,
+    pub acked_bytes: u64,
+    /// Round-trip times (ping-pong), recorded after warm-up.
+    pub rtt: Histogram,
+}
+
+#[derive(Clone, Debug, Default)]
+struct TcpFlow {
+    next_seq: u64,
+    acked: u64,
+    last_progress: u64,
+}
+
+/// A running generator.
+#[derive(Clone, Debug)]
+pub struct Source {
+    cfg: SourceConfig,
+    k: u64,
+    next_flow: u32,
+    outstanding: Option<(u64, u64)>, // (seq, sent_at)
+    tcp: Vec<TcpFlow>,
+    pub stats: SourceStats,
+}
+
+impl Source {
+    pub fn new(cfg: SourceConfig) -> Self {
+        let tcp = if cfg.kind == SourceKind::TcpWindow {
+            vec![TcpFlow::default(); cfg.flows.max(1) as usize]
+        } else {
+            Vec::new()
+        };
+        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, stats: SourceStats::default() }
+    }
+    pub fn config(&self) -> &SourceConfig {
+        &self.cfg
+    }
+
+    /// When to wake first (None: never sends).
+    pub fn first_wake(&self) -> Option<Time> {
+        (self.cfg.start_ns < self.cfg.stop_ns).then_some(Time(self.cfg.start_ns))
+    }
+
+    fn emit(&mut self, out: &mut Vec<Emit>, flow: u32, seq: u64, bytes: u32, tcp: bool) {
+        self.stats.emitted += 1;
+        self.stats.emitted_bytes += u64::from(bytes);
+        out.push(Emit { flow, seq, payload_bytes: bytes, tcp });
+    }
+
+    fn rotate_flow(&mut self) -> u32 {
+        let f = self.next_flow;
+        self.next_flow = (self.next_flow + 1) % self.cfg.flows.max(1);
+        f
+    }
+
+    /// The host wakes the source at a time it asked for. Returns the next wake-up time.
+    pub fn wake(&mut self, now: Time, rng: &mut Rng, out: &mut Vec<Emit>) -> Option<Time> {
+        let now_ns = now.ns();
+        if now_ns >= self.cfg.stop_ns {
+            return None;
+        }
+        match self.cfg.kind {
+            SourceKind::Cbr => {
+                let flow = self.rotate_flow();
+                let seq = self.k;
+                self.emit(out, flow, seq, self.cfg.payload_bytes, false);
+                self.k += 1;
+                // Exact schedule from the start time: no accumulated rounding drift.
+                let next = self.cfg.start_ns + (self.k as f64 * 1e9 / self.cfg.rate_pps) as u64;
+                (next < self.cfg.stop_ns).then_some(Time(next.max(now_ns + 1)))
+            }
+            SourceKind::Poisson => {
+                let flow = self.rotate_flow();
+                let seq = self.k;
+                self.emit(out, flow, seq, self.cfg.payload_bytes, false);
+                self.k += 1;
+                let gap = rng.exp(1e9 / self.cfg.rate_pps).round().max(1.0) as u64;
+                let next = now_ns + gap;
+                (next < self.cfg.stop_ns).then_some(Time(next))
+            }
+            SourceKind::PingPong => {
+                if let Some((_, sent)) = self.outstanding {
+                    if now_ns < sent + self.cfg.timeout_ns {
+                        return Some(Time(sent + self.cfg.timeout_ns));
+                    }
+                    self.stats.timeouts += 1;
+                }
+                let seq = self.k;
+                self.k += 1;
+                self.outstanding = Some((seq, now_ns));
+                self.emit(out, 0, seq, self.cfg.payload_bytes, false);
+                Some(Time(now_ns + self.cfg.timeout_ns))
+            }
+            SourceKind::TcpWindow => {
+                for f in 0..self.tcp.len() {
+                    let fl = &mut self.tcp[f];
+                    if fl.next_seq > fl.acked && now_ns >= fl.last_progress + self.cfg.rto_ns {
+                        // Timeout: go back to the first unacknowledged byte.
+                        fl.next_seq = fl.acked;
+                        self.stats.retransmits += 1;
+                    }
+                    if fl.last_progress == 0 {
+                        fl.last_progress = now_ns;
+                    }
+                    self.fill_window(f, now_ns, out);
+                }
+                Some(Time(now_ns + self.cfg.rto_ns))
+            }
+        }
+    }
+
+    fn fill_window(&mut self, f: usize, now_ns: u64, out: &mut Vec<Emit>) {
+        if now_ns >= self.cfg.stop_ns {
+            return;
+        }
+        let mss = u64::from(self.cfg.payload_bytes.max(1));
+        let window = u64::from(self.cfg.window_bytes);
+        loop {
+            let fl = &self.tcp[f];
+            let limit = if self.cfg.total_bytes > 0 { self.cfg.total_bytes } else { u64::MAX };
+            let in_flight = fl.next_seq - fl.acked;
+            if in_flight >= window || fl.next_seq >= limit {
+                break;
+            }
+            let len = mss.min(window - in_flight).min(limit - fl.next_seq);
+            if len < mss && in_flight > 0 && fl.next_seq + len < limit {
+                break; // Nagle-like: don't send a runt while data is in flight
+            }
+            let seq = fl.next_seq;
+            self.tcp[f].next_seq += len;
+            self.emit(out, f as u32, seq, len as u32, true);
+        }
+    }
+
+    /// A frame from the host reached the source. Returns a new wake-up time if it wants one
+    /// sooner than (or instead of) the current one.
+    pub fn feedback(&mut self, now: Time, fb: Feedback, out: &mut Vec<Emit>) -> Option<Time> {
+        let now_ns = now.ns();
+        match fb {
+            Feedback::Reply { seq, .. } => {
+                self.stats.replies += 1;
+                match self.outstanding {
+                    Some((s, sent)) if s == seq => {
+                        self.outstanding = None;
+                        let rtt = now_ns - sent + self.cfg.client_stack_ns;
+                        if sent >= self.cfg.record_from_ns {
+                            self.stats.rtt.record(rtt);
+                        }
+                        let next = now_ns + self.cfg.client_stack_ns;
+                        (next < self.cfg.stop_ns).then_some(Time(next))
+                    }
+                    _ => None, // a late reply to a request that already timed out
+                }
+            }
+            Feedback::Ack { flow, ack } => {
+                let Some(fl) = self.tcp.get_mut(flow as usize) else { return None };
+                if ack > fl.acked {
+                    self.stats.acked_bytes += ack - fl.acked;
+                    fl.acked = ack;
+                    fl.last_progress = now_ns;
+                    if fl.next_seq < ack {
+                        fl.next_seq = ack;
+                    }
+                }
+                self.fill_window(flow as usize, now_ns, out);
+                None
+            }
+        }
+    }
+
+    /// Is this a ping-pong request still waiting for its reply?
+    pub fn outstanding(&self) -> bool {
+        self.outstanding.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostsim_engine::RngStreams;
+
+    fn cfg(kind: SourceKind) -> SourceConfig {
+        SourceConfig {
+            kind,
+            rate_pps: 1000.0,
+            payload_bytes: 18,
+            flows: 2,
+            start_ns: 0,
+            stop_ns: 1_000_000_000,
+            client_stack_ns: 10_000,
+            timeout_ns: 1_000_000,
+            window_bytes: 4096,
+            rto_ns: 200_000_000,
+            total_bytes: 0,
+            record_from_ns: 0,
+        }
+    }
+
+    #[test]
+    fn cbr_emits_rate_for_a_second() {
+        let mut s = Source::new(cfg(SourceKind::Cbr));
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        let mut t = s.first_wake();
+        while let Some(now) = t {
+            t = s.wake(now, &mut r, &mut out);
+        }
+        assert_eq!(out.len(), 1000);
+        assert_eq!(out[0].flow, 0);
+        assert_eq!(out[1].flow, 1);
+    }
+
+    #[test]
+    fn pingpong_records_rtt_and_timeouts() {
+        let mut s = Source::new(cfg(SourceKind::PingPong));
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        let t = s.wake(Time(0), &mut r, &mut out).unwrap();
+        assert_eq!(t, Time(1_000_000));
+        let next = s.feedback(Time(50_000), Feedback::Reply { flow: 0, seq: 0 }, &mut out);
+        assert_eq!(next, Some(Time(60_000)));
+        assert_eq!(s.stats.rtt.count(), 1);
+        assert_eq!(s.stats.rtt.mean(), 60_000.0);
+        // Next request is never answered: it times out and a new one goes.
+        s.wake(Time(60_000), &mut r, &mut out);
+        s.wake(Time(1_060_000), &mut r, &mut out);
+        assert_eq!(s.stats.timeouts, 1);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn tcp_window_limits_and_acks_advance() {
+        let mut c = cfg(SourceKind::TcpWindow);
+        c.payload_bytes = 1000;
+        c.flows = 1;
+        let mut s = Source::new(c);
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        s.wake(Time(0), &mut r, &mut out);
+        let sent: u32 = out.iter().map(|e| e.payload_bytes).sum();
+        assert!(sent <= 4096 && sent >= 4000, "sent {sent}");
+        out.clear();
+        s.feedback(Time(10), Feedback::Ack { flow: 0, ack: 2000 }, &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].seq, 4000);
+    }
+}
