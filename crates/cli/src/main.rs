@@ -1,1 +1,183 @@
-fn main(){}
+//! The `hostsim` command. See `hostsim --help` and the README.
+
+use clap::{Parser, Subcommand};
+use hostsim_cli::{claims_table, run_timed, sweep, write_run};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "hostsim", version, about = "Deterministic simulator of a multi-CPU network server host")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one scenario (no sweep, no variant unless --variant) and write its outputs.
+    Run {
+        /// Scenario file, or the name of a built-in scenario (see `hostsim scenarios`).
+        file: PathBuf,
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a key: `--set kernel.rx_path=napi --set process.sink.nice=-5`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Apply this [[variant]] of the file.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Also write trace.json (Chrome/Perfetto trace of every CPU).
+        #[arg(long)]
+        trace: bool,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run every sweep point × variant into results.csv and evaluate the [[expect]] claims.
+    Sweep {
+        file: PathBuf,
+        /// Parallel runs (default: number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Validate scenario files; errors name the file, line, key and what was expected.
+    Check { files: Vec<PathBuf> },
+    /// List the built-in scenarios.
+    Scenarios,
+    /// Measure simulation speed and memory (not a test).
+    Bench {
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Short cases, to check the command works.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, String> {
+    sets.iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| format!("--set `{s}`: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    match real_main(Cli::parse()) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<ExitCode, String> {
+    match cli.cmd {
+        Cmd::Run { file, seed, sets, variant, trace, out } => {
+            let mut sets = parse_sets(&sets)?;
+            if let Some(s) = seed {
+                sets.push(("seed".into(), s.to_string()));
+            }
+            let sc = hostsim_scenario::load(&file, &sets).map_err(|e| e.to_string())?;
+            let mut cfg = match &variant {
+                Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
+                None => sc.base_config().clone(),
+            };
+            cfg.trace = trace;
+            let (output, info) = run_timed(cfg);
+            write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
+            let m = &output.summary.metrics;
+            eprintln!(
+                "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s, CPU {:.1}% busy -> {}",
+                sc.name,
+                output.summary.sim_time_ns as f64 * 1e-9,
+                info.wall_s,
+                info.events_per_s / 1e6,
+                m["delivered_pps"],
+                m["cpu_util"] * 100.0,
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Sweep { file, jobs, sets, out } => {
+            let sets = parse_sets(&sets)?;
+            let sc = hostsim_scenario::load(&file, &sets).map_err(|e| e.to_string())?;
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let quiet = !std::io::stderr().is_terminal();
+            let t0 = std::time::Instant::now();
+            let res = sweep(&sc, jobs, quiet).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            std::fs::write(out.join("results.csv"), &res.csv).map_err(|e| e.to_string())?;
+            let ej = serde_json::to_string_pretty(&res.expectations).expect("serialises") + "\n";
+            std::fs::write(out.join("expectations.json"), ej).map_err(|e| e.to_string())?;
+            eprintln!(
+                "{}: {} runs in {:.1} s -> {}",
+                sc.name,
+                res.rows.len(),
+                t0.elapsed().as_secs_f64(),
+                out.join("results.csv").display()
+            );
+            if !res.expectations.is_empty() {
+                print!("{}", claims_table(&res.expectations));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Check { files } => {
+            if files.is_empty() {
+                return Err("check: name at least one scenario file".into());
+            }
+            let mut bad = 0;
+            for f in &files {
+                match hostsim_scenario::load(f, &[]) {
+                    Ok(sc) => {
+                        let runs = sc.runs().map(|r| r.len()).unwrap_or(0);
+                        println!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
+                    }
+                    Err(e) => {
+                        eprintln!("{e}");
+                        bad += 1;
+                    }
+                }
+            }
+            Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Cmd::Scenarios => {
+            for (name, text) in hostsim_scenario::builtin_scenarios() {
+                let desc = text
+                    .parse::<toml::Table>()
+                    .ok()
+                    .and_then(|t| t.get("description").and_then(|d| d.as_str()).map(str::to_string))
+                    .unwrap_or_default();
+                println!("{name:32} {desc}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { json, quick } => {
+            let report = hostsim_cli::bench::run_bench(quick, |c| {
+                if !json {
+                    println!(
+                        "{:20} {:>8.0} pkt/s  {:>5.0} sim s  {:>6.2} M events/s  {:>6.3} wall s / sim s  peak RSS {:>6.1} MiB",
+                        c.name,
+                        c.pps,
+                        c.sim_s,
+                        c.events_per_s / 1e6,
+                        c.wall_s_per_sim_s,
+                        c.peak_rss_bytes as f64 / 1048576.0
+                    );
+                }
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report).expect("serialises"));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

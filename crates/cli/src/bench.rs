@@ -1,0 +1,63 @@
+//! `hostsim bench`: simulation speed and memory, measured in wall-clock time (never in tests).
+//!
+//! Cases: a UDP flood at 100,000 and 400,000 pkt/s on the 4-CPU legacy-path server
+//! (`scenarios/bench/udp-flood.toml`), and the 100,000 pkt/s flood for 10 and 60 simulated
+//! seconds to show that memory does not grow with simulated duration. Single-threaded.
+
+use crate::{reset_peak_rss, run_timed};
+use serde::Serialize;
+use std::path::Path;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchCase {
+    pub name: String,
+    pub pps: f64,
+    pub sim_s: f64,
+    pub events: u64,
+    pub events_per_s: f64,
+    pub wall_s: f64,
+    pub wall_s_per_sim_s: f64,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub cases: Vec<BenchCase>,
+}
+
+fn case(name: &str, pps: f64, sim_s: u64) -> Result<BenchCase, String> {
+    let sets = vec![
+        ("traffic.flood.rate_pps".to_string(), format!("{pps}")),
+        ("duration_ms".to_string(), format!("{}", sim_s * 1000)),
+    ];
+    let sc = hostsim_scenario::load(Path::new("bench/udp-flood"), &sets).map_err(|e| e.to_string())?;
+    reset_peak_rss();
+    let (out, info) = run_timed(sc.base_config().clone());
+    Ok(BenchCase {
+        name: name.to_string(),
+        pps,
+        sim_s: sim_s as f64,
+        events: out.events,
+        events_per_s: info.events_per_s,
+        wall_s: info.wall_s,
+        wall_s_per_sim_s: info.wall_s / sim_s as f64,
+        peak_rss_bytes: info.peak_rss_bytes,
+    })
+}
+
+/// Run all cases; `quick` shortens them (for smoke-testing the command itself).
+pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<BenchReport, String> {
+    let (short, long_a, long_b) = if quick { (1, 1, 2) } else { (5, 10, 60) };
+    let mut cases = Vec::new();
+    for (name, pps, s) in [
+        ("udp-flood-100k", 100_000.0, short),
+        ("udp-flood-400k", 400_000.0, short),
+        ("memory-100k-short", 100_000.0, long_a),
+        ("memory-100k-long", 100_000.0, long_b),
+    ] {
+        let c = case(name, pps, s)?;
+        progress(&c);
+        cases.push(c);
+    }
+    Ok(BenchReport { cases })
+}

@@ -1,0 +1,181 @@
+//! Library side of the `hostsim` command: running scenarios and sweeps and writing their outputs.
+//! The binary (`main.rs`) only parses arguments; tests call these functions directly.
+
+use hostsim_host::{run, RunOutput, Summary};
+use hostsim_scenario::{ExpectResult, Row, RunSpec, Scenario};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+pub mod bench;
+
+/// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunInfo {
+    pub wall_s: f64,
+    pub events: u64,
+    pub events_per_s: f64,
+    pub peak_rss_bytes: u64,
+    pub seed: u64,
+    pub version: String,
+}
+
+/// Peak resident set size of this process (VmHWM), 0 where /proc is unavailable.
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).map(|kb| kb * 1024)
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// Reset the peak-RSS mark (Linux >= 4.0); harmless where unsupported.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Run one configuration and time it.
+pub fn run_timed(cfg: hostsim_host::HostConfig) -> (RunOutput, RunInfo) {
+    let seed = cfg.seed;
+    let t0 = Instant::now();
+    let out = run(cfg);
+    let wall = t0.elapsed().as_secs_f64();
+    let info = RunInfo {
+        wall_s: wall,
+        events: out.events,
+        events_per_s: out.events as f64 / wall.max(1e-9),
+        peak_rss_bytes: peak_rss_bytes(),
+        seed,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    (out, info)
+}
+
+/// `hostsim run`: write summary.json, run.json, timeseries.csv and (with trace) trace.json.
+pub fn write_run(out: &RunOutput, info: &RunInfo, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("summary.json"), summary_json(&out.summary))?;
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(info)? + "\n")?;
+    std::fs::write(dir.join("timeseries.csv"), out.timeseries.to_csv())?;
+    if let Some(t) = &out.trace {
+        std::fs::write(dir.join("trace.json"), t)?;
+    }
+    Ok(())
+}
+
+pub fn summary_json(s: &Summary) -> String {
+    serde_json::to_string_pretty(s).expect("summary serialises") + "\n"
+}
+
+/// A finished sweep.
+pub struct SweepResult {
+    pub rows: Vec<Row>,
+    pub summaries: Vec<Summary>,
+    pub expectations: Vec<ExpectResult>,
+    pub csv: String,
+}
+
+/// Run every point × variant of a scenario on `jobs` threads. Parallel across runs only, so each
+/// run's result is independent of thread timing. Shows a progress bar on a terminal.
+pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, hostsim_scenario::ScenarioError> {
+    let specs: Vec<RunSpec> = sc.runs()?;
+    let pb = if quiet { ProgressBar::hidden() } else { ProgressBar::new(specs.len() as u64) };
+    pb.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(sc.name.clone());
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build().expect("thread pool");
+    let summaries: Vec<Summary> = pool.install(|| {
+        specs
+            .par_iter()
+            .map(|s| {
+                let out = run(s.config.clone());
+                pb.inc(1);
+                out.summary
+            })
+            .collect()
+    });
+    pb.finish_and_clear();
+    let rows: Vec<Row> = specs
+        .iter()
+        .zip(&summaries)
+        .map(|(s, sum)| Row { variant: s.variant.clone(), point: s.point.clone(), metrics: sum.metrics.clone() })
+        .collect();
+    let expectations = sc.evaluate(&rows);
+    let csv = results_csv(sc, &rows);
+    Ok(SweepResult { rows, summaries, expectations, csv })
+}
+
+fn fmt_value(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn fmt_metric(v: f64) -> String {
+    if v.is_nan() {
+        String::new()
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+/// `results.csv`: `variant`, one column per swept key (named by its key path), then metrics.
+pub fn results_csv(sc: &Scenario, rows: &[Row]) -> String {
+    let keys: Vec<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
+    let metrics: BTreeSet<&str> = rows.iter().flat_map(|r| r.metrics.keys().map(String::as_str)).collect();
+    let mut s = String::from("variant");
+    for k in &keys {
+        s.push(',');
+        s.push_str(k);
+    }
+    for m in &metrics {
+        s.push(',');
+        s.push_str(m);
+    }
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r.variant);
+        for k in &keys {
+            s.push(',');
+            if let Some((_, v)) = r.point.iter().find(|(pk, _)| pk == k) {
+                s.push_str(&fmt_value(v));
+            }
+        }
+        for m in &metrics {
+            s.push(',');
+            if let Some(v) = r.metrics.get(*m) {
+                s.push_str(&fmt_metric(*v));
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A plain-text table of claims for the terminal.
+pub fn claims_table(results: &[ExpectResult]) -> String {
+    let mut s = String::new();
+    for r in results {
+        let verdict = if r.pass { "PASS" } else { "FAIL" };
+        let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+        let _ = writeln!(s, "{verdict}  {}  [{}]", r.claim, r.paper);
+        let _ = write!(s, "      sim {} {:?} {}", num(r.sim), r.op, num(r.rhs));
+        if let Some(e) = &r.error {
+            let _ = write!(s, "  ({e})");
+        }
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,379 @@
+//! Configuration of a host run. Every field has a unit in its name and a default that matches the
+//! Linux behaviour it models. These types derive `Deserialize` so the scenario crate can read them,
+//! but nothing here knows about files.
+
+use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
+use serde::{Deserialize, Serialize};
+
+/// A machine: topology and the cost of every kernel operation. See `profiles/README.md`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub cpu_model: String,
+    pub clock_mhz: u32,
+    pub topology: Topology,
+    pub costs: Costs,
+    pub cache: CacheCosts,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LlcScope {
+    /// Each core has its own last-level cache (e.g. Pentium III Xeon's private L2).
+    PerCore,
+    /// All cores of a package share the last-level cache.
+    PerPackage,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub packages: u32,
+    pub cores_per_package: u32,
+    pub threads_per_core: u32,
+    pub llc: LlcScope,
+}
+
+impl Topology {
+    pub fn cpus(&self) -> usize {
+        (self.packages * self.cores_per_package * self.threads_per_core) as usize
+    }
+}
+
+/// Costs of kernel operations in ns (per byte where the name says so).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    pub hardirq_entry_ns: u64,
+    pub driver_rx_frame_ns: u64,
+    pub netif_rx_ns: u64,
+    pub softirq_entry_ns: u64,
+    pub ip_udp_rx_ns: u64,
+    pub tcp_rx_ns: u64,
+    pub rx_per_byte_ns: f64,
+    pub wakeup_ns: u64,
+    pub syscall_ns: u64,
+    pub recv_ns: u64,
+    pub copy_per_byte_ns: f64,
+    pub udp_send_ns: u64,
+    pub tcp_ack_send_ns: u64,
+    pub tx_per_byte_ns: f64,
+    pub context_switch_ns: u64,
+    pub tick_ns: u64,
+    pub ipi_ns: u64,
+}
+
+/// The cache-affinity model: extra time and modelled misses.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheCosts {
+    pub migrate_warmup_ns: u64,
+    pub migrate_llc_load_misses: u64,
+    pub migrate_llc_store_misses: u64,
+    pub migrate_dtlb_load_misses: u64,
+    pub migrate_dtlb_store_misses: u64,
+    pub remote_packet_ns: u64,
+    pub remote_packet_llc_load_misses: u64,
+    pub remote_packet_llc_store_misses: u64,
+}
+
+/// Receive path.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RxPath {
+    /// Linux 2.4 `netif_rx`: the IRQ handler copies every frame to the per-CPU backlog (with the
+    /// throttle state), NET_RX softirq drains it.
+    Legacy,
+    /// NAPI: the IRQ handler masks the queue's interrupt and schedules a poll in softirq.
+    Napi,
+}
+
+/// Backlog queueing policy (per CPU). `fifo` is Linux's own.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BacklogKind {
+    Fifo,
+}
+
+/// Wake-up placement policy (`select_task_rq`). `linux` is `select_task_rq_fair` of Linux 3.x.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WakePolicy {
+    Linux,
+}
+
+/// Kernel options. Defaults are Linux 3.x-like; the 2.4 scenarios override a few.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KernelConfig {
+    pub rx_path: RxPath,
+    /// Timer interrupt frequency.
+    pub hz: u32,
+    /// Per-CPU backlog length limit (`netdev_max_backlog`).
+    pub netdev_max_backlog: u32,
+    /// Packets one NET_RX softirq pass may process (`netdev_budget`; 2.4 used netdev_max_backlog).
+    pub netdev_budget: u32,
+    /// One NET_RX pass ends after this long even with budget left (2.4: 1 jiffy; 3.x: 2 jiffies).
+    pub net_rx_time_max_us: u64,
+    /// Per-device NAPI poll weight (also the backlog's quota per round).
+    pub napi_weight: u32,
+    /// Times `__do_softirq` restarts at IRQ exit before handing over to ksoftirqd (2.4: 0, 3.x: 10).
+    pub softirq_restart_max: u32,
+    /// `__do_softirq` stops restarting after this long (Linux >= 3.8: 2 ms).
+    pub softirq_time_max_us: u64,
+    /// Don't run softirqs at IRQ exit while this CPU's ksoftirqd is runnable (Linux >= 4.9).
+    pub softirq_defer_to_ksoftirqd: bool,
+    /// CONFIG_IRQ_TIME_ACCOUNTING: interrupt time is not charged to the interrupted task's
+    /// vruntime. Off by default, as in the kernels of the papers.
+    pub irq_time_accounting: bool,
+    /// Nice value of the ksoftirqd threads (2.4: 19, later: 0).
+    pub ksoftirqd_nice: i8,
+    /// Frames the legacy IRQ handler takes from the ring per interrupt before returning.
+    pub irq_frames_max: u32,
+    pub backlog: BacklogKind,
+    /// Receive Packet Steering: spread protocol processing over `rps_cpus` by flow hash.
+    pub rps: bool,
+    /// CPUs RPS may steer to (empty = all).
+    pub rps_cpus: Vec<u32>,
+    /// Receive Flow Steering (needs `rps`): steer a flow to the CPU of its reader's last recvmsg.
+    pub rfs: bool,
+    /// Entries of the RFS socket and device flow tables (power of two).
+    pub rfs_entries: u32,
+    /// Default socket receive buffer (`rmem_default`), bytes of truesize.
+    pub rcvbuf_bytes: u32,
+    /// Truesize overhead added to each queued packet's payload (sk_buff + slab rounding).
+    pub skb_overhead_bytes: u32,
+    pub wake_policy: WakePolicy,
+    /// CFS targeted preemption latency.
+    pub sched_latency_us: u64,
+    pub sched_min_granularity_us: u64,
+    pub sched_wakeup_granularity_us: u64,
+    /// Place a woken task on the waking CPU when loads allow (SD_WAKE_AFFINE).
+    pub wake_affine: bool,
+    /// `sd->imbalance_pct` of the domain used by wake_affine and the load balancer.
+    pub imbalance_pct: u32,
+    /// Periodic load balancing interval per CPU.
+    pub balance_interval_ms: u64,
+    /// nanosleep resolution: 0 = high-resolution timers (+ `timer_slack_ns`), else rounded up to
+    /// whole ticks plus one (the 2.4 jiffy behaviour).
+    pub timer_tick_sleep: bool,
+    pub timer_slack_ns: u64,
+    /// TCP delayed ACK timeout.
+    pub delack_ms: u64,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            rx_path: RxPath::Napi,
+            hz: 1000,
+            netdev_max_backlog: 1000,
+            netdev_budget: 300,
+            net_rx_time_max_us: 2000,
+            napi_weight: 64,
+            softirq_restart_max: 10,
+            softirq_time_max_us: 2000,
+            softirq_defer_to_ksoftirqd: true,
+            irq_time_accounting: false,
+            ksoftirqd_nice: 0,
+            irq_frames_max: 64,
+            backlog: BacklogKind::Fifo,
+            rps: false,
+            rps_cpus: Vec::new(),
+            rfs: false,
+            rfs_entries: 32768,
+            rcvbuf_bytes: 212_992,
+            skb_overhead_bytes: 256,
+            wake_policy: WakePolicy::Linux,
+            sched_latency_us: 6000,
+            sched_min_granularity_us: 750,
+            sched_wakeup_granularity_us: 1000,
+            wake_affine: true,
+            imbalance_pct: 125,
+            balance_interval_ms: 4,
+            timer_tick_sleep: false,
+            timer_slack_ns: 50_000,
+            delack_ms: 40,
+        }
+    }
+}
+
+/// How a NIC queue's interrupt chooses its CPU.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum IrqRouting {
+    /// Always the first CPU of `irq_cpus`.
+    Fixed,
+    /// The IRQ's affinity mask is `irq_cpus`; the IO-APIC delivers to the lowest CPU in it.
+    Mask,
+    /// Linux 2.4 `balance_irq`: every HZ/50 the IRQ moves to a neighbouring CPU (direction drawn
+    /// at random), preferring one that has been idle for over a jiffy, within the mask.
+    BalanceIrq,
+    /// One MSI-X vector per queue: queue q goes to `irq_cpus[q % len]`.
+    Msix,
+}
+
+/// A NIC with one port.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NicConfig {
+    pub name: String,
+    pub rate_mbps: u64,
+    #[serde(default = "one")]
+    pub queues: u32,
+    /// RX descriptors per queue.
+    #[serde(default = "ring")]
+    pub rx_ring: u32,
+    /// Raise the interrupt once this many frames are pending ...
+    #[serde(default = "one")]
+    pub coalesce_frames: u32,
+    /// ... or this long after the first pending frame (0 = no timer).
+    #[serde(default)]
+    pub coalesce_usecs: u32,
+    #[serde(default = "routing")]
+    pub irq_routing: IrqRouting,
+    /// CPUs for the routing policy (empty = all CPUs).
+    #[serde(default)]
+    pub irq_cpus: Vec<u32>,
+    /// Switch forwarding latency in front of this port.
+    #[serde(default = "switch_latency")]
+    pub switch_latency_ns: u64,
+    /// Switch output buffer in front of this port; frames beyond it are dropped (`switch`).
+    #[serde(default = "switch_buffer")]
+    pub switch_buffer_bytes: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn ring() -> u32 {
+    256
+}
+fn routing() -> IrqRouting {
+    IrqRouting::Fixed
+}
+fn switch_latency() -> u64 {
+    2_000
+}
+fn switch_buffer() -> u64 {
+    1 << 20
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedPolicy {
+    #[default]
+    Normal,
+    Fifo,
+}
+
+/// An in-host process.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessConfig {
+    pub name: String,
+    pub program: ProgramKind,
+    /// Port its socket is bound to (processes naming the same port share one socket).
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub nice: i8,
+    #[serde(default)]
+    pub sched: SchedPolicy,
+    /// SCHED_FIFO priority 1..=99.
+    #[serde(default)]
+    pub rt_priority: u8,
+    /// Allowed CPUs (empty = all).
+    #[serde(default)]
+    pub cpus: Vec<u32>,
+    #[serde(default)]
+    pub work_ns: u64,
+    #[serde(default)]
+    pub work_dist: WorkDist,
+    #[serde(default = "read_bytes")]
+    pub read_bytes: u32,
+    #[serde(default)]
+    pub reply_bytes: u32,
+    /// Socket receive buffer (default: kernel.rcvbuf_bytes).
+    #[serde(default)]
+    pub rcvbuf_bytes: Option<u32>,
+    #[serde(default)]
+    pub start_ms: u64,
+}
+
+fn read_bytes() -> u32 {
+    65536
+}
+
+/// An external traffic generator attached to a NIC.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficConfig {
+    pub name: String,
+    pub kind: SourceKind,
+    /// NIC (by name) the traffic arrives on.
+    pub nic: String,
+    pub dst_port: u16,
+    #[serde(default)]
+    pub rate_pps: f64,
+    /// UDP payload or TCP segment size.
+    #[serde(default = "payload")]
+    pub payload_bytes: u32,
+    #[serde(default = "flows")]
+    pub flows: u32,
+    #[serde(default)]
+    pub start_ms: u64,
+    /// Stop sending at this time (default: end of run).
+    #[serde(default)]
+    pub stop_ms: Option<u64>,
+    /// The sender's own link rate (its frames are serialised at this rate before the switch).
+    #[serde(default = "link")]
+    pub link_mbps: u64,
+    #[serde(default)]
+    pub client_stack_ns: u64,
+    #[serde(default = "timeout")]
+    pub timeout_ms: u64,
+    #[serde(default = "window")]
+    pub window_bytes: u32,
+    #[serde(default = "rto")]
+    pub rto_ms: u64,
+    #[serde(default)]
+    pub total_bytes: u64,
+}
+
+fn payload() -> u32 {
+    18
+}
+fn flows() -> u32 {
+    1
+}
+fn link() -> u64 {
+    1000
+}
+fn timeout() -> u64 {
+    100
+}
+fn window() -> u32 {
+    65535
+}
+fn rto() -> u64 {
+    200
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostConfig {
+    pub profile: Profile,
+    pub kernel: KernelConfig,
+    pub nics: Vec<NicConfig>,
+    pub processes: Vec<ProcessConfig>,
+    pub traffic: Vec<TrafficConfig>,
+    pub duration_ns: u64,
+    /// Rates and latencies are measured after this.
+    pub warmup_ns: u64,
+    pub seed: u64,
+    pub sample_interval_ns: u64,
+    pub trace: bool,
+}

@@ -1,0 +1,218 @@
+//! CPUs: nested execution contexts with preemption and exact time accounting.
+//!
+//! Each CPU has a stack of frames: at most one process frame at the bottom, then at most one
+//! softirq frame, then hard-IRQ frames (one at a time: an interrupt arriving during a handler
+//! waits in `pending_irqs`, as a masked local APIC would hold it). Only the top frame runs. A
+//! frame executes *units* of work with a cost in ns; the unit's effect (a packet enqueued, a
+//! process woken, …) happens when the unit completes. An interrupt pauses the top frame, keeping
+//! its remaining cost, and the frame resumes when the interrupt returns.
+//!
+//! Accounting: at every change of what runs, the time since the last change is added to the
+//! state of what ran (`hardirq`, `softirq`, `system`, `user`, `spin`, `idle`), so the states sum
+//! exactly to elapsed time on every CPU.
+
+use crate::sim::*;
+use hostsim_engine::Time;
+
+impl Host {
+    /// Close the current accounting segment of `cpu` at `now`.
+    pub fn account(&mut self, cpu: usize) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        let dt = now.since(c.seg_start).ns();
+        if dt == 0 {
+            return;
+        }
+        c.acct_ns[c.acct_state as usize] += dt;
+        let state = c.acct_state;
+        let curr = c.curr;
+        let seg_start = c.seg_start;
+        c.seg_start = now;
+        if let Some(pid) = curr {
+            let top = self.cpus[cpu].stack.last().map(|f| f.level());
+            let ksoftirqd_work = state == CpuState::Softirq && self.cpus[cpu].sirq_ksoftirqd;
+            if top == Some(Level::Process) || ksoftirqd_work {
+                // Task context: the process's own time (ksoftirqd running softirqs is a task).
+                self.charge_process(pid, dt, true);
+            } else if !self.cfg.kernel.irq_time_accounting {
+                // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
+                // interrupt's time: it advances vruntime but is not the task's CPU time.
+                self.charge_process(pid, dt, false);
+            }
+        }
+        if let Some(tr) = self.trace.as_mut() {
+            let label = match self.cpus[cpu].stack.last() {
+                None => None,
+                Some(f) => Some(match f.work {
+                    Work::IrqEntry(IrqSrc::Tick) => "tick".to_string(),
+                    Work::IrqEntry(IrqSrc::Ipi) => "ipi".to_string(),
+                    Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => {
+                        let nq = &self.queues[q as usize];
+                        let nic = &self.nics[nq.nic as usize];
+                        format!("irq {}-q{}", nic.cfg.name, q - nic.first_queue)
+                    }
+                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => "NET_RX".to_string(),
+                    Work::Switch | Work::ProcUnit => {
+                        curr.map_or("?".to_string(), |p| self.procs[p as usize].name.clone())
+                    }
+                }),
+            };
+            if let Some(label) = label {
+                tr.segment(cpu, seg_start, now, state, label);
+            }
+        }
+    }
+
+    /// Start (or resume) the top frame of `cpu`, or go idle.
+    pub fn start_top(&mut self, cpu: usize) {
+        self.account(cpu);
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        match c.stack.last() {
+            Some(f) => {
+                c.acct_state = f.state;
+                c.run_start = now;
+                let at = now + Time(f.remaining);
+                let gen = c.done.arm();
+                self.q.schedule(at, Ev::CpuDone { cpu: cpu as u16, gen });
+            }
+            None => {
+                c.acct_state = CpuState::Idle;
+                c.done.cancel();
+            }
+        }
+    }
+
+    /// Pause the running top frame (its remaining cost shrinks by what it ran).
+    pub fn pause_top(&mut self, cpu: usize) {
+        let ran = self.now.since(self.cpus[cpu].run_start).ns();
+        self.account(cpu);
+        let c = &mut self.cpus[cpu];
+        if let Some(f) = c.stack.last_mut() {
+            f.remaining = f.remaining.saturating_sub(ran);
+        }
+        c.done.cancel();
+    }
+
+    /// Replace the top frame's unit (it has completed) with a new one and run it.
+    pub fn next_unit(&mut self, cpu: usize, work: Work, state: CpuState, cost: u64) {
+        let f = self.cpus[cpu].stack.last_mut().expect("next_unit on an empty stack");
+        f.work = work;
+        f.state = state;
+        f.remaining = cost;
+        self.start_top(cpu);
+    }
+
+    /// Push a new frame on top (the current top must already be paused) and run it.
+    pub fn push_frame(&mut self, cpu: usize, work: Work, state: CpuState, cost: u64) {
+        self.cpus[cpu].stack.push(Frame { work, state, remaining: cost });
+        self.start_top(cpu);
+    }
+
+    pub fn top_level(&self, cpu: usize) -> Option<Level> {
+        self.cpus[cpu].stack.last().map(|f| f.level())
+    }
+
+    pub fn in_softirq(&self, cpu: usize) -> bool {
+        self.cpus[cpu].stack.iter().any(|f| f.level() == Level::Softirq)
+    }
+
+    /// Deliver an interrupt to `cpu`: run it now unless a handler is already running there.
+    pub fn raise_irq(&mut self, cpu: usize, src: IrqSrc) {
+        if self.top_level(cpu) == Some(Level::Hardirq) {
+            if !self.cpus[cpu].pending_irqs.contains(&src) {
+                self.cpus[cpu].pending_irqs.push_back(src);
+            }
+            return;
+        }
+        self.pause_top(cpu);
+        self.enter_irq(cpu, src);
+    }
+
+    fn enter_irq(&mut self, cpu: usize, src: IrqSrc) {
+        self.cpus[cpu].irqs += 1;
+        let cost = match src {
+            IrqSrc::Tick => self.cfg.profile.costs.tick_ns,
+            // Receiving an IPI costs about what sending one does; the NIC entry cost includes
+            // the driver's register reads, which an IPI doesn't do.
+            IrqSrc::Ipi => self.cfg.profile.costs.ipi_ns,
+            IrqSrc::Nic(_) => self.cfg.profile.costs.hardirq_entry_ns,
+        };
+        self.push_frame(cpu, Work::IrqEntry(src), CpuState::Hardirq, cost);
+    }
+
+    /// The top frame's unit has completed.
+    pub fn cpu_done(&mut self, cpu: usize, gen: u32) {
+        if !self.cpus[cpu].done.fires(gen) {
+            return;
+        }
+        self.account(cpu);
+        let f = *self.cpus[cpu].stack.last().expect("CpuDone with an empty stack");
+        match f.work {
+            Work::IrqEntry(IrqSrc::Tick) => {
+                self.scheduler_tick(cpu);
+                self.irq_exit(cpu);
+            }
+            Work::IrqEntry(IrqSrc::Ipi) => {
+                self.cpus[cpu].softirq_pending = true;
+                self.irq_exit(cpu);
+            }
+            Work::IrqEntry(IrqSrc::Nic(q)) => self.nic_irq_handler(cpu, q as usize),
+            Work::IrqFrame { q, pkt } => {
+                self.netif_rx_from_irq(cpu, pkt);
+                self.cpus[cpu].irq_frames += 1;
+                self.legacy_irq_next(cpu, q as usize);
+            }
+            Work::SoftirqEntry => self.softirq_next(cpu),
+            Work::Poll { pkt, proto } => {
+                if proto {
+                    self.protocol_deliver(cpu, pkt);
+                } else {
+                    self.receive_skb(cpu, pkt);
+                }
+                self.softirq_next(cpu);
+            }
+            Work::Proto { pkt } => {
+                self.protocol_deliver(cpu, pkt);
+                self.softirq_next(cpu);
+            }
+            Work::Switch | Work::ProcUnit => self.proc_unit_done(cpu),
+        }
+    }
+
+    /// A hard-IRQ handler finished: pop it, run the next pending interrupt, else softirqs, else
+    /// resume what was interrupted.
+    pub fn irq_exit(&mut self, cpu: usize) {
+        let f = self.cpus[cpu].stack.pop();
+        debug_assert_eq!(f.map(|f| f.level()), Some(Level::Hardirq));
+        if let Some(src) = self.cpus[cpu].pending_irqs.pop_front() {
+            self.enter_irq(cpu, src);
+            return;
+        }
+        if self.cpus[cpu].softirq_pending && !self.in_softirq(cpu) && !self.defer_to_ksoftirqd(cpu) {
+            self.cpus[cpu].sirq_ksoftirqd = false;
+            self.cpus[cpu].sirq_start = self.now;
+            self.cpus[cpu].sirq_restarts = 0;
+            self.softirq_begin(cpu);
+            return;
+        }
+        self.resume(cpu);
+    }
+
+    /// Continue whatever is now on top, honouring a pending reschedule at process level.
+    pub fn resume(&mut self, cpu: usize) {
+        match self.top_level(cpu) {
+            Some(Level::Process) | None if self.cpus[cpu].need_resched => self.schedule(cpu),
+            None => self.schedule(cpu),
+            _ => self.start_top(cpu),
+        }
+    }
+
+    fn defer_to_ksoftirqd(&self, cpu: usize) -> bool {
+        if !self.cfg.kernel.softirq_defer_to_ksoftirqd {
+            return false;
+        }
+        let k = self.cpus[cpu].ksoftirqd as usize;
+        self.procs[k].state == ProcState::Runnable
+    }
+}

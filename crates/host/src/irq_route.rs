@@ -1,0 +1,143 @@
+//! IRQ routing policies: which CPU a NIC queue's interrupt goes to (`route`).
+//!
+//! Every policy honours the queue's affinity mask (`allowed`), which a mechanism may narrow at
+//! run time (but never to empty: Linux refuses an empty IRQ affinity).
+
+use crate::config::{IrqRouting, NicConfig};
+use hostsim_engine::{Rng, Time};
+
+#[derive(Clone, Debug)]
+pub struct IrqRouter {
+    pub kind: IrqRouting,
+    /// CPUs the IRQ may go to (`/proc/irq/N/smp_affinity`).
+    pub allowed: u128,
+    /// Current target (balance_irq moves it; fixed/msix keep it).
+    pub cpu: usize,
+    last_move: Time,
+}
+
+impl IrqRouter {
+    pub fn new(nic: &NicConfig, queue: u32, ncpu: usize) -> IrqRouter {
+        let cpus: Vec<u32> =
+            if nic.irq_cpus.is_empty() { (0..ncpu as u32).collect() } else { nic.irq_cpus.clone() };
+        let (allowed, cpu) = match nic.irq_routing {
+            IrqRouting::Fixed => (1u128 << cpus[0], cpus[0] as usize),
+            IrqRouting::Msix => {
+                let c = cpus[queue as usize % cpus.len()];
+                (1u128 << c, c as usize)
+            }
+            IrqRouting::Mask | IrqRouting::BalanceIrq => {
+                let m = cpus.iter().fold(0u128, |m, &c| m | (1u128 << c));
+                (m, cpus[0] as usize)
+            }
+        };
+        IrqRouter { kind: nic.irq_routing, allowed, cpu, last_move: Time::ZERO }
+    }
+
+    /// Narrow or widen the affinity mask. An empty mask is refused (returns false).
+    pub fn set_affinity(&mut self, mask: u128) -> bool {
+        if mask == 0 {
+            return false;
+        }
+        self.allowed = mask;
+        true
+    }
+
+    /// The CPU for the next interrupt.
+    pub fn route(
+        &mut self,
+        now: Time,
+        balance_interval: Time,
+        ncpu: usize,
+        rng: &mut Rng,
+        idle_enough: impl Fn(usize) -> bool,
+    ) -> usize {
+        let allowed = |c: usize| self.allowed & (1u128 << c) != 0;
+        match self.kind {
+            IrqRouting::Fixed | IrqRouting::Msix | IrqRouting::Mask => {
+                if allowed(self.cpu) {
+                    self.cpu
+                } else {
+                    self.allowed.trailing_zeros() as usize
+                }
+            }
+            IrqRouting::BalanceIrq => {
+                // Linux 2.4 arch/i386/kernel/io_apic.c balance_irq()/move(): at most every
+                // IRQ_BALANCE_INTERVAL (HZ/50) step from the current CPU in a random direction to
+                // the first allowed CPU that has been idle for more than a jiffy; if a full circle
+                // finds none, the first allowed CPU in that direction.
+                if now.since(self.last_move) > balance_interval || !allowed(self.cpu) {
+                    self.last_move = now;
+                    let up = rng.below(2) == 1;
+                    let step = |c: usize| if up { (c + 1) % ncpu } else { (c + ncpu - 1) % ncpu };
+                    let mut c = self.cpu;
+                    let mut search_idle = true;
+                    for _ in 0..2 * ncpu {
+                        c = step(c);
+                        if c == self.cpu {
+                            search_idle = false;
+                        }
+                        if allowed(c) && (!search_idle || idle_enough(c)) {
+                            break;
+                        }
+                    }
+                    if allowed(c) {
+                        self.cpu = c;
+                    }
+                }
+                self.cpu
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IrqRouting;
+    use hostsim_engine::RngStreams;
+
+    fn nic(kind: IrqRouting, cpus: Vec<u32>) -> NicConfig {
+        NicConfig {
+            name: "eth0".into(),
+            rate_mbps: 1000,
+            queues: 4,
+            rx_ring: 256,
+            coalesce_frames: 1,
+            coalesce_usecs: 0,
+            irq_routing: kind,
+            irq_cpus: cpus,
+            switch_latency_ns: 0,
+            switch_buffer_bytes: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn msix_spreads_queues() {
+        let n = nic(IrqRouting::Msix, vec![]);
+        let cpus: Vec<usize> = (0..4).map(|q| IrqRouter::new(&n, q, 4).cpu).collect();
+        assert_eq!(cpus, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn balance_irq_moves_to_neighbours_within_mask_and_never_empty() {
+        let n = nic(IrqRouting::BalanceIrq, vec![]);
+        let mut r = IrqRouter::new(&n, 0, 4);
+        let mut rng = RngStreams::new(9).stream("t");
+        let mut seen = [0u32; 4];
+        let mut prev = r.cpu;
+        for i in 1..400u64 {
+            let c = r.route(Time::from_ms(i * 30), Time::from_ms(20), 4, &mut rng, |_| false);
+            let d = (c + 4 - prev) % 4;
+            assert!(d == 1 || d == 3, "moved from {prev} to {c}: not a neighbour");
+            prev = c;
+            seen[c] += 1;
+        }
+        assert!(seen.iter().all(|&s| s > 0), "{seen:?}");
+        assert!(!r.set_affinity(0), "an empty mask must be refused");
+        assert!(r.set_affinity(0b0100));
+        for i in 400..420u64 {
+            assert_eq!(r.route(Time::from_ms(i * 30), Time::from_ms(20), 4, &mut rng, |_| false), 2);
+        }
+    }
+}

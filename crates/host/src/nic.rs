@@ -1,0 +1,195 @@
+//! The wire and the NIC: external sources' frames cross their own link and a switch to the port,
+//! land in an RX ring chosen by RSS, and raise the queue's interrupt subject to moderation and the
+//! IRQ routing policy. Frames from the host go back the same way to the sources.
+
+use crate::sim::*;
+use crate::summary::DropPlace;
+use hostsim_engine::Time;
+use hostsim_workload::Feedback;
+
+/// Ethernet bytes on the wire around a payload: UDP/IPv4 headers 8+20, Ethernet 14 + FCS 4, and a
+/// 64-byte minimum frame; preamble + SFD 8 and inter-frame gap 12 are added on top.
+pub fn wire_bytes(payload: u32, tcp: bool) -> u64 {
+    let l4 = if tcp { 20 } else { 8 };
+    let frame = u64::from(payload) + l4 + 20 + 14 + 4;
+    frame.max(64) + 20
+}
+
+impl Host {
+    pub fn source_wake(&mut self, s: usize, gen: u32) {
+        if !self.srcs[s].timer.fires(gen) {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.emit_buf);
+        out.clear();
+        let src = &mut self.srcs[s];
+        let next = src.src.wake(self.now, &mut src.rng, &mut out);
+        if let Some(t) = next {
+            let gen = self.srcs[s].timer.arm();
+            self.q.schedule(t, Ev::SourceWake { src: s as u32, gen });
+        }
+        self.send_emits(s, &out);
+        self.emit_buf = out;
+    }
+
+    pub fn source_feedback(&mut self, s: usize, fb: Feedback) {
+        let mut out = std::mem::take(&mut self.emit_buf);
+        out.clear();
+        if let Some(t) = self.srcs[s].src.feedback(self.now, fb, &mut out) {
+            let gen = self.srcs[s].timer.arm();
+            self.q.schedule(t, Ev::SourceWake { src: s as u32, gen });
+        }
+        self.send_emits(s, &out);
+        self.emit_buf = out;
+    }
+
+    /// Serialise emitted frames on the source's link, then through the switch onto the port.
+    fn send_emits(&mut self, s: usize, out: &[hostsim_workload::Emit]) {
+        for e in out {
+            self.stats.offered += 1;
+            let src = &mut self.srcs[s];
+            let bytes = wire_bytes(e.payload_bytes, e.tcp);
+            let start = self.now.max(src.link_free);
+            let at_switch = start + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
+            src.link_free = at_switch;
+            let nic_i = src.nic as usize;
+            let dst_port = src.dst_port;
+            let nic = &self.nics[nic_i];
+            let ready = at_switch + Time(nic.cfg.switch_latency_ns);
+            let begin = ready.max(nic.rx_wire_free);
+            let queued_bytes = (begin.since(ready).ns() as f64 / nic.ns_per_byte) as u64;
+            let over = queued_bytes > nic.cfg.switch_buffer_bytes;
+            let arrive = begin + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
+            let hash = flow_hash(s as u32, e.flow, dst_port);
+            let queue = nic.first_queue + hash % nic.cfg.queues;
+            let pkt = self.alloc_pkt(Packet {
+                src: s as u32,
+                flow: e.flow,
+                seq: e.seq,
+                bytes: e.payload_bytes,
+                tcp: e.tcp,
+                dst_port,
+                hash,
+                queue,
+                rx_cpu: NONE,
+                t_sock: Time::ZERO,
+                live: true,
+            });
+            if over {
+                self.drop_pkt(pkt, DropPlace::Switch);
+                continue;
+            }
+            let nic = &mut self.nics[nic_i];
+            nic.rx_wire_free = arrive;
+            self.q.schedule(arrive, Ev::FrameArrive { pkt });
+        }
+    }
+
+    /// Send a frame from the host to source `s` (a reply or an ACK).
+    pub fn transmit(&mut self, s: u32, payload: u32, tcp: bool, fb: Feedback) {
+        let src = &self.srcs[s as usize];
+        let nic = &mut self.nics[src.nic as usize];
+        let bytes = wire_bytes(payload, tcp);
+        let start = self.now.max(nic.tx_wire_free);
+        let at_switch = start + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
+        nic.tx_wire_free = at_switch;
+        let arrive = at_switch
+            + Time(nic.cfg.switch_latency_ns)
+            + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
+        self.stats.tx_frames += 1;
+        self.q.schedule(arrive, Ev::Feedback { src: s, fb });
+    }
+
+    pub fn frame_arrive(&mut self, pkt: PktId) {
+        let q = self.pkts[pkt as usize].queue as usize;
+        let nq = &mut self.queues[q];
+        if nq.ring.len() >= nq.ring_max as usize {
+            self.drop_pkt(pkt, DropPlace::NicRing);
+            return;
+        }
+        nq.ring.push_back(pkt);
+        nq.since_irq += 1;
+        self.maybe_interrupt(q);
+    }
+
+    /// Interrupt moderation: raise now, or arm the coalescing timer.
+    fn maybe_interrupt(&mut self, q: usize) {
+        let nic = self.queues[q].nic as usize;
+        let frames = self.nics[nic].cfg.coalesce_frames.max(1);
+        let usecs = self.nics[nic].cfg.coalesce_usecs;
+        let nq = &mut self.queues[q];
+        if !nq.irq_enabled || nq.irq_active {
+            return;
+        }
+        if nq.since_irq >= frames {
+            nq.coalesce.cancel();
+            self.nic_raise(q);
+        } else if usecs > 0 && !nq.coalesce.is_armed() {
+            let gen = nq.coalesce.arm();
+            self.q.schedule(self.now + Time::from_us(u64::from(usecs)), Ev::Coalesce { q: q as u32, gen });
+        }
+    }
+
+    /// Assert queue `q`'s interrupt: the routing policy picks the CPU.
+    pub fn nic_raise(&mut self, q: usize) {
+        let nq = &mut self.queues[q];
+        if !nq.irq_enabled || nq.irq_active || nq.ring.is_empty() {
+            return;
+        }
+        nq.irq_active = true;
+        nq.since_irq = 0;
+        nq.coalesce.cancel();
+        let cpu = self.route_irq(q);
+        self.raise_irq(cpu, IrqSrc::Nic(q as u32));
+    }
+
+    fn route_irq(&mut self, q: usize) -> usize {
+        let now = self.now;
+        let jiffy = Time(self.tick_ns);
+        let cpus = &self.cpus;
+        let idle_enough = |c: usize| {
+            cpus[c].stack.is_empty() && cpus[c].curr.is_none() && now.since(cpus[c].idle_since) > jiffy
+        };
+        let interval = Time(self.tick_ns * u64::from((self.cfg.kernel.hz / 50).max(1)));
+        self.queues[q].router.route(now, interval, cpus.len(), &mut self.rng_route, idle_enough)
+    }
+
+    /// The NIC queue's hard-IRQ entry has run: legacy handlers pull frames; NAPI schedules a poll.
+    pub fn nic_irq_handler(&mut self, cpu: usize, q: usize) {
+        match self.cfg.kernel.rx_path {
+            crate::config::RxPath::Legacy => {
+                self.cpus[cpu].irq_frames = 0;
+                self.legacy_irq_next(cpu, q);
+            }
+            crate::config::RxPath::Napi => {
+                self.queues[q].irq_enabled = false;
+                self.napi_schedule(cpu, Napi::Queue(q as u32));
+                self.nic_irq_end(cpu, q);
+            }
+        }
+    }
+
+    /// Legacy handler loop: one frame per unit (driver + netif_rx), up to `irq_frames_max`.
+    pub fn legacy_irq_next(&mut self, cpu: usize, q: usize) {
+        if self.cpus[cpu].irq_frames < self.cfg.kernel.irq_frames_max {
+            if let Some(pkt) = self.queues[q].ring.pop_front() {
+                let c = &self.cfg.profile.costs;
+                let mut cost = c.driver_rx_frame_ns + c.netif_rx_ns;
+                cost += self.rps_extra_cost(cpu, pkt);
+                self.next_unit(cpu, Work::IrqFrame { q: q as u32, pkt }, CpuState::Hardirq, cost);
+                return;
+            }
+        }
+        self.nic_irq_end(cpu, q);
+    }
+
+    /// The handler returns: the line is free again; frames left in the ring interrupt anew.
+    fn nic_irq_end(&mut self, cpu: usize, q: usize) {
+        self.queues[q].irq_active = false;
+        if self.queues[q].irq_enabled && !self.queues[q].ring.is_empty() {
+            self.queues[q].since_irq = self.queues[q].ring.len() as u32;
+            self.maybe_interrupt(q);
+        }
+        self.irq_exit(cpu);
+    }
+}

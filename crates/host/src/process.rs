@@ -1,0 +1,170 @@
+//! Processes: executing a program's actions with their kernel semantics and costs.
+//!
+//! A process's unit of work (user computation, or the system-call work of recv/send/nice) runs
+//! as the CPU's process-level frame; it can be interrupted (IRQ, softirq) and preempted (the
+//! scheduler saves the remaining cost in the process). When the unit completes, the program is
+//! told the outcome and asked for its next action.
+
+use crate::sim::*;
+use hostsim_engine::Time;
+use hostsim_workload::{Action, Feedback, Outcome};
+
+impl Host {
+    /// The process-level frame's unit completed.
+    pub fn proc_unit_done(&mut self, cpu: usize) {
+        let pid = self.cpus[cpu].curr.expect("process unit without a current process");
+        let f = *self.cpus[cpu].stack.last().expect("frame");
+        if f.work == Work::Switch {
+            // Context switch done: continue the task's own unit.
+            return self.load_proc_unit(cpu, pid);
+        }
+        self.procs[pid as usize].unit_remaining = 0;
+        self.proc_step_and_run(cpu, pid);
+    }
+
+    /// Step the program of `pid` (running on `cpu`, its unit finished) and run what it asks for.
+    pub fn proc_step_and_run(&mut self, cpu: usize, pid: Pid) {
+        if pid == self.cpus[cpu].ksoftirqd {
+            return self.ksoftirqd_step(cpu, pid);
+        }
+        let Some((state, cost)) = self.proc_step(cpu, pid) else {
+            // Blocked, sleeping or exited.
+            return self.schedule(cpu);
+        };
+        if self.cpus[cpu].need_resched {
+            let p = &mut self.procs[pid as usize];
+            p.unit_state = state;
+            p.unit_remaining = cost;
+            // The frame holds a finished unit; give it the new one so schedule() saves it.
+            let f = self.cpus[cpu].stack.last_mut().expect("frame");
+            *f = Frame { work: Work::ProcUnit, state, remaining: cost };
+            return self.schedule(cpu);
+        }
+        self.next_unit(cpu, Work::ProcUnit, state, cost);
+    }
+
+    fn ksoftirqd_step(&mut self, cpu: usize, pid: Pid) {
+        if self.cpus[cpu].need_resched {
+            self.procs[pid as usize].unit_remaining = 0;
+            return self.schedule(cpu);
+        }
+        if self.cpus[cpu].softirq_pending {
+            self.procs[pid as usize].pending = Pending::Ksoftirqd;
+            self.cpus[cpu].sirq_start = self.now;
+            self.cpus[cpu].sirq_restarts = 0;
+            self.cpus[cpu].sirq_ksoftirqd = true;
+            let f = self.cpus[cpu].stack.last_mut().expect("frame");
+            f.remaining = 0;
+            self.pause_top(cpu);
+            return self.softirq_begin(cpu);
+        }
+        self.procs[pid as usize].state = ProcState::KsoftirqdIdle;
+        self.schedule(cpu);
+    }
+
+    /// Apply the finished unit's effect, ask the program for its next action and prepare it.
+    /// Returns the next unit (state, cost) or None if the process left the CPU's run state.
+    fn proc_step(&mut self, cpu: usize, pid: Pid) -> Option<(CpuState, u64)> {
+        let costs = &self.cfg.profile.costs;
+        let (syscall, send, tx_b) = (costs.syscall_ns, costs.udp_send_ns, costs.tx_per_byte_ns);
+        let pending = self.procs[pid as usize].pending;
+        let outcome = match pending {
+            Pending::Start => Outcome::Start,
+            Pending::Computed => Outcome::Computed,
+            Pending::Received { bytes } => Outcome::Received { bytes },
+            Pending::Replied { bytes } => {
+                let (src, flow, seq) = self.procs[pid as usize].reply_to;
+                if src != NONE {
+                    self.procs[pid as usize].tx_packets += 1;
+                    self.transmit(src, bytes, false, Feedback::Reply { flow, seq });
+                }
+                Outcome::Replied
+            }
+            Pending::Slept => Outcome::Slept,
+            Pending::Yielded => Outcome::Yielded,
+            Pending::NiceSet { nice } => {
+                let p = &mut self.procs[pid as usize];
+                p.nice = nice;
+                p.weight = nice_weight(nice);
+                Outcome::NiceSet
+            }
+            Pending::RetryRecv { max_bytes } => return self.do_recv(cpu, pid, max_bytes),
+            Pending::Ksoftirqd => Outcome::Start,
+        };
+        let p = &mut self.procs[pid as usize];
+        let prog = p.program.as_mut().expect("user process has a program");
+        let action = prog.next(outcome, &mut p.rng);
+        match action {
+            Action::Compute { user_ns } => {
+                p.pending = Pending::Computed;
+                Some((CpuState::User, user_ns))
+            }
+            Action::Recv { max_bytes } => self.do_recv(cpu, pid, max_bytes),
+            Action::Reply { bytes } => {
+                p.pending = Pending::Replied { bytes };
+                Some((CpuState::System, syscall + send + (f64::from(bytes) * tx_b).round() as u64))
+            }
+            Action::Sleep { ns } => {
+                p.pending = Pending::Slept;
+                p.state = ProcState::Sleeping;
+                let wake = if self.cfg.kernel.timer_tick_sleep {
+                    // 2.4 nanosleep: whole jiffies, rounded up, plus one.
+                    let t = self.tick_ns;
+                    Time((self.now.ns() + ns).div_ceil(t) * t + t)
+                } else {
+                    self.now + Time(ns + self.cfg.kernel.timer_slack_ns)
+                };
+                let gen = self.procs[pid as usize].timer.arm();
+                self.q.schedule(wake, Ev::ProcTimer { pid, gen });
+                None
+            }
+            Action::Yield => {
+                p.pending = Pending::Yielded;
+                self.yield_curr(cpu, pid);
+                Some((CpuState::System, syscall))
+            }
+            Action::SetNice { nice } => {
+                p.pending = Pending::NiceSet { nice };
+                Some((CpuState::System, syscall))
+            }
+            Action::Exit => {
+                p.state = ProcState::Exited;
+                None
+            }
+        }
+    }
+
+    /// recvmsg(): take data if there is some, else block on the socket's wait queue.
+    fn do_recv(&mut self, cpu: usize, pid: Pid, max_bytes: u32) -> Option<(CpuState, u64)> {
+        let s = self.procs[pid as usize].sock;
+        if s == NONE {
+            // A receive on no socket blocks forever (a scenario error caught by validation).
+            self.procs[pid as usize].state = ProcState::BlockedRecv;
+            return None;
+        }
+        let s = s as usize;
+        if self.cfg.kernel.rfs {
+            // rps_record_sock_flow(): the flow's desired CPU is where its reader runs.
+            let hash = self.socks[s].hash;
+            if hash != 0 {
+                let mask = self.sock_flow.len() - 1;
+                self.sock_flow[hash as usize & mask] = cpu as u32;
+            }
+        }
+        if self.socks[s].queue.is_empty() {
+            let p = &mut self.procs[pid as usize];
+            p.pending = Pending::RetryRecv { max_bytes };
+            p.state = ProcState::BlockedRecv;
+            self.socks[s].waiters.push_back(pid);
+            return None;
+        }
+        let (bytes, pkts, penalty) = self.sock_read(s, max_bytes, pid, cpu);
+        let c = &self.cfg.profile.costs;
+        let cost = c.syscall_ns + c.recv_ns + (f64::from(bytes) * c.copy_per_byte_ns).round() as u64 + penalty;
+        let p = &mut self.procs[pid as usize];
+        p.rx_packets += u64::from(pkts);
+        p.rx_bytes += u64::from(bytes);
+        p.pending = Pending::Received { bytes };
+        Some((CpuState::System, cost))
+    }
+}

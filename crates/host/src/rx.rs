@@ -1,0 +1,233 @@
+//! The receive path above the driver: per-CPU backlogs, the NET_RX softirq (NAPI polling with
+//! weight and budget, backlog processing), ksoftirqd hand-over, and RPS/RFS steering.
+//!
+//! Modelled on net/core/dev.c: `netif_rx` (2.4, with throttle) and `enqueue_to_backlog`,
+//! `net_rx_action`, `process_backlog`, `napi_complete`, `get_rps_cpu` and `rps_record_sock_flow`
+//! (Linux 3.2), and `__do_softirq`'s restart limit in kernel/softirq.c.
+
+use crate::backlog::Enqueue;
+use crate::sim::*;
+use crate::summary::DropPlace;
+use hostsim_engine::Time;
+
+impl Host {
+    /// `get_rps_cpu`: the CPU whose backlog should take `pkt` arriving on `cpu`.
+    ///
+    /// With RFS, a flow moves to the CPU of its reader's last recvmsg only when the CPU it
+    /// currently uses has dequeued every packet enqueued for it (`input_queue_head` has passed the
+    /// flow's `last_qtail`), so a flow is never reordered.
+    pub fn rps_target(&mut self, cpu: usize, pkt: PktId) -> usize {
+        if !self.cfg.kernel.rps {
+            return cpu;
+        }
+        let hash = self.pkts[pkt as usize].hash;
+        if self.cfg.kernel.rfs {
+            let mask = self.sock_flow.len() - 1;
+            let idx = hash as usize & mask;
+            let next = self.sock_flow[idx];
+            let q = self.pkts[pkt as usize].queue as usize;
+            let (tcpu, last_qtail) = self.queues[q].rflow[idx];
+            let mut target = tcpu;
+            if tcpu != next
+                && (tcpu == NONE || self.cpus[tcpu as usize].input_queue_head >= last_qtail)
+            {
+                target = next;
+                let head = if next == NONE { 0 } else { self.cpus[next as usize].input_queue_head };
+                self.queues[q].rflow[idx] = (next, head);
+            }
+            if target != NONE {
+                return target as usize;
+            }
+        }
+        self.rps_cpus[(u64::from(hash) * self.rps_cpus.len() as u64 >> 32) as usize] as usize
+    }
+
+    /// Choose the RPS target now (stored in the packet) and return the extra cost of steering.
+    pub fn rps_extra_cost(&mut self, cpu: usize, pkt: PktId) -> u64 {
+        let target = self.rps_target(cpu, pkt);
+        self.pkts[pkt as usize].rx_cpu = target as u32;
+        if target != cpu {
+            self.cfg.profile.costs.ipi_ns
+        } else {
+            0
+        }
+    }
+
+    /// Legacy hard-IRQ handler hands a frame to `netif_rx`.
+    pub fn netif_rx_from_irq(&mut self, cpu: usize, pkt: PktId) {
+        let target = self.pkts[pkt as usize].rx_cpu;
+        let target = if target == NONE { cpu } else { target as usize };
+        self.enqueue_backlog(cpu, target, pkt);
+    }
+
+    /// NAPI poll with RPS hands a frame to `enqueue_to_backlog` of its target CPU.
+    pub fn receive_skb(&mut self, cpu: usize, pkt: PktId) {
+        let target = self.pkts[pkt as usize].rx_cpu as usize;
+        self.enqueue_backlog(cpu, target, pkt);
+    }
+
+    fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
+        let prio = 0;
+        match self.cpus[target].backlog.enqueue(pkt, prio) {
+            Enqueue::Dropped => self.drop_pkt(pkt, DropPlace::Backlog),
+            Enqueue::Queued { .. } => {
+                let c = &mut self.cpus[target];
+                c.input_queue_tail += 1;
+                let tail = c.input_queue_tail;
+                if self.cfg.kernel.rfs {
+                    let p = &self.pkts[pkt as usize];
+                    let idx = p.hash as usize & (self.sock_flow.len() - 1);
+                    let q = p.queue as usize;
+                    if self.queues[q].rflow[idx].0 == target as u32 {
+                        self.queues[q].rflow[idx].1 = tail;
+                    }
+                }
+                if !self.cpus[target].backlog_scheduled {
+                    self.napi_schedule(target, Napi::Backlog);
+                    if target != from {
+                        self.stats.ipis += 1;
+                        self.raise_irq(target, IrqSrc::Ipi);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Put a NAPI instance on `cpu`'s poll list and raise NET_RX there.
+    pub fn napi_schedule(&mut self, cpu: usize, napi: Napi) {
+        match napi {
+            Napi::Backlog => self.cpus[cpu].backlog_scheduled = true,
+            Napi::Queue(q) => self.queues[q as usize].napi_scheduled = true,
+        }
+        let c = &mut self.cpus[cpu];
+        if c.poll_list.is_empty() {
+            c.napi_quota = 0;
+        }
+        c.poll_list.push_back(napi);
+        c.softirq_pending = true;
+    }
+
+    /// Start one NET_RX pass (`__do_softirq` → `net_rx_action`). The top must be paused.
+    pub fn softirq_begin(&mut self, cpu: usize) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        c.softirq_pending = false;
+        c.sirq_budget = self.cfg.kernel.netdev_budget;
+        c.sirq_pass_start = now;
+        let cost = self.cfg.profile.costs.softirq_entry_ns;
+        self.push_frame(cpu, Work::SoftirqEntry, CpuState::Softirq, cost);
+    }
+
+    /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK).
+    pub fn proto_cost(&self, pkt: PktId) -> u64 {
+        let c = &self.cfg.profile.costs;
+        let p = &self.pkts[pkt as usize];
+        let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
+        cost += (f64::from(p.bytes) * c.rx_per_byte_ns).round() as u64;
+        let s = self.port_sock[p.dst_port as usize];
+        if s != NONE {
+            let sock = &self.socks[s as usize];
+            if !sock.waiters.is_empty() {
+                cost += c.wakeup_ns;
+            }
+            if sock.tcp && self.tcp_will_ack(s as usize, pkt) {
+                cost += c.tcp_ack_send_ns;
+            }
+        }
+        cost
+    }
+
+    /// `net_rx_action`: the next unit of this pass, or the end of the pass.
+    pub fn softirq_next(&mut self, cpu: usize) {
+        let k = &self.cfg.kernel;
+        let weight = k.napi_weight;
+        let time_max = Time::from_us(k.net_rx_time_max_us);
+        loop {
+            let c = &mut self.cpus[cpu];
+            let Some(&napi) = c.poll_list.front() else {
+                return self.softirq_end(cpu);
+            };
+            if c.sirq_budget == 0 || self.now.since(c.sirq_pass_start) >= time_max {
+                c.softirq_pending = true; // `softnet_break`: re-raise
+                return self.softirq_end(cpu);
+            }
+            if c.napi_quota >= weight {
+                // Used its whole weight: to the tail of the list, fresh quota.
+                c.poll_list.pop_front();
+                c.poll_list.push_back(napi);
+                c.napi_quota = 0;
+                continue;
+            }
+            match napi {
+                Napi::Queue(q) => {
+                    let Some(pkt) = self.queues[q as usize].ring.pop_front() else {
+                        // napi_complete: off the list, interrupts back on.
+                        let c = &mut self.cpus[cpu];
+                        c.poll_list.pop_front();
+                        c.napi_quota = 0;
+                        let nq = &mut self.queues[q as usize];
+                        nq.napi_scheduled = false;
+                        nq.irq_enabled = true;
+                        continue;
+                    };
+                    let c = &mut self.cpus[cpu];
+                    c.sirq_budget -= 1;
+                    c.napi_quota += 1;
+                    let driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    if self.cfg.kernel.rps {
+                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + self.rps_extra_cost(cpu, pkt);
+                        self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
+                    } else {
+                        self.pkts[pkt as usize].rx_cpu = cpu as u32;
+                        let cost = driver + self.proto_cost(pkt);
+                        self.next_unit(cpu, Work::Poll { pkt, proto: true }, CpuState::Softirq, cost);
+                    }
+                    return;
+                }
+                Napi::Backlog => {
+                    let Some(pkt) = self.cpus[cpu].backlog.dequeue() else {
+                        let c = &mut self.cpus[cpu];
+                        c.poll_list.pop_front();
+                        c.napi_quota = 0;
+                        c.backlog_scheduled = false;
+                        continue;
+                    };
+                    let c = &mut self.cpus[cpu];
+                    c.input_queue_head += 1;
+                    c.sirq_budget -= 1;
+                    c.napi_quota += 1;
+                    self.pkts[pkt as usize].rx_cpu = cpu as u32;
+                    let cost = self.proto_cost(pkt);
+                    self.next_unit(cpu, Work::Proto { pkt }, CpuState::Softirq, cost);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A pass ended: restart, hand over to ksoftirqd, or return to what was interrupted.
+    fn softirq_end(&mut self, cpu: usize) {
+        let f = self.cpus[cpu].stack.pop();
+        debug_assert_eq!(f.map(|f| f.level()), Some(Level::Softirq));
+        let under_ksoftirqd = self.cpus[cpu].sirq_ksoftirqd;
+        if self.cpus[cpu].softirq_pending && !under_ksoftirqd {
+            let c = &self.cpus[cpu];
+            let k = &self.cfg.kernel;
+            if c.sirq_restarts < k.softirq_restart_max
+                && self.now.since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
+            {
+                self.cpus[cpu].sirq_restarts += 1;
+                return self.softirq_begin(cpu);
+            }
+            self.wakeup_softirqd(cpu);
+        }
+        self.resume(cpu);
+    }
+
+    pub fn wakeup_softirqd(&mut self, cpu: usize) {
+        let k = self.cpus[cpu].ksoftirqd;
+        if self.procs[k as usize].state == ProcState::KsoftirqdIdle {
+            self.wake_up(k, cpu, true);
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The process scheduler: per-CPU run queues with a CFS-like fair class (Linux's nice→weight
+//! table, vruntime, targeted latency and minimum granularity, wake-up preemption with
+//! `sched_wakeup_granularity`, sleeper placement at `min_vruntime - latency/2`) below a SCHED_FIFO
+//! class; the HZ tick; wake-up placement through the `select_task_rq` policy; periodic and
+//! new-idle load balancing over one domain spanning all CPUs. Every migration is counted by cause.
+
+use crate::sim::*;
+use crate::summary::MigrationCause;
+use hostsim_engine::Time;
+
+impl Host {
+    /// Charge `dt` ns to `pid`'s vruntime, and to its CPU time if `own` (task context).
+    pub fn charge_process(&mut self, pid: Pid, dt: u64, own: bool) {
+        let p = &mut self.procs[pid as usize];
+        if own {
+            p.cpu_ns += dt;
+        }
+        if p.rt.is_none() {
+            p.vruntime += dt * NICE_0_WEIGHT / p.weight;
+        }
+    }
+
+    /// `weighted_cpuload`: the fair-class weight queued on `cpu` (running task included).
+    pub fn cpu_load(&self, cpu: usize) -> u64 {
+        let c = &self.cpus[cpu];
+        let mut load: u64 = c.rq_cfs.iter().map(|&p| self.procs[p as usize].weight).sum();
+        if let Some(cur) = c.curr {
+            let p = &self.procs[cur as usize];
+            if p.rt.is_none() && p.state == ProcState::Runnable {
+                load += p.weight;
+            }
+        }
+        load
+    }
+
+    /// `idle_cpu`: nothing running or queued (interrupt handlers don't count).
+    pub fn cpu_idle(&self, cpu: usize) -> bool {
+        let c = &self.cpus[cpu];
+        c.curr.is_none() && c.rq_cfs.is_empty() && c.rq_rt.is_empty()
+    }
+
+    fn update_min_vruntime(&mut self, cpu: usize) {
+        let c = &self.cpus[cpu];
+        let mut m = u64::MAX;
+        if let Some(cur) = c.curr {
+            if self.procs[cur as usize].rt.is_none() {
+                m = self.procs[cur as usize].vruntime;
+            }
+        }
+        for &p in &c.rq_cfs {
+            m = m.min(self.procs[p as usize].vruntime);
+        }
+        if m != u64::MAX {
+            let c = &mut self.cpus[cpu];
+            c.min_vruntime = c.min_vruntime.max(m);
+        }
+    }
+
+    fn enqueue(&mut self, cpu: usize, pid: Pid, wakeup: bool) {
+        self.update_min_vruntime(cpu);
+        self.enq_seq += 1;
+        let seq = self.enq_seq;
+        let latency = self.cfg.kernel.sched_latency_us * 1000;
+        let minv = self.cpus[cpu].min_vruntime;
+        let p = &mut self.procs[pid as usize];
+        p.enq_seq = seq;
+        p.cpu = cpu as u32;
+        if p.rt.is_some() {
+            self.cpus[cpu].rq_rt.push(pid);
+        } else {
+            if wakeup {
+                // place_entity() with GENTLE_FAIR_SLEEPERS: credit at most half a latency period.
+                p.vruntime = p.vruntime.max(minv.saturating_sub(latency / 2));
+            }
+            self.cpus[cpu].rq_cfs.push(pid);
+        }
+    }
+
+    /// Move a (not running) task's home from `from` to `to`, renormalising its vruntime.
+    fn migrate(&mut self, pid: Pid, from: usize, to: usize, cause: MigrationCause) {
+        let (fm, tm) = (self.cpus[from].min_vruntime, self.cpus[to].min_vruntime);
+        let p = &mut self.procs[pid as usize];
+        p.vruntime = (p.vruntime + tm).saturating_sub(fm);
+        p.cpu = to as u32;
+        p.migrations += 1;
+        self.stats.migrations[cause as usize] += 1;
+        self.stats.record_migration(self.now, pid, from, to, cause);
+    }
+
+    /// `try_to_wake_up`: place the task with the wake policy, queue it, maybe preempt.
+    pub fn wake_up(&mut self, pid: Pid, waker: usize, _kthread: bool) {
+        let st = self.procs[pid as usize].state;
+        if !matches!(st, ProcState::BlockedRecv | ProcState::Sleeping | ProcState::KsoftirqdIdle) {
+            return;
+        }
+        let prev = self.procs[pid as usize].cpu as usize;
+        let target = if self.procs[pid as usize].pinned_kthread {
+            prev
+        } else {
+            self.wake.select_task_rq(self, pid, prev, waker)
+        };
+        self.stats.record_wakeup(self.now, pid, waker, prev, target);
+        if target != prev {
+            self.migrate(pid, prev, target, MigrationCause::Wakeup);
+        }
+        self.procs[pid as usize].state = ProcState::Runnable;
+        self.enqueue(target, pid, true);
+        self.check_preempt(target, pid);
+    }
+
+    /// A process becomes runnable for the first time (fork placement: an idle allowed CPU, else
+    /// the least loaded one).
+    pub fn proc_start(&mut self, pid: Pid) {
+        let allowed = self.procs[pid as usize].allowed;
+        let n = self.cpus.len();
+        let cpu = (0..n)
+            .filter(|&c| allowed & (1u128 << c) != 0)
+            .min_by_key(|&c| (!self.cpu_idle(c), self.cpu_load(c), c))
+            .expect("validated: at least one allowed CPU");
+        self.procs[pid as usize].state = ProcState::Runnable;
+        self.procs[pid as usize].vruntime = self.cpus[cpu].min_vruntime;
+        self.enqueue(cpu, pid, false);
+        self.check_preempt(cpu, pid);
+    }
+
+    /// `check_preempt_curr` after `pid` was queued on `cpu`.
+    fn check_preempt(&mut self, cpu: usize, pid: Pid) {
+        let Some(cur) = self.cpus[cpu].curr else {
+            return self.resched(cpu);
+        };
+        if self.top_level(cpu) == Some(Level::Process) {
+            self.account(cpu); // bring curr's vruntime up to date
+        }
+        let (p, c) = (&self.procs[pid as usize], &self.procs[cur as usize]);
+        let preempt = match (p.rt, c.rt) {
+            (Some(a), Some(b)) => a > b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => {
+                let gran = self.cfg.kernel.sched_wakeup_granularity_us * 1000 * NICE_0_WEIGHT / p.weight;
+                c.vruntime > p.vruntime + gran
+            }
+        };
+        if preempt || c.state != ProcState::Runnable {
+            self.resched(cpu);
+        }
+    }
+
+    /// Set need_resched; act at once if the CPU is at process level or idle.
+    pub fn resched(&mut self, cpu: usize) {
+        self.cpus[cpu].need_resched = true;
+        match self.top_level(cpu) {
+            None => self.schedule(cpu),
+            Some(Level::Process) => self.schedule(cpu),
+            _ => {}
+        }
+    }
+
+    fn pick_next(&mut self, cpu: usize) -> Option<Pid> {
+        let c = &mut self.cpus[cpu];
+        if !c.rq_rt.is_empty() {
+            let procs = &self.procs;
+            let i = (0..c.rq_rt.len())
+                .max_by_key(|&i| {
+                    let p = &procs[c.rq_rt[i] as usize];
+                    (p.rt, std::cmp::Reverse(p.enq_seq))
+                })
+                .expect("non-empty");
+            return Some(c.rq_rt.remove(i));
+        }
+        if c.rq_cfs.is_empty() {
+            return None;
+        }
+        let procs = &self.procs;
+        let i = (0..c.rq_cfs.len())
+            .min_by_key(|&i| {
+                let p = &procs[c.rq_cfs[i] as usize];
+                (p.vruntime, p.enq_seq)
+            })
+            .expect("non-empty");
+        Some(c.rq_cfs.swap_remove(i))
+    }
+
+    /// `schedule()`: switch the CPU to the best runnable task (or idle). Must be called at
+    /// process level or with an empty stack.
+    pub fn schedule(&mut self, cpu: usize) {
+        self.cpus[cpu].need_resched = false;
+        let prev = self.cpus[cpu].curr;
+        match self.top_level(cpu) {
+            Some(Level::Process) => {
+                self.pause_top(cpu);
+                let f = self.cpus[cpu].stack.pop().expect("process frame");
+                let pid = prev.expect("process frame without curr");
+                if f.work == Work::ProcUnit {
+                    let p = &mut self.procs[pid as usize];
+                    p.unit_remaining = f.remaining;
+                    p.unit_state = f.state;
+                }
+            }
+            None => self.account(cpu),
+            Some(l) => panic!("schedule() at {l:?} level on cpu {cpu} (seed {})", self.cfg.seed),
+        }
+        debug_assert!(self.cpus[cpu].stack.is_empty());
+        self.cpus[cpu].curr = None;
+        if let Some(pid) = prev {
+            if self.procs[pid as usize].state == ProcState::Runnable {
+                self.enqueue(cpu, pid, false);
+            }
+        }
+        self.update_min_vruntime(cpu);
+        let mut next = self.pick_next(cpu);
+        if next.is_none() {
+            self.idle_balance(cpu);
+            next = self.pick_next(cpu);
+        }
+        let Some(pid) = next else {
+            if prev.is_some() {
+                self.cpus[cpu].idle_since = self.now;
+            }
+            self.start_top(cpu);
+            return;
+        };
+        self.cpus[cpu].curr = Some(pid);
+        self.cpus[cpu].curr_since = self.now;
+        let mut cost = if prev != Some(pid) { self.cfg.profile.costs.context_switch_ns } else { 0 };
+        let p = &mut self.procs[pid as usize];
+        if p.last_ran.is_some_and(|l| l as usize != cpu) {
+            // Cold caches and TLB on a CPU the task didn't run on last.
+            let cache = &self.cfg.profile.cache;
+            cost += cache.migrate_warmup_ns;
+            self.stats.llc_load_misses += cache.migrate_llc_load_misses;
+            self.stats.llc_store_misses += cache.migrate_llc_store_misses;
+            self.stats.dtlb_load_misses += cache.migrate_dtlb_load_misses;
+            self.stats.dtlb_store_misses += cache.migrate_dtlb_store_misses;
+        }
+        p.last_ran = Some(cpu as u32);
+        if cost > 0 {
+            self.push_frame(cpu, Work::Switch, CpuState::System, cost);
+        } else {
+            self.load_proc_unit(cpu, pid);
+        }
+    }
+
+    /// Put `pid`'s saved unit on the CPU (or step its program if the unit is finished).
+    pub fn load_proc_unit(&mut self, cpu: usize, pid: Pid) {
+        let p = &self.procs[pid as usize];
+        let (state, remaining) = (p.unit_state, p.unit_remaining);
+        if self.cpus[cpu].stack.is_empty() {
+            self.cpus[cpu].stack.push(Frame { work: Work::ProcUnit, state, remaining });
+        } else {
+            let f = self.cpus[cpu].stack.last_mut().expect("frame");
+            *f = Frame { work: Work::ProcUnit, state, remaining };
+        }
+        if remaining == 0 {
+            self.account(cpu);
+            self.proc_step_and_run(cpu, pid);
+        } else {
+            self.start_top(cpu);
+        }
+    }
+
+    /// Timer tick: fair-class slice expiry and periodic load balancing.
+    pub fn scheduler_tick(&mut self, cpu: usize) {
+        if let Some(cur) = self.cpus[cpu].curr {
+            let p = &self.procs[cur as usize];
+            if p.rt.is_none() && !self.cpus[cpu].rq_cfs.is_empty() {
+                let k = &self.cfg.kernel;
+                let nr = self.cpus[cpu].rq_cfs.len() as u64 + 1;
+                let min_gran = k.sched_min_granularity_us * 1000;
+                let period = (k.sched_latency_us * 1000).max(nr * min_gran);
+                let total = self.cpu_load(cpu).max(1);
+                let slice = (period * p.weight / total).max(min_gran);
+                let ran = self.now.since(self.cpus[cpu].curr_since).ns();
+                let leftmost = self.cpus[cpu]
+                    .rq_cfs
+                    .iter()
+                    .map(|&q| self.procs[q as usize].vruntime)
+                    .min()
+                    .unwrap_or(u64::MAX);
+                if ran > slice || p.vruntime.saturating_sub(leftmost) > slice {
+                    self.cpus[cpu].need_resched = true;
+                }
+            }
+        }
+        if self.now >= self.cpus[cpu].next_balance {
+            self.cpus[cpu].next_balance =
+                self.now + Time::from_ms(self.cfg.kernel.balance_interval_ms);
+            self.periodic_balance(cpu);
+        }
+    }
+
+    /// Find the busiest other CPU and a queued (not running) task on it that `cpu` may run and
+    /// whose move does not invert the imbalance.
+    fn find_pull(&self, cpu: usize, this_load: u64, need_imbalance: bool) -> Option<(usize, usize)> {
+        let imb = u64::from(self.cfg.kernel.imbalance_pct);
+        let busiest = (0..self.cpus.len())
+            .filter(|&c| c != cpu && !self.cpus[c].rq_cfs.is_empty())
+            .max_by_key(|&c| (self.cpu_load(c), std::cmp::Reverse(c)))?;
+        let bl = self.cpu_load(busiest);
+        if need_imbalance && bl * 100 <= this_load * imb {
+            return None;
+        }
+        let rq = &self.cpus[busiest].rq_cfs;
+        let i = (0..rq.len()).find(|&i| {
+            let p = &self.procs[rq[i] as usize];
+            !p.pinned_kthread && p.allowed & (1u128 << cpu) != 0 && this_load + p.weight <= bl - p.weight
+        })?;
+        Some((busiest, i))
+    }
+
+    fn periodic_balance(&mut self, cpu: usize) {
+        let this_load = self.cpu_load(cpu);
+        if let Some((busiest, i)) = self.find_pull(cpu, this_load, true) {
+            let pid = self.cpus[busiest].rq_cfs.swap_remove(i);
+            self.migrate(pid, busiest, cpu, MigrationCause::LoadBalance);
+            self.enqueue(cpu, pid, false);
+            self.check_preempt(cpu, pid);
+        }
+    }
+
+    /// New-idle balancing: an idle CPU pulls a waiting task.
+    fn idle_balance(&mut self, cpu: usize) {
+        if let Some((busiest, i)) = self.find_pull(cpu, 0, false) {
+            let pid = self.cpus[busiest].rq_cfs.swap_remove(i);
+            self.migrate(pid, busiest, cpu, MigrationCause::IdleBalance);
+            self.enqueue(cpu, pid, false);
+        }
+    }
+
+    /// sched_yield(): to the back of the fair queue (or of its FIFO priority level).
+    pub fn yield_curr(&mut self, cpu: usize, pid: Pid) {
+        let maxv = self.cpus[cpu].rq_cfs.iter().map(|&q| self.procs[q as usize].vruntime).max();
+        self.enq_seq += 1;
+        let p = &mut self.procs[pid as usize];
+        if p.rt.is_none() {
+            if let Some(m) = maxv {
+                p.vruntime = p.vruntime.max(m);
+            }
+        }
+        p.enq_seq = self.enq_seq;
+        self.cpus[cpu].need_resched = true;
+    }
+}

@@ -1,0 +1,700 @@
+//! The `Host`: all model state, the event enum, and the main loop. Behaviour lives in the sibling
+//! modules as `impl Host` blocks (cpu, nic, rx, proto, sched, process); this file wires them up.
+
+use crate::backlog::Backlog;
+use crate::config::*;
+use crate::irq_route::IrqRouter;
+use crate::summary::Stats;
+use crate::trace::Trace;
+use crate::wake::WakePlacement;
+use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
+use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig};
+use std::collections::{BTreeMap, VecDeque};
+
+pub type Pid = u32;
+pub type PktId = u32;
+pub const NONE: u32 = u32::MAX;
+
+/// Simulation events. Small and `Copy`: the queue stores them inline.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// The CPU's current unit of work completes (if `gen` is still live).
+    CpuDone { cpu: u16, gen: u32 },
+    /// Timer interrupt.
+    Tick { cpu: u16 },
+    /// An external source wants to run.
+    SourceWake { src: u32, gen: u32 },
+    /// A frame reaches the NIC port (after the switch).
+    FrameArrive { pkt: PktId },
+    /// A frame from the host reaches an external source.
+    Feedback { src: u32, fb: Feedback },
+    /// Interrupt-moderation timer of a NIC queue.
+    Coalesce { q: u32, gen: u32 },
+    /// A sleeping process's timer.
+    ProcTimer { pid: Pid, gen: u32 },
+    /// A process starts (its `start_ms`).
+    ProcStart { pid: Pid },
+    /// TCP delayed-ACK timer of a socket.
+    DelAck { sock: u32, gen: u32 },
+    Sample,
+    WarmupEnd,
+    End,
+}
+
+/// CPU time accounting states. Every nanosecond of every CPU is in exactly one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuState {
+    Hardirq = 0,
+    Softirq = 1,
+    System = 2,
+    User = 3,
+    /// Spinning on a kernel lock (used by the kernel-locking models).
+    #[allow(dead_code)]
+    Spin = 4,
+    Idle = 5,
+}
+pub const N_STATES: usize = 6;
+pub const STATE_NAMES: [&str; N_STATES] = ["hardirq", "softirq", "system", "user", "spin", "idle"];
+
+/// Interrupt sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IrqSrc {
+    Nic(u32),
+    Tick,
+    Ipi,
+}
+
+/// What the current unit of a frame is doing; its effect happens when it completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    IrqEntry(IrqSrc),
+    /// Legacy handler: driver + netif_rx for one frame.
+    IrqFrame { q: u32, pkt: PktId },
+    SoftirqEntry,
+    /// NAPI poll of one frame; `proto` = protocol processing done in the same unit.
+    Poll { pkt: PktId, proto: bool },
+    /// Protocol processing of a packet taken from the backlog.
+    Proto { pkt: PktId },
+    /// Context switch into the CPU's current process.
+    Switch,
+    /// The current process's unit (see `Proc::unit`).
+    ProcUnit,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    pub work: Work,
+    pub state: CpuState,
+    pub remaining: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Process,
+    Softirq,
+    Hardirq,
+}
+
+impl Frame {
+    pub fn level(&self) -> Level {
+        match self.work {
+            Work::IrqEntry(_) | Work::IrqFrame { .. } => Level::Hardirq,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => Level::Softirq,
+            Work::Switch | Work::ProcUnit => Level::Process,
+        }
+    }
+}
+
+pub struct Cpu {
+    pub stack: Vec<Frame>,
+    pub seg_start: Time,
+    /// When the top frame's current run (since start or resume) began.
+    pub run_start: Time,
+    pub acct_state: CpuState,
+    pub acct_ns: [u64; N_STATES],
+    pub done: Timer,
+    pub curr: Option<Pid>,
+    pub need_resched: bool,
+    pub pending_irqs: VecDeque<IrqSrc>,
+    /// When the CPU last switched from a task to idle (2.4 `irq_stat[cpu].idle_timestamp`, set
+    /// in cpu_idle(); interrupts on an idle CPU don't reset it).
+    pub idle_since: Time,
+    /// Frames handled by the running legacy IRQ handler.
+    pub irq_frames: u32,
+    // NET_RX state of the running pass
+    pub softirq_pending: bool,
+    pub sirq_budget: u32,
+    pub sirq_pass_start: Time,
+    pub sirq_start: Time,
+    pub sirq_restarts: u32,
+    /// The running NET_RX pass was started by ksoftirqd (task context), not at IRQ exit.
+    pub sirq_ksoftirqd: bool,
+    pub ksoftirqd: Pid,
+    // scheduler
+    pub rq_cfs: Vec<Pid>,
+    pub rq_rt: Vec<Pid>,
+    pub min_vruntime: u64,
+    pub curr_since: Time,
+    pub next_balance: Time,
+    pub core: u32,
+    pub llc: u32,
+    // softnet
+    pub backlog: Backlog,
+    pub poll_list: VecDeque<Napi>,
+    pub napi_quota: u32,
+    pub backlog_scheduled: bool,
+    pub input_queue_head: u64,
+    pub input_queue_tail: u64,
+    pub irqs: u64,
+}
+
+/// An entry of a CPU's NAPI poll list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Napi {
+    Queue(u32),
+    Backlog,
+}
+
+pub struct NicQueue {
+    pub nic: u32,
+    pub ring: VecDeque<PktId>,
+    pub ring_max: u32,
+    pub irq_enabled: bool,
+    /// Interrupt raised and not yet finished (pending on a CPU or its handler running).
+    pub irq_active: bool,
+    pub napi_scheduled: bool,
+    pub since_irq: u32,
+    pub coalesce: Timer,
+    pub router: IrqRouter,
+    /// RFS device flow table: (cpu, last_qtail) per hash bucket.
+    pub rflow: Vec<(u32, u64)>,
+}
+
+pub struct Nic {
+    pub cfg: NicConfig,
+    pub first_queue: u32,
+    pub ns_per_byte: f64,
+    /// When the switch→host wire is next free.
+    pub rx_wire_free: Time,
+    /// When the host→switch wire is next free.
+    pub tx_wire_free: Time,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcState {
+    NotStarted,
+    Runnable,
+    BlockedRecv,
+    Sleeping,
+    KsoftirqdIdle,
+    Exited,
+}
+
+/// What a process's current unit will report when it completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    Start,
+    Computed,
+    Received { bytes: u32 },
+    Replied { bytes: u32 },
+    Slept,
+    Yielded,
+    NiceSet { nice: i8 },
+    /// ksoftirqd: check for pending softirqs.
+    Ksoftirqd,
+    /// Blocked in recv(): retry it when woken.
+    RetryRecv { max_bytes: u32 },
+}
+
+pub struct Proc {
+    pub name: String,
+    pub program: Option<Program>,
+    pub sock: u32,
+    pub nice: i8,
+    pub weight: u64,
+    pub rt: Option<u8>,
+    pub allowed: u128,
+    pub state: ProcState,
+    pub cpu: u32,
+    pub last_ran: Option<u32>,
+    pub vruntime: u64,
+    pub enq_seq: u64,
+    pub unit_state: CpuState,
+    pub unit_remaining: u64,
+    pub pending: Pending,
+    pub timer: Timer,
+    pub cpu_ns: u64,
+    pub migrations: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub wait: Histogram,
+    /// Where the last received message came from (for replies).
+    pub reply_to: (u32, u32, u64),
+    pub pinned_kthread: bool,
+    pub rng: Rng,
+}
+
+/// Per-flow TCP receive state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpFlowState {
+    pub rcv_nxt: u64,
+    pub unacked_segs: u32,
+}
+
+pub struct Sock {
+    pub port: u16,
+    pub tcp: bool,
+    pub rcvbuf: u32,
+    pub used: u32,
+    pub queue: VecDeque<PktId>,
+    /// Bytes of the head segment already read (stream sockets).
+    pub head_off: u32,
+    pub waiters: VecDeque<Pid>,
+    pub hash: u32,
+    pub flows: BTreeMap<(u32, u32), TcpFlowState>,
+    pub delack: Timer,
+    pub enqueued: u64,
+    pub len_area: u128,
+    pub len_changed: Time,
+}
+
+pub struct Packet {
+    pub src: u32,
+    pub flow: u32,
+    pub seq: u64,
+    pub bytes: u32,
+    pub tcp: bool,
+    pub dst_port: u16,
+    pub hash: u32,
+    pub queue: u32,
+    pub rx_cpu: u32,
+    pub t_sock: Time,
+    /// False once freed (slab bookkeeping).
+    pub live: bool,
+}
+
+pub struct Src {
+    pub name: String,
+    pub src: Source,
+    pub nic: u32,
+    pub dst_port: u16,
+    pub link_ns_per_byte: f64,
+    pub link_free: Time,
+    pub timer: Timer,
+    pub rng: Rng,
+}
+
+/// The simulated host and its environment.
+pub struct Host {
+    pub cfg: HostConfig,
+    pub q: EventQueue<Ev>,
+    pub now: Time,
+    pub cpus: Vec<Cpu>,
+    pub nics: Vec<Nic>,
+    pub queues: Vec<NicQueue>,
+    pub procs: Vec<Proc>,
+    pub socks: Vec<Sock>,
+    pub port_sock: Vec<u32>,
+    pub srcs: Vec<Src>,
+    pub pkts: Vec<Packet>,
+    pub free_pkts: Vec<PktId>,
+    pub sock_flow: Vec<u32>,
+    pub rps_cpus: Vec<u32>,
+    pub wake: WakePlacement,
+    pub stats: Stats,
+    pub trace: Option<Trace>,
+    pub emit_buf: Vec<Emit>,
+    pub rng_route: Rng,
+    pub tick_ns: u64,
+    pub enq_seq: u64,
+    pub ended: bool,
+}
+
+/// Linux's `sched_prio_to_weight` (nice -20 ..= 19).
+pub const NICE_WEIGHT: [u64; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
+    70, 56, 45, 36, 29, 23, 18, 15,
+];
+pub const NICE_0_WEIGHT: u64 = 1024;
+
+pub fn nice_weight(nice: i8) -> u64 {
+    NICE_WEIGHT[(i32::from(nice).clamp(-20, 19) + 20) as usize]
+}
+
+pub fn cpu_mask(cpus: &[u32], n: usize) -> u128 {
+    if cpus.is_empty() {
+        if n >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << n) - 1
+        }
+    } else {
+        cpus.iter().fold(0u128, |m, &c| m | (1u128 << c))
+    }
+}
+
+/// A fixed 32-bit mix of a flow's identity (stands in for the NIC's Toeplitz hash).
+pub fn flow_hash(src: u32, flow: u32, dst_port: u16) -> u32 {
+    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
+    (x as u32) | 1 // never zero: zero means "no hash" in Linux
+}
+
+impl Host {
+    pub fn new(cfg: HostConfig) -> Host {
+        let streams = RngStreams::new(cfg.seed);
+        let topo = &cfg.profile.topology;
+        let ncpu = topo.cpus();
+        let tick_ns = 1_000_000_000 / u64::from(cfg.kernel.hz.max(1));
+        let mut cpus = Vec::with_capacity(ncpu);
+        for c in 0..ncpu as u32 {
+            let core = c / topo.threads_per_core;
+            let pkg = core / topo.cores_per_package;
+            let llc = match topo.llc {
+                LlcScope::PerCore => core,
+                LlcScope::PerPackage => pkg,
+            };
+            cpus.push(Cpu {
+                stack: Vec::with_capacity(8),
+                seg_start: Time::ZERO,
+                run_start: Time::ZERO,
+                acct_state: CpuState::Idle,
+                acct_ns: [0; N_STATES],
+                done: Timer::new(),
+                curr: None,
+                need_resched: false,
+                pending_irqs: VecDeque::with_capacity(8),
+                idle_since: Time::ZERO,
+                irq_frames: 0,
+                softirq_pending: false,
+                sirq_budget: 0,
+                sirq_pass_start: Time::ZERO,
+                sirq_start: Time::ZERO,
+                sirq_restarts: 0,
+                sirq_ksoftirqd: false,
+                ksoftirqd: NONE,
+                rq_cfs: Vec::with_capacity(16),
+                rq_rt: Vec::new(),
+                min_vruntime: 0,
+                curr_since: Time::ZERO,
+                next_balance: Time::ZERO,
+                core,
+                llc,
+                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel),
+                poll_list: VecDeque::with_capacity(8),
+                napi_quota: 0,
+                backlog_scheduled: false,
+                input_queue_head: 0,
+                input_queue_tail: 0,
+                irqs: 0,
+            });
+        }
+        let mut nics = Vec::new();
+        let mut queues = Vec::new();
+        for (i, n) in cfg.nics.iter().enumerate() {
+            let first_queue = queues.len() as u32;
+            for qi in 0..n.queues {
+                let router = IrqRouter::new(n, qi, ncpu);
+                queues.push(NicQueue {
+                    nic: i as u32,
+                    ring: VecDeque::with_capacity(n.rx_ring as usize),
+                    ring_max: n.rx_ring,
+                    irq_enabled: true,
+                    irq_active: false,
+                    napi_scheduled: false,
+                    since_irq: 0,
+                    coalesce: Timer::new(),
+                    router,
+                    rflow: if cfg.kernel.rfs {
+                        vec![(NONE, 0); cfg.kernel.rfs_entries as usize]
+                    } else {
+                        Vec::new()
+                    },
+                });
+            }
+            nics.push(Nic {
+                cfg: n.clone(),
+                first_queue,
+                ns_per_byte: 8_000.0 / n.rate_mbps as f64,
+                rx_wire_free: Time::ZERO,
+                tx_wire_free: Time::ZERO,
+            });
+        }
+
+        let mut port_sock = vec![NONE; 65536];
+        let mut socks: Vec<Sock> = Vec::new();
+        let mut procs = Vec::new();
+        for (i, p) in cfg.processes.iter().enumerate() {
+            let prog = Program::new(ProgramConfig {
+                kind: p.program,
+                work_ns: p.work_ns,
+                work_dist: p.work_dist,
+                read_bytes: p.read_bytes,
+                reply_bytes: p.reply_bytes,
+            });
+            let mut sock = NONE;
+            if let (true, Some(port)) = (prog.uses_socket(), p.port) {
+                if port_sock[port as usize] == NONE {
+                    port_sock[port as usize] = socks.len() as u32;
+                    socks.push(Sock {
+                        port,
+                        tcp: p.program == hostsim_workload::ProgramKind::TcpStream,
+                        rcvbuf: p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes),
+                        used: 0,
+                        queue: VecDeque::new(),
+                        head_off: 0,
+                        waiters: VecDeque::new(),
+                        hash: 0,
+                        flows: BTreeMap::new(),
+                        delack: Timer::new(),
+                        enqueued: 0,
+                        len_area: 0,
+                        len_changed: Time::ZERO,
+                    });
+                }
+                sock = port_sock[port as usize];
+            }
+            let allowed = cpu_mask(&p.cpus, ncpu);
+            procs.push(Proc::new(
+                p.name.clone(),
+                Some(prog),
+                sock,
+                p.nice,
+                match p.sched {
+                    SchedPolicy::Fifo => Some(p.rt_priority.max(1)),
+                    SchedPolicy::Normal => None,
+                },
+                allowed,
+                allowed.trailing_zeros(),
+                streams.stream(&format!("process/{i}/{}", p.name)),
+            ));
+        }
+        for c in 0..ncpu as u32 {
+            let pid = procs.len() as Pid;
+            let mut k = Proc::new(
+                format!("ksoftirqd/{c}"),
+                None,
+                NONE,
+                cfg.kernel.ksoftirqd_nice,
+                None,
+                1u128 << c,
+                c,
+                streams.stream(&format!("ksoftirqd/{c}")),
+            );
+            k.pinned_kthread = true;
+            k.state = ProcState::KsoftirqdIdle;
+            procs.push(k);
+            cpus[c as usize].ksoftirqd = pid;
+        }
+
+        let mut srcs = Vec::new();
+        for (i, t) in cfg.traffic.iter().enumerate() {
+            let nic = cfg.nics.iter().position(|n| n.name == t.nic).expect("validated nic") as u32;
+            let stop_ns = t.stop_ms.map_or(cfg.duration_ns, |s| s * 1_000_000).min(cfg.duration_ns);
+            srcs.push(Src {
+                name: t.name.clone(),
+                src: Source::new(SourceConfig {
+                    kind: t.kind,
+                    rate_pps: t.rate_pps,
+                    payload_bytes: t.payload_bytes,
+                    flows: t.flows,
+                    start_ns: t.start_ms * 1_000_000,
+                    stop_ns,
+                    client_stack_ns: t.client_stack_ns,
+                    timeout_ns: t.timeout_ms * 1_000_000,
+                    window_bytes: t.window_bytes,
+                    rto_ns: t.rto_ms * 1_000_000,
+                    total_bytes: t.total_bytes,
+                    record_from_ns: cfg.warmup_ns,
+                }),
+                nic,
+                dst_port: t.dst_port,
+                link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
+                link_free: Time::ZERO,
+                timer: Timer::new(),
+                rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
+            });
+        }
+
+        let rps_cpus = if cfg.kernel.rps_cpus.is_empty() {
+            (0..ncpu as u32).collect()
+        } else {
+            cfg.kernel.rps_cpus.clone()
+        };
+        let sock_flow = if cfg.kernel.rfs { vec![NONE; cfg.kernel.rfs_entries as usize] } else { Vec::new() };
+        let stats = Stats::new(&cfg, ncpu, procs.len());
+        let trace = cfg.trace.then(|| Trace::new(ncpu));
+        Host {
+            wake: WakePlacement::new(cfg.kernel.wake_policy),
+            q: EventQueue::new(),
+            now: Time::ZERO,
+            cpus,
+            nics,
+            queues,
+            procs,
+            socks,
+            port_sock,
+            srcs,
+            pkts: Vec::with_capacity(4096),
+            free_pkts: Vec::with_capacity(4096),
+            sock_flow,
+            rps_cpus,
+            stats,
+            trace,
+            emit_buf: Vec::with_capacity(256),
+            rng_route: streams.stream("irq-routing"),
+            tick_ns,
+            enq_seq: 0,
+            ended: false,
+            cfg,
+        }
+    }
+
+    /// Run to the configured duration.
+    pub fn run(&mut self) {
+        let n = self.cpus.len();
+        for c in 0..n {
+            // Stagger ticks like real per-CPU timers so they don't all fire at once.
+            let off = self.tick_ns * c as u64 / n as u64;
+            self.q.schedule(Time(off), Ev::Tick { cpu: c as u16 });
+            self.cpus[c].next_balance = Time(off + self.cfg.kernel.balance_interval_ms * 1_000_000);
+        }
+        for i in 0..self.srcs.len() {
+            if let Some(t) = self.srcs[i].src.first_wake() {
+                let gen = self.srcs[i].timer.arm();
+                self.q.schedule(t, Ev::SourceWake { src: i as u32, gen });
+            }
+        }
+        for pid in 0..self.cfg.processes.len() {
+            let at = Time::from_ms(self.cfg.processes[pid].start_ms);
+            self.q.schedule(at, Ev::ProcStart { pid: pid as Pid });
+        }
+        self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
+        self.q.schedule(Time(self.cfg.warmup_ns), Ev::WarmupEnd);
+        self.q.schedule(Time(self.cfg.duration_ns), Ev::End);
+        while let Some((t, ev)) = self.q.pop() {
+            self.now = t;
+            self.dispatch(ev);
+            if self.ended {
+                break;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::CpuDone { cpu, gen } => self.cpu_done(cpu as usize, gen),
+            Ev::Tick { cpu } => {
+                self.q.schedule(self.now + Time(self.tick_ns), Ev::Tick { cpu });
+                self.raise_irq(cpu as usize, IrqSrc::Tick);
+            }
+            Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
+            Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
+            Ev::Feedback { src, fb } => self.source_feedback(src as usize, fb),
+            Ev::Coalesce { q, gen } => {
+                if self.queues[q as usize].coalesce.fires(gen) {
+                    self.nic_raise(q as usize);
+                }
+            }
+            Ev::ProcTimer { pid, gen } => {
+                if self.procs[pid as usize].timer.fires(gen) {
+                    let prev = self.procs[pid as usize].cpu as usize;
+                    self.wake_up(pid, prev, false);
+                }
+            }
+            Ev::ProcStart { pid } => self.proc_start(pid),
+            Ev::DelAck { sock, gen } => {
+                if self.socks[sock as usize].delack.fires(gen) {
+                    self.delack_fire(sock as usize);
+                }
+            }
+            Ev::Sample => {
+                self.sample();
+                self.q.schedule(self.now + Time(self.cfg.sample_interval_ns), Ev::Sample);
+            }
+            Ev::WarmupEnd => self.warmup_end(),
+            Ev::End => {
+                for c in 0..self.cpus.len() {
+                    self.account(c);
+                }
+                self.ended = true;
+            }
+        }
+    }
+
+    // ----- packet slab: no allocation in steady state -----
+
+    pub fn alloc_pkt(&mut self, p: Packet) -> PktId {
+        if let Some(id) = self.free_pkts.pop() {
+            self.pkts[id as usize] = p;
+            id
+        } else {
+            self.pkts.push(p);
+            (self.pkts.len() - 1) as PktId
+        }
+    }
+
+    pub fn free_pkt(&mut self, id: PktId) {
+        debug_assert!(self.pkts[id as usize].live, "double free of packet {id}");
+        self.pkts[id as usize].live = false;
+        self.free_pkts.push(id);
+    }
+
+    /// Drop a packet at `place`, counting it.
+    pub fn drop_pkt(&mut self, id: PktId, place: crate::summary::DropPlace) {
+        self.stats.drops[place as usize] += 1;
+        self.free_pkt(id);
+    }
+
+    pub fn packets_in_flight(&self) -> u64 {
+        (self.pkts.len() - self.free_pkts.len()) as u64
+    }
+}
+
+impl Proc {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: String,
+        program: Option<Program>,
+        sock: u32,
+        nice: i8,
+        rt: Option<u8>,
+        allowed: u128,
+        cpu: u32,
+        rng: Rng,
+    ) -> Proc {
+        Proc {
+            name,
+            program,
+            sock,
+            nice,
+            weight: nice_weight(nice),
+            rt,
+            allowed,
+            state: ProcState::NotStarted,
+            cpu,
+            last_ran: None,
+            vruntime: 0,
+            enq_seq: 0,
+            unit_state: CpuState::System,
+            unit_remaining: 0,
+            pending: Pending::Start,
+            timer: Timer::new(),
+            cpu_ns: 0,
+            migrations: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            tx_packets: 0,
+            wait: Histogram::new(),
+            reply_to: (NONE, 0, 0),
+            pinned_kthread: false,
+            rng,
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Statistics collected during a run, the windowed metrics, and the `summary.json` structure.
+//! Every statistic has one name used in `summary.json`, in `results.csv` and in the time series.
+
+use crate::config::HostConfig;
+use crate::sim::*;
+use hostsim_engine::{Histogram, Time, TimeSeries};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Where a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropPlace {
+    Switch = 0,
+    NicRing = 1,
+    Backlog = 2,
+    Socket = 3,
+    NoSocket = 4,
+    TcpOutOfOrder = 5,
+}
+pub const N_DROPS: usize = 6;
+pub const DROP_NAMES: [&str; N_DROPS] = ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo"];
+
+/// Why a task moved to another CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationCause {
+    Wakeup = 0,
+    LoadBalance = 1,
+    IdleBalance = 2,
+}
+pub const N_CAUSES: usize = 3;
+pub const CAUSE_NAMES: [&str; N_CAUSES] = ["wakeup", "load_balance", "idle_balance"];
+
+/// Cumulative counters at one instant (for windowed rates and time-series deltas).
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    t: u64,
+    offered: u64,
+    delivered: u64,
+    drops: [u64; N_DROPS],
+    acct: Vec<[u64; N_STATES]>,
+    proc_rx: Vec<u64>,
+    proc_rx_bytes: Vec<u64>,
+    proc_cpu: Vec<u64>,
+    migrations: [u64; N_CAUSES],
+    cache: [u64; 4],
+    wakeups: u64,
+}
+
+pub struct Stats {
+    pub offered: u64,
+    pub delivered: u64,
+    pub drops: [u64; N_DROPS],
+    pub tx_frames: u64,
+    pub ipis: u64,
+    pub migrations: [u64; N_CAUSES],
+    pub llc_load_misses: u64,
+    pub llc_store_misses: u64,
+    pub dtlb_load_misses: u64,
+    pub dtlb_store_misses: u64,
+    pub wakeups: u64,
+    pub wakeups_affine: u64,
+    /// Deliveries whose sequence number was below an earlier one of the same flow.
+    pub reordered: u64,
+    last_seq: Vec<Vec<u64>>,
+    warm: Option<Snapshot>,
+    last_sample: Snapshot,
+    pub series: TimeSeries,
+}
+
+const SERIES: [&str; 12] = [
+    "offered_pps", "delivered_pps", "drops_pps", "cpu_hardirq", "cpu_softirq", "cpu_system",
+    "cpu_user", "cpu_idle", "migrations_per_s", "runnable", "backlog_len", "throttled_cpus",
+];
+
+impl Stats {
+    pub fn new(cfg: &HostConfig, _ncpu: usize, _nprocs: usize) -> Stats {
+        Stats {
+            offered: 0,
+            delivered: 0,
+            drops: [0; N_DROPS],
+            tx_frames: 0,
+            ipis: 0,
+            migrations: [0; N_CAUSES],
+            llc_load_misses: 0,
+            llc_store_misses: 0,
+            dtlb_load_misses: 0,
+            dtlb_store_misses: 0,
+            wakeups: 0,
+            wakeups_affine: 0,
+            reordered: 0,
+            last_seq: cfg.traffic.iter().map(|t| vec![u64::MAX; t.flows.max(1) as usize]).collect(),
+            warm: None,
+            last_sample: Snapshot::default(),
+            series: TimeSeries::new(cfg.sample_interval_ns, SERIES.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    pub fn record_delivery(&mut self, src: u32, flow: u32, seq: u64) {
+        self.delivered += 1;
+        if let Some(last) = self.last_seq.get_mut(src as usize).and_then(|v| v.get_mut(flow as usize)) {
+            if *last != u64::MAX && seq < *last {
+                self.reordered += 1;
+            }
+            *last = seq;
+        }
+    }
+
+    pub fn record_migration(&mut self, _now: Time, _pid: Pid, _from: usize, _to: usize, _c: MigrationCause) {}
+
+    pub fn record_wakeup(&mut self, _now: Time, _pid: Pid, waker: usize, _prev: usize, target: usize) {
+        self.wakeups += 1;
+        if waker == target {
+            self.wakeups_affine += 1;
+        }
+    }
+}
+
+impl Host {
+    fn snapshot(&mut self) -> Snapshot {
+        for c in 0..self.cpus.len() {
+            self.account(c);
+        }
+        let s = &self.stats;
+        Snapshot {
+            t: self.now.ns(),
+            offered: s.offered,
+            delivered: s.delivered,
+            drops: s.drops,
+            acct: self.cpus.iter().map(|c| c.acct_ns).collect(),
+            proc_rx: self.procs.iter().map(|p| p.rx_packets).collect(),
+            proc_rx_bytes: self.procs.iter().map(|p| p.rx_bytes).collect(),
+            proc_cpu: self.procs.iter().map(|p| p.cpu_ns).collect(),
+            migrations: s.migrations,
+            cache: [s.llc_load_misses, s.llc_store_misses, s.dtlb_load_misses, s.dtlb_store_misses],
+            wakeups: s.wakeups,
+        }
+    }
+
+    pub fn warmup_end(&mut self) {
+        let snap = self.snapshot();
+        self.stats.warm = Some(snap);
+        for p in &mut self.procs {
+            p.wait.reset();
+        }
+    }
+
+    pub fn sample(&mut self) {
+        let now = self.snapshot();
+        let prev = std::mem::replace(&mut self.stats.last_sample, now);
+        let now = &self.stats.last_sample;
+        let dt = (now.t - prev.t) as f64 * 1e-9;
+        let ncpu = self.cpus.len() as f64;
+        let state = |i: usize| -> f64 {
+            let sum: u64 = now.acct.iter().zip(prev.acct.iter().chain(std::iter::repeat(&[0; N_STATES])))
+                .map(|(a, b)| a[i] - b[i]).sum();
+            sum as f64 * 1e-9 / dt / ncpu
+        };
+        let runnable: usize = self.cpus.iter().map(|c| c.rq_cfs.len() + c.rq_rt.len() + usize::from(c.curr.is_some())).sum();
+        let row = [
+            (now.offered - prev.offered) as f64 / dt,
+            (now.delivered - prev.delivered) as f64 / dt,
+            (now.drops.iter().sum::<u64>() - prev.drops.iter().sum::<u64>()) as f64 / dt,
+            state(CpuState::Hardirq as usize),
+            state(CpuState::Softirq as usize),
+            state(CpuState::System as usize),
+            state(CpuState::User as usize),
+            state(CpuState::Idle as usize),
+            (now.migrations.iter().sum::<u64>() - prev.migrations.iter().sum::<u64>()) as f64 / dt,
+            runnable as f64,
+            self.cpus.iter().filter(|c| !c.backlog.is_empty()).map(|c| c.backlog.len()).sum::<usize>() as f64,
+            self.cpus.iter().filter(|c| c.backlog.high_load()).count() as f64,
+        ];
+        self.stats.series.push_row(&row);
+    }
+
+    /// Build the summary at the end of the run.
+    pub fn summary(&mut self) -> Summary {
+        let end = self.snapshot();
+        let warm = self.stats.warm.clone().unwrap_or_default();
+        let window_s = ((end.t - warm.t) as f64 * 1e-9).max(1e-12);
+        let ncpu = self.cpus.len();
+        let user_procs = self.cfg.processes.len();
+        let mut m: BTreeMap<String, f64> = BTreeMap::new();
+        let rate = |a: u64, b: u64| (a - b) as f64 / window_s;
+        m.insert("offered_pps".into(), rate(end.offered, warm.offered));
+        m.insert("delivered_pps".into(), rate(end.delivered, warm.delivered));
+        for (i, name) in DROP_NAMES.iter().enumerate() {
+            m.insert(format!("drop_{name}_pps"), rate(end.drops[i], warm.drops[i]));
+        }
+        let zero = [0u64; N_STATES];
+        for (i, name) in STATE_NAMES.iter().enumerate() {
+            let sum: u64 = (0..ncpu).map(|c| end.acct[c][i] - warm.acct.get(c).unwrap_or(&zero)[i]).sum();
+            m.insert(format!("cpu_{name}_frac"), sum as f64 * 1e-9 / window_s / ncpu as f64);
+        }
+        m.insert("cpu_util".into(), 1.0 - m["cpu_idle_frac"]);
+        for (i, p) in self.procs.iter().enumerate().take(user_procs) {
+            let w = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
+            m.insert(format!("{}_rx_pps", p.name), rate(end.proc_rx[i], w(&warm.proc_rx)));
+            m.insert(
+                format!("{}_rx_mbps", p.name),
+                rate(end.proc_rx_bytes[i], w(&warm.proc_rx_bytes)) * 8e-6,
+            );
+            m.insert(format!("{}_cpu_frac", p.name), rate(end.proc_cpu[i], w(&warm.proc_cpu)) * 1e-9);
+        }
+        let mig_total: u64 = end.migrations.iter().sum::<u64>() - warm.migrations.iter().sum::<u64>();
+        m.insert("migrations_per_s".into(), mig_total as f64 / window_s);
+        for (i, name) in CAUSE_NAMES.iter().enumerate() {
+            m.insert(format!("migrations_{name}_per_s"), rate(end.migrations[i], warm.migrations[i]));
+        }
+        for (i, name) in ["llc_load", "llc_store", "dtlb_load", "dtlb_store"].iter().enumerate() {
+            m.insert(format!("{name}_miss_per_s"), rate(end.cache[i], warm.cache[i]));
+        }
+        m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
+
+        let mut rtt = Histogram::new();
+        let mut timeouts = 0;
+        let mut any_pingpong = false;
+        let mut traffic = Vec::new();
+        for s in &self.srcs {
+            let st = &s.src.stats;
+            if s.src.config().kind == hostsim_workload::SourceKind::PingPong {
+                any_pingpong = true;
+                timeouts += st.timeouts;
+                // Merge by re-recording is lossy; ping-pong scenarios use one source, so take its
+                // histogram when there is one and otherwise the first.
+                if rtt.count() == 0 {
+                    rtt = st.rtt.clone();
+                }
+            }
+            traffic.push(TrafficSummary {
+                name: s.name.clone(),
+                emitted: st.emitted,
+                replies: st.replies,
+                timeouts: st.timeouts,
+                retransmits: st.retransmits,
+                acked_bytes: st.acked_bytes,
+                rtt_ns: (st.rtt.count() > 0).then(|| Latency::of(&st.rtt)),
+            });
+        }
+        if any_pingpong {
+            let lat = Latency::of(&rtt);
+            let nan = f64::NAN;
+            let ok = lat.count > 0;
+            m.insert("rtt_count".into(), lat.count as f64);
+            m.insert("rtt_timeouts".into(), timeouts as f64);
+            m.insert("rtt_us_mean".into(), if ok { lat.mean / 1e3 } else { nan });
+            m.insert("rtt_us_p50".into(), if ok { lat.p50 as f64 / 1e3 } else { nan });
+            m.insert("rtt_us_p99".into(), if ok { lat.p99 as f64 / 1e3 } else { nan });
+            m.insert("rtt_us_max".into(), if ok { lat.max as f64 / 1e3 } else { nan });
+        }
+
+        let sim_ns = self.now.ns();
+        Summary {
+            sim_time_ns: sim_ns,
+            measure_from_ns: warm.t,
+            cpus: (0..ncpu)
+                .map(|c| {
+                    let a = self.cpus[c].acct_ns;
+                    CpuSummary {
+                        id: c as u32,
+                        hardirq_ns: a[0],
+                        softirq_ns: a[1],
+                        system_ns: a[2],
+                        user_ns: a[3],
+                        spin_ns: a[4],
+                        idle_ns: a[5],
+                        irqs: self.cpus[c].irqs,
+                    }
+                })
+                .collect(),
+            processes: self
+                .procs
+                .iter()
+                .map(|p| ProcessSummary {
+                    name: p.name.clone(),
+                    nice: p.nice,
+                    kernel_thread: p.pinned_kthread,
+                    cpu_ns: p.cpu_ns,
+                    migrations: p.migrations,
+                    rx_packets: p.rx_packets,
+                    rx_bytes: p.rx_bytes,
+                    tx_packets: p.tx_packets,
+                    wait_ns: (p.wait.count() > 0).then(|| Latency::of(&p.wait)),
+                })
+                .collect(),
+            packets: PacketSummary {
+                offered: self.stats.offered,
+                delivered: self.stats.delivered,
+                in_flight: self.packets_in_flight(),
+                drops: DROP_NAMES.iter().zip(self.stats.drops).map(|(n, v)| (n.to_string(), v)).collect(),
+                reordered: self.stats.reordered,
+                tx_frames: self.stats.tx_frames,
+            },
+            migrations: {
+                let mut mm: BTreeMap<String, u64> =
+                    CAUSE_NAMES.iter().zip(self.stats.migrations).map(|(n, v)| (n.to_string(), v)).collect();
+                mm.insert("total".into(), self.stats.migrations.iter().sum());
+                mm
+            },
+            cache: CacheSummary {
+                llc_load_misses: self.stats.llc_load_misses,
+                llc_store_misses: self.stats.llc_store_misses,
+                dtlb_load_misses: self.stats.dtlb_load_misses,
+                dtlb_store_misses: self.stats.dtlb_store_misses,
+            },
+            latency_ns: (any_pingpong && rtt.count() > 0).then(|| Latency::of(&rtt)),
+            sockets: (0..self.socks.len())
+                .map(|s| {
+                    self.sock_len_changed(s);
+                    let sk = &self.socks[s];
+                    SocketSummary {
+                        port: sk.port,
+                        enqueued: sk.enqueued,
+                        queue_len_mean: sk.len_area as f64 / sim_ns.max(1) as f64,
+                        queued_at_end: sk.queue.len() as u64,
+                    }
+                })
+                .collect(),
+            traffic,
+            metrics: m,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Latency {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl Latency {
+    pub fn of(h: &Histogram) -> Latency {
+        Latency { count: h.count(), mean: h.mean(), p50: h.quantile(0.5), p99: h.quantile(0.99), max: h.max() }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuSummary {
+    pub id: u32,
+    pub hardirq_ns: u64,
+    pub softirq_ns: u64,
+    pub system_ns: u64,
+    pub user_ns: u64,
+    pub spin_ns: u64,
+    pub idle_ns: u64,
+    pub irqs: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ProcessSummary {
+    pub name: String,
+    pub nice: i8,
+    pub kernel_thread: bool,
+    pub cpu_ns: u64,
+    pub migrations: u64,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    /// Time packets waited in the socket before this process read them (after warm-up).
+    pub wait_ns: Option<Latency>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PacketSummary {
+    pub offered: u64,
+    pub delivered: u64,
+    pub in_flight: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub reordered: u64,
+    pub tx_frames: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CacheSummary {
+    pub llc_load_misses: u64,
+    pub llc_store_misses: u64,
+    pub dtlb_load_misses: u64,
+    pub dtlb_store_misses: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SocketSummary {
+    pub port: u16,
+    pub enqueued: u64,
+    /// Time-averaged number of packets queued (whole run).
+    pub queue_len_mean: f64,
+    pub queued_at_end: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TrafficSummary {
+    pub name: String,
+    pub emitted: u64,
+    pub replies: u64,
+    pub timeouts: u64,
+    pub retransmits: u64,
+    pub acked_bytes: u64,
+    pub rtt_ns: Option<Latency>,
+}
+
+/// `summary.json`: simulated results only (no wall-clock facts), so equal seeds give equal files.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub sim_time_ns: u64,
+    /// Start of the measurement window (end of warm-up) for `metrics` and latencies.
+    pub measure_from_ns: u64,
+    pub cpus: Vec<CpuSummary>,
+    pub processes: Vec<ProcessSummary>,
+    pub packets: PacketSummary,
+    pub migrations: BTreeMap<String, u64>,
+    pub cache: CacheSummary,
+    pub latency_ns: Option<Latency>,
+    pub sockets: Vec<SocketSummary>,
+    pub traffic: Vec<TrafficSummary>,
+    /// Flat metrics over the measurement window: the columns of `results.csv`.
+    pub metrics: BTreeMap<String, f64>,
+}

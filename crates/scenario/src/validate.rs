@@ -1,0 +1,201 @@
+//! Semantic validation: what deserialisation cannot check. Errors carry the key path.
+
+use crate::paths::Seg;
+use crate::{Scenario, ScenarioError};
+use hostsim_host::{HostConfig, IrqRouting, Profile, SchedPolicy};
+use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
+use std::collections::BTreeSet;
+
+type VResult = Result<(), (Vec<Seg>, String)>;
+
+fn key(parts: &[&str]) -> Vec<Seg> {
+    parts.iter().map(|p| Seg::Key(p.to_string())).collect()
+}
+fn elem(arr: &str, i: usize, field: &str) -> Vec<Seg> {
+    vec![Seg::Key(arr.into()), Seg::Index(i), Seg::Key(field.into())]
+}
+fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)> {
+    Err((k, msg.into()))
+}
+
+pub fn profile(p: &Profile) -> Result<(), String> {
+    let t = &p.topology;
+    if t.packages == 0 || t.cores_per_package == 0 || t.threads_per_core == 0 {
+        return Err("topology: packages, cores_per_package and threads_per_core must be at least 1".into());
+    }
+    if t.cpus() > 128 {
+        return Err(format!("topology: {} CPUs; the model supports at most 128", t.cpus()));
+    }
+    let c = &p.costs;
+    for (name, v) in [("rx_per_byte_ns", c.rx_per_byte_ns), ("copy_per_byte_ns", c.copy_per_byte_ns), ("tx_per_byte_ns", c.tx_per_byte_ns)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!("costs.{name}: expected a non-negative number, got {v}"));
+        }
+    }
+    Ok(())
+}
+
+pub fn config(c: &HostConfig) -> VResult {
+    let ncpu = c.profile.topology.cpus();
+    if c.duration_ns == 0 {
+        return fail(key(&["duration_ms"]), "expected a duration of at least 1 ms");
+    }
+    if c.warmup_ns >= c.duration_ns {
+        return fail(key(&["warmup_ms"]), "expected warm-up shorter than duration_ms");
+    }
+    if c.sample_interval_ns == 0 {
+        return fail(key(&["sample_interval_ms"]), "expected at least 1 ms");
+    }
+    let k = &c.kernel;
+    if k.hz == 0 || k.hz > 10_000 {
+        return fail(key(&["kernel", "hz"]), "expected 1..=10000");
+    }
+    for (name, v) in [("netdev_budget", k.netdev_budget), ("napi_weight", k.napi_weight), ("irq_frames_max", k.irq_frames_max), ("netdev_max_backlog", k.netdev_max_backlog)] {
+        if v == 0 {
+            return fail(key(&["kernel", name]), "expected at least 1");
+        }
+    }
+    if k.rfs && !k.rps {
+        return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
+    }
+    if k.rfs && !k.rfs_entries.is_power_of_two() {
+        return fail(key(&["kernel", "rfs_entries"]), "expected a power of two");
+    }
+    if let Some(&bad) = k.rps_cpus.iter().find(|&&x| x as usize >= ncpu) {
+        return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist (the profile has {ncpu} CPUs: 0..{})", ncpu - 1));
+    }
+    if !(-20..=19).contains(&k.ksoftirqd_nice) {
+        return fail(key(&["kernel", "ksoftirqd_nice"]), "expected a nice value in -20..=19");
+    }
+    if k.imbalance_pct < 100 {
+        return fail(key(&["kernel", "imbalance_pct"]), "expected at least 100");
+    }
+    let mut names = BTreeSet::new();
+    for (i, n) in c.nics.iter().enumerate() {
+        if !names.insert(n.name.as_str()) {
+            return fail(elem("nic", i, "name"), format!("duplicate NIC name `{}`", n.name));
+        }
+        if n.rate_mbps == 0 {
+            return fail(elem("nic", i, "rate_mbps"), "expected a line rate above 0");
+        }
+        if n.queues == 0 || n.queues > 128 {
+            return fail(elem("nic", i, "queues"), "expected 1..=128 queues");
+        }
+        if n.rx_ring == 0 {
+            return fail(elem("nic", i, "rx_ring"), "expected at least 1 descriptor");
+        }
+        if let Some(&bad) = n.irq_cpus.iter().find(|&&x| x as usize >= ncpu) {
+            return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist (the profile has {ncpu} CPUs)"));
+        }
+        if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
+            return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
+        }
+    }
+    let mut pnames = BTreeSet::new();
+    let mut ports: std::collections::BTreeMap<u16, ProgramKind> = Default::default();
+    for (i, p) in c.processes.iter().enumerate() {
+        if !pnames.insert(p.name.as_str()) {
+            return fail(elem("process", i, "name"), format!("duplicate process name `{}`", p.name));
+        }
+        if p.name.is_empty() || !p.name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-') {
+            return fail(elem("process", i, "name"), "expected letters, digits, `_` or `-` (it names metrics)");
+        }
+        if !(-20..=19).contains(&p.nice) {
+            return fail(elem("process", i, "nice"), format!("expected a nice value in -20..=19, got {}", p.nice));
+        }
+        if p.sched == SchedPolicy::Fifo && !(1..=99).contains(&p.rt_priority) {
+            return fail(elem("process", i, "rt_priority"), "SCHED_FIFO needs rt_priority in 1..=99");
+        }
+        if let Some(&bad) = p.cpus.iter().find(|&&x| x as usize >= ncpu) {
+            return fail(elem("process", i, "cpus"), format!("CPU {bad} does not exist (the profile has {ncpu} CPUs)"));
+        }
+        if p.program != ProgramKind::Spin {
+            let Some(port) = p.port else {
+                return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
+            };
+            if let Some(&other) = ports.get(&port) {
+                if (other == ProgramKind::TcpStream) != (p.program == ProgramKind::TcpStream) {
+                    return fail(elem("process", i, "port"), format!("port {port} is shared by a TCP and a UDP program"));
+                }
+            }
+            ports.insert(port, p.program);
+        }
+        if p.program == ProgramKind::Spin && p.work_ns == 0 {
+            return fail(elem("process", i, "work_ns"), "spin needs work_ns > 0 (its burst length)");
+        }
+        if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
+            return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
+        }
+        if p.program == ProgramKind::TcpStream && p.read_bytes == 0 {
+            return fail(elem("process", i, "read_bytes"), "expected at least 1 byte per read");
+        }
+    }
+    let mut tnames = BTreeSet::new();
+    for (i, t) in c.traffic.iter().enumerate() {
+        if !tnames.insert(t.name.as_str()) {
+            return fail(elem("traffic", i, "name"), format!("duplicate traffic name `{}`", t.name));
+        }
+        if !c.nics.iter().any(|n| n.name == t.nic) {
+            let have: Vec<&str> = c.nics.iter().map(|n| n.name.as_str()).collect();
+            return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {})", t.nic, have.join(", ")));
+        }
+        if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) && !(t.rate_pps.is_finite() && t.rate_pps > 0.0) {
+            return fail(elem("traffic", i, "rate_pps"), "cbr and poisson traffic need rate_pps > 0");
+        }
+        if t.flows == 0 {
+            return fail(elem("traffic", i, "flows"), "expected at least 1 flow");
+        }
+        if t.link_mbps == 0 {
+            return fail(elem("traffic", i, "link_mbps"), "expected a link rate above 0");
+        }
+        let tcp = t.kind == SourceKind::TcpWindow;
+        let max = if tcp { 1460 } else { 1472 };
+        if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
+            return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
+        }
+        if tcp && t.window_bytes == 0 {
+            return fail(elem("traffic", i, "window_bytes"), "expected a window above 0");
+        }
+        if t.kind == SourceKind::PingPong && t.timeout_ms == 0 {
+            return fail(elem("traffic", i, "timeout_ms"), "ping-pong needs a timeout above 0");
+        }
+        if let Some(kind) = ports.get(&t.dst_port) {
+            if (*kind == ProgramKind::TcpStream) != tcp {
+                return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
+            }
+        }
+        if t.stop_ms.is_some_and(|s| s <= t.start_ms) {
+            return fail(elem("traffic", i, "stop_ms"), "expected stop_ms after start_ms");
+        }
+    }
+    Ok(())
+}
+
+pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
+    let mut names = BTreeSet::new();
+    for v in &sc.variants {
+        if !names.insert(v.name.as_str()) {
+            return Err(crate::err_at(&sc.path, &sc.src, &["variant"], format!("variant.{}", v.name), "duplicate variant name"));
+        }
+    }
+    let swept: BTreeSet<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
+    for (i, e) in sc.expects.iter().enumerate() {
+        let sels = std::iter::once((e.variant.as_deref(), &e.at)).chain(e.rhs.iter().map(|r| (r.variant.as_deref(), &r.at)));
+        for (v, at) in sels {
+            if let Some(v) = v {
+                if !sc.variants.iter().any(|x| x.name == v) && !(sc.variants.is_empty() && v == "base") {
+                    return Err(crate::err_at(&sc.path, &sc.src, &["expect"], format!("expect[{i}].variant"), format!("no variant `{v}`")));
+                }
+            }
+            for k in at.keys() {
+                if !swept.contains(k.as_str()) {
+                    return Err(crate::err_at(&sc.path, &sc.src, &["expect"], format!("expect[{i}].at"), format!("`{k}` is not a swept key")));
+                }
+            }
+        }
+        if e.value.is_none() && e.rhs.is_none() {
+            return Err(crate::err_at(&sc.path, &sc.src, &["expect"], format!("expect[{i}]"), "expected `value` or `rhs`"));
+        }
+    }
+    Ok(())
+}
