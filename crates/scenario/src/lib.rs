@@ -110,6 +110,37 @@ pub struct Scenario {
     pub sweep: Vec<(String, Vec<Value>)>,
     pub variants: Vec<Variant>,
     pub expects: Vec<Expect>,
+    /// The command-line overrides already applied to `doc`.
+    overrides: Vec<Applied>,
+}
+
+/// Where a value that replaced (or added to) the file's own came from.
+#[derive(Clone, Debug, PartialEq)]
+enum Origin {
+    /// `--set` on the command line.
+    Set,
+    /// The `set` table of the `index`th `[[variant]]`.
+    Variant { index: usize, name: String },
+    /// A `[sweep]` key.
+    Sweep,
+}
+
+/// A value applied on top of the file: an error at its key is blamed on it, not on the file's
+/// line for that key (which may not even exist).
+#[derive(Clone, Debug, PartialEq)]
+struct Applied {
+    origin: Origin,
+    /// The key path as written (`traffic.load.rate_pps`).
+    key: String,
+    value: Value,
+    /// Where it landed in the document (element names resolved to indices).
+    target: Vec<paths::Seg>,
+}
+
+/// A deserialisation or validation failure before it is located in the file.
+struct Fail {
+    segs: Vec<paths::Seg>,
+    msg: String,
 }
 
 /// Load a scenario file, applying `overrides` (`key`, `value` as written on the command line).
@@ -135,13 +166,18 @@ pub fn load(path: &Path, overrides: &[(String, String)]) -> Result<Scenario, Sce
 pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
     let mut doc: Table = src.parse::<Table>().map_err(|e| {
         let line = e.span().map(|s| error::line_of(src, s.start));
-        ScenarioError::new(path, line, "", format!("not valid TOML: {}", e.message()))
+        let key = line.and_then(|l| src.lines().nth(l - 1)).map(key_on_line).unwrap_or_default();
+        ScenarioError::new(path, line, key, format!("not valid TOML: {}", e.message().trim()))
     })?;
+    let mut applied = Vec::with_capacity(overrides.len());
     for (k, v) in overrides {
-        set_path(&mut doc, k, parse_value(v))
+        let value = parse_value(v);
+        // A command-line value has no line in the file.
+        set_path(&mut doc, k, value.clone())
             .map_err(|m| ScenarioError::new(path, None, k.clone(), format!("--set: {m}")))?;
+        applied.push(Applied { origin: Origin::Set, key: k.clone(), target: paths::resolve(&doc, k), value });
     }
-    let file = deserialize(path, src, &doc)?;
+    let file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
     let name = file.name.clone().unwrap_or_else(|| {
         path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
     });
@@ -150,7 +186,21 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         .iter()
         .map(|(k, v)| match v {
             Value::Array(a) if !a.is_empty() => Ok((k.clone(), a.clone())),
-            _ => Err(err_at(path, src, &["sweep", k], format!("sweep.`{k}`"), "expected a non-empty array of values")),
+            Value::Table(_) => Err(err_at(
+                path,
+                src,
+                &["sweep", k],
+                sweep_key(k),
+                format!("expected a non-empty array of values, found a table (write a dotted key in quotes: \"{k}.…\" = [ … ])"),
+            )),
+            Value::Array(_) => Err(err_at(path, src, &["sweep", k], sweep_key(k), "expected a non-empty array of values, found an empty one")),
+            other => Err(err_at(
+                path,
+                src,
+                &["sweep", k],
+                sweep_key(k),
+                format!("expected a non-empty array of values, found {} (write [{other}, …])", type_name(other)),
+            )),
         })
         .collect::<Result<_, _>>()?;
     let sc = Scenario {
@@ -158,11 +208,12 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         name,
         description: file.description.clone(),
         src: src.to_string(),
-        base: to_config(path, src, &file)?,
+        base: to_config(path, &file).map_err(|f| blame(path, src, f, &applied, None))?,
         doc,
         sweep,
         variants: file.variants.clone(),
         expects: file.expects.clone(),
+        overrides: applied,
     };
     validate::scenario(&sc)?;
     // Every variant at every point must itself be valid: check them all now, not mid-sweep.
@@ -170,27 +221,152 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
     Ok(sc)
 }
 
+/// The key a TOML line sets or opens (`name` of `name = "x`, `process` of `[[process]`), if it
+/// looks like it sets or opens one: for syntax errors, which come without a key.
+fn key_on_line(line: &str) -> String {
+    let t = line.trim_start().trim_start_matches('[');
+    let end = t.find(['=', ']', '#']).unwrap_or(t.len());
+    let k = t[..end].trim();
+    let ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "_-.\"' ".contains(c));
+    if ok && (t[end..].starts_with('=') || line.trim_start().starts_with('[')) {
+        k.to_string()
+    } else {
+        String::new()
+    }
+}
+
 fn err_at(path: &Path, src: &str, keys: &[&str], key: String, msg: impl Into<String>) -> ScenarioError {
     let segs: Vec<paths::Seg> = keys.iter().map(|k| paths::Seg::Key(k.to_string())).collect();
-    let line = paths::locate(src, &segs).map(|o| error::line_of(src, o));
+    err_segs(path, src, &segs, key, msg)
+}
+
+/// An error at the line of `segs` (or of its longest prefix that is in the file).
+fn err_segs(path: &Path, src: &str, segs: &[paths::Seg], key: String, msg: impl Into<String>) -> ScenarioError {
+    let line = paths::locate(src, segs).map(|o| error::line_of(src, o));
     ScenarioError::new(path, line, key, msg)
 }
 
-fn deserialize(path: &Path, src: &str, doc: &Table) -> Result<File, ScenarioError> {
+/// How a sweep key is named in errors: `sweep."traffic.load.rate_pps"`.
+fn sweep_key(k: &str) -> String {
+    paths::render(&[paths::Seg::Key("sweep".into()), paths::Seg::Key(k.into())])
+}
+
+/// How a variant's key is named in errors: `variant.napi.set."kernel.rx_path"`.
+fn variant_key(name: &str, k: &str) -> String {
+    let segs = ["variant", name, "set", k].map(|s| paths::Seg::Key(s.into()));
+    paths::render(&segs)
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date-time",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+fn deserialize(doc: &Table) -> Result<File, Fail> {
     let de = Value::Table(doc.clone());
     serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
         let mut segs = paths::segs_of(e.path());
-        let inner = e.inner().to_string();
-        // For an unknown key serde names it in the message; point at it.
-        if let Some(k) = inner.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
-            if segs.last() != Some(&paths::Seg::Key(k.to_string())) {
-                segs.push(paths::Seg::Key(k.to_string()));
+        let raw = e.inner().message().trim().to_string();
+        // For an unknown or missing key serde names it in the message; make it part of the key.
+        for prefix in ["unknown field `", "missing field `"] {
+            if let Some(k) = raw.strip_prefix(prefix).and_then(|r| r.split('`').next()) {
+                if segs.last() != Some(&paths::Seg::Key(k.to_string())) {
+                    segs.push(paths::Seg::Key(k.to_string()));
+                }
             }
         }
-        let line = paths::locate(src, &segs).map(|o| error::line_of(src, o));
-        let key = paths::render(&segs);
-        ScenarioError::new(path, line, key, inner)
+        let msg = humanize(&raw, &segs);
+        Fail { segs, msg }
     })
+}
+
+/// serde's messages in the words of a TOML file: keys not fields, values not variants, TOML
+/// types not Rust types.
+fn humanize(raw: &str, segs: &[paths::Seg]) -> String {
+    let mut msg = raw.to_string();
+    if let Some(rest) = msg.strip_prefix("unknown field ") {
+        msg = format!("unknown key {rest}");
+    } else if let Some(rest) = msg.strip_prefix("unknown variant ") {
+        msg = format!("unknown value {rest}");
+    } else if let Some(rest) = msg.strip_prefix("missing field ") {
+        // The key is missing, so the line is that of the table it belongs in (if any).
+        let table = match segs.len() {
+            0 | 1 => "at the top level, before the first [table]".to_string(),
+            n => match (&segs[0], &segs[n - 2]) {
+                (paths::Seg::Key(t), paths::Seg::Index(_)) if n == 3 => format!("in this [[{t}]]"),
+                _ => format!("in [{}]", paths::render(&segs[..n - 1])),
+            },
+        };
+        msg = format!("missing required key {rest} ({table})");
+    }
+    if let Some(at) = msg.rfind(", expected ") {
+        let (head, want) = msg.split_at(at + ", expected ".len());
+        let plain = match want {
+            "u64" => Some("a non-negative integer"),
+            "u32" => Some("a non-negative integer (at most 4294967295)"),
+            "u16" => Some("an integer in 0..=65535"),
+            "u8" => Some("an integer in 0..=255"),
+            "i64" => Some("an integer"),
+            "i32" => Some("an integer in -2147483648..=2147483647"),
+            "i8" => Some("an integer in -128..=127"),
+            "f64" | "f32" => Some("a number"),
+            "a sequence" => Some("an array"),
+            "a map" => Some("a table"),
+            "a boolean" => Some("true or false"),
+            "string or map" => Some("a string"),
+            w if w.starts_with("struct ") => Some("a table"),
+            w if w.starts_with("enum ") => Some("a string"),
+            _ => None,
+        };
+        if let Some(p) = plain {
+            msg = format!("{head}{p}");
+        }
+    }
+    msg
+}
+
+/// Turn a failure into an error at the right line. If a value applied on top of the file
+/// (`--set`, a variant's `set`, a sweep point) is at (or inside, or around) the failing key, it is
+/// to blame and the error points at it. Otherwise, if the file alone is known to be valid,
+/// `suspect` (what made it invalid) is pointed at, with the failing key; else the key in the file.
+fn blame(path: &Path, src: &str, f: Fail, applied: &[Applied], suspect: Option<&Applied>) -> ScenarioError {
+    let related = |a: &&Applied| !f.segs.is_empty() && (a.target.starts_with(&f.segs) || f.segs.starts_with(&a.target));
+    let context: String = applied
+        .iter()
+        .filter_map(|a| match &a.origin {
+            Origin::Set => None,
+            Origin::Variant { name, .. } => Some(format!(" (variant `{name}`)")),
+            Origin::Sweep => Some(format!(" ({} = {})", a.key, a.value)),
+        })
+        .fold(Vec::<String>::new(), |mut v, s| {
+            if !v.contains(&s) {
+                v.push(s);
+            }
+            v
+        })
+        .concat();
+    // The latest applied value wins in the document, so it is the one to blame.
+    let culprit = applied.iter().rev().find(related).or(suspect);
+    let Some(a) = culprit else {
+        return err_segs(path, src, &f.segs, paths::render(&f.segs), f.msg);
+    };
+    let at_key = related(&a);
+    let key = |shown: String| if at_key { shown } else { paths::render(&f.segs) };
+    match &a.origin {
+        Origin::Set => ScenarioError::new(path, None, a.key.clone(), format!("{} (given by --set {}={})", f.msg, a.key, a.value)),
+        Origin::Variant { index, name } => {
+            let segs = [paths::Seg::Key("variant".into()), paths::Seg::Index(*index), paths::Seg::Key("set".into()), paths::Seg::Key(a.key.clone())];
+            err_segs(path, src, &segs, key(variant_key(name, &a.key)), format!("{}{context}", f.msg))
+        }
+        Origin::Sweep => err_at(path, src, &["sweep", &a.key], key(sweep_key(&a.key)), format!("{}{context}", f.msg)),
+    }
 }
 
 /// Resolve and parse a profile: a path relative to the scenario, `profiles/<name>.toml` in the
@@ -229,9 +405,9 @@ pub fn load_profile(scenario_path: &Path, name: &str) -> Result<(Profile, String
     Ok((profile, origin.display().to_string()))
 }
 
-fn to_config(path: &Path, src: &str, f: &File) -> Result<HostConfig, ScenarioError> {
-    let (profile, _) = load_profile(path, &f.profile)
-        .map_err(|m| err_at(path, src, &["profile"], "profile".into(), m))?;
+fn to_config(path: &Path, f: &File) -> Result<HostConfig, Fail> {
+    let (profile, _) =
+        load_profile(path, &f.profile).map_err(|msg| Fail { segs: vec![paths::Seg::Key("profile".into())], msg })?;
     let ms = 1_000_000u64;
     let cfg = HostConfig {
         profile,
@@ -245,11 +421,7 @@ fn to_config(path: &Path, src: &str, f: &File) -> Result<HostConfig, ScenarioErr
         sample_interval_ns: f.sample_interval_ms.saturating_mul(ms),
         trace: false,
     };
-    validate::config(&cfg).map_err(|(keys, m)| {
-        let segs: Vec<paths::Seg> = keys.clone();
-        let line = paths::locate(src, &segs).map(|o| error::line_of(src, o));
-        ScenarioError::new(path, line, paths::render(&keys), m)
-    })?;
+    validate::config(&cfg).map_err(|(segs, msg)| Fail { segs, msg })?;
     Ok(cfg)
 }
 
@@ -262,31 +434,41 @@ impl Scenario {
     /// Configuration of `variant` (if any) at sweep `point`.
     pub fn config_with(&self, variant: Option<&str>, point: &[(String, Value)]) -> Result<HostConfig, ScenarioError> {
         let mut doc = self.doc.clone();
-        let mut what = String::new();
+        let mut applied = self.overrides.clone();
         if let Some(vname) = variant {
-            let v = self.variants.iter().find(|v| v.name == vname).ok_or_else(|| {
+            let index = self.variants.iter().position(|v| v.name == vname).ok_or_else(|| {
                 let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
                 ScenarioError::new(&self.path, None, "variant", format!("no variant `{vname}` (have: {})", names.join(", ")))
             })?;
-            for (k, val) in &v.set {
+            for (k, val) in &self.variants[index].set {
+                let set = [paths::Seg::Key("variant".into()), paths::Seg::Index(index), paths::Seg::Key("set".into()), paths::Seg::Key(k.clone())];
                 set_path(&mut doc, k, val.clone()).map_err(|m| {
-                    err_at(&self.path, &self.src, &["variant"], format!("variant.{vname}.set.{k}"), m)
+                    err_segs(&self.path, &self.src, &set, variant_key(vname, k), m)
                 })?;
+                let origin = Origin::Variant { index, name: vname.to_string() };
+                applied.push(Applied { origin, key: k.clone(), value: val.clone(), target: paths::resolve(&doc, k) });
             }
-            what = format!(" (variant `{vname}`)");
         }
         for (k, val) in point {
-            set_path(&mut doc, k, val.clone())
-                .map_err(|m| err_at(&self.path, &self.src, &["sweep", k], format!("sweep.{k}"), m))?;
-            what.push_str(&format!(" ({k} = {val})"));
+            set_path(&mut doc, k, val.clone()).map_err(|m| err_at(&self.path, &self.src, &["sweep", k], sweep_key(k), m))?;
+            applied.push(Applied { origin: Origin::Sweep, key: k.clone(), value: val.clone(), target: paths::resolve(&doc, k) });
         }
-        let file = deserialize(&self.path, &self.src, &doc).map_err(|mut e| {
-            e.message.push_str(&what);
-            e
-        })?;
-        to_config(&self.path, &self.src, &file).map_err(|mut e| {
-            e.message.push_str(&what);
-            e
+        deserialize(&doc).and_then(|file| to_config(&self.path, &file)).map_err(|f| {
+            // The file (with --set) is valid on its own, so if nothing applied is at the failing
+            // key, a combination is at fault (e.g. a variant turning off a key another one needs).
+            // Blame the variant if it is invalid without the sweep point, else the first sweep
+            // key that is invalid on its own with the variant, else the point's first key.
+            let in_variant = applied.iter().find(|a| matches!(a.origin, Origin::Variant { .. }));
+            let swept: Vec<&Applied> = applied.iter().filter(|a| a.origin == Origin::Sweep).collect();
+            let suspect = if swept.is_empty() || (in_variant.is_some() && self.config_with(variant, &[]).is_err()) {
+                in_variant
+            } else if swept.len() == 1 {
+                swept.first().copied()
+            } else {
+                let alone = |a: &&&Applied| self.config_with(variant, &[(a.key.clone(), a.value.clone())]).is_err();
+                swept.iter().find(alone).or(swept.first()).copied()
+            };
+            blame(&self.path, &self.src, f, &applied, suspect)
         })
     }
 

@@ -55,6 +55,38 @@ pub fn set_path(doc: &mut Table, path: &str, value: Value) -> Result<(), String>
     Ok(())
 }
 
+/// The segments a dotted `path` (as given to [`set_path`]) names in `doc`, with array elements
+/// named by `name` resolved to their index: `traffic.load.rate_pps` → `traffic`, `[0]`,
+/// `rate_pps`. Parts that are not in `doc` are kept as keys.
+pub fn resolve(doc: &Table, path: &str) -> Vec<Seg> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut out = Vec::with_capacity(parts.len());
+    let mut table = Some(doc);
+    let mut i = 0;
+    while i < parts.len() {
+        out.push(Seg::Key(parts[i].to_string()));
+        table = match table.and_then(|t| t.get(parts[i])) {
+            Some(Value::Table(t)) => Some(t),
+            Some(Value::Array(arr)) if i + 1 < parts.len() => {
+                i += 1;
+                match find_elem(arr, parts[i]) {
+                    Some(idx) => {
+                        out.push(Seg::Index(idx));
+                        arr[idx].as_table()
+                    }
+                    None => {
+                        out.push(Seg::Key(parts[i].to_string()));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        i += 1;
+    }
+    out
+}
+
 fn find_elem(arr: &[Value], sel: &str) -> Option<usize> {
     arr.iter()
         .position(|e| e.get("name").and_then(|n| n.as_str()) == Some(sel))
@@ -134,7 +166,12 @@ pub fn render(segs: &[Seg]) -> String {
                 if !s.is_empty() {
                     s.push('.');
                 }
-                s.push_str(k);
+                // A key that is itself dotted (`"traffic.load.rate_pps"`) is quoted, as in TOML.
+                if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                    s.push_str(&format!("{k:?}"));
+                } else {
+                    s.push_str(k);
+                }
             }
             Seg::Index(i) => s.push_str(&format!("[{i}]")),
         }
@@ -156,6 +193,16 @@ mod tests {
         assert_eq!(t["process"][0]["nice"].as_integer(), Some(-3));
         assert_eq!(t["kernel"]["rx_path"].as_str(), Some("napi"));
         assert!(set_path(&mut t, "process.zz.nice", Value::Integer(1)).unwrap_err().contains("no `[[process]]` named `zz`"));
+    }
+
+    #[test]
+    fn resolve_names_to_indices() {
+        let t: Table = "[[traffic]]\nname = \"a\"\n[[traffic]]\nname = \"b\"\n[kernel]\nhz = 1\n".parse().unwrap();
+        let k = |s: &str| Seg::Key(s.into());
+        assert_eq!(resolve(&t, "traffic.b.rate_pps"), vec![k("traffic"), Seg::Index(1), k("rate_pps")]);
+        assert_eq!(resolve(&t, "traffic.0.flows"), vec![k("traffic"), Seg::Index(0), k("flows")]);
+        assert_eq!(resolve(&t, "kernel.bogus"), vec![k("kernel"), k("bogus")]);
+        assert_eq!(resolve(&t, "traffic.zz.flows"), vec![k("traffic"), k("zz"), k("flows")]);
     }
 
     #[test]

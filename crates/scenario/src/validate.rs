@@ -14,6 +14,13 @@ fn key(parts: &[&str]) -> Vec<Seg> {
 fn elem(arr: &str, i: usize, field: &str) -> Vec<Seg> {
     vec![Seg::Key(arr.into()), Seg::Index(i), Seg::Key(field.into())]
 }
+fn cpus(n: usize) -> String {
+    if n == 1 {
+        "the profile has 1 CPU: 0".to_string()
+    } else {
+        format!("the profile has {n} CPUs: 0..={}", n - 1)
+    }
+}
 fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)> {
     Err((k, msg.into()))
 }
@@ -62,7 +69,7 @@ pub fn config(c: &HostConfig) -> VResult {
         return fail(key(&["kernel", "rfs_entries"]), "expected a power of two");
     }
     if let Some(&bad) = k.rps_cpus.iter().find(|&&x| x as usize >= ncpu) {
-        return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist (the profile has {ncpu} CPUs: 0..{})", ncpu - 1));
+        return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
     }
     if !(-20..=19).contains(&k.ksoftirqd_nice) {
         return fail(key(&["kernel", "ksoftirqd_nice"]), "expected a nice value in -20..=19");
@@ -85,7 +92,7 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(elem("nic", i, "rx_ring"), "expected at least 1 descriptor");
         }
         if let Some(&bad) = n.irq_cpus.iter().find(|&&x| x as usize >= ncpu) {
-            return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist (the profile has {ncpu} CPUs)"));
+            return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
         }
         if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
             return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
@@ -104,12 +111,16 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(elem("process", i, "nice"), format!("expected a nice value in -20..=19, got {}", p.nice));
         }
         if p.sched == SchedPolicy::Fifo && !(1..=99).contains(&p.rt_priority) {
-            return fail(elem("process", i, "rt_priority"), "SCHED_FIFO needs rt_priority in 1..=99");
+            // Without an rt_priority the fault is on the `sched` line.
+            if p.rt_priority == 0 {
+                return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
+            }
+            return fail(elem("process", i, "rt_priority"), format!("SCHED_FIFO needs rt_priority in 1..=99, got {}", p.rt_priority));
         }
         if let Some(&bad) = p.cpus.iter().find(|&&x| x as usize >= ncpu) {
-            return fail(elem("process", i, "cpus"), format!("CPU {bad} does not exist (the profile has {ncpu} CPUs)"));
+            return fail(elem("process", i, "cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
         }
-        if p.program != ProgramKind::Spin {
+        if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
             let Some(port) = p.port else {
                 return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
             };
@@ -120,8 +131,8 @@ pub fn config(c: &HostConfig) -> VResult {
             }
             ports.insert(port, p.program);
         }
-        if p.program == ProgramKind::Spin && p.work_ns == 0 {
-            return fail(elem("process", i, "work_ns"), "spin needs work_ns > 0 (its burst length)");
+        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) && p.work_ns == 0 {
+            return fail(elem("process", i, "work_ns"), "spin and periodic need work_ns > 0 (the burst length)");
         }
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
@@ -172,29 +183,50 @@ pub fn config(c: &HostConfig) -> VResult {
 }
 
 pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
+    let at = |segs: Vec<Seg>, msg: String| {
+        crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
+    };
     let mut names = BTreeSet::new();
-    for v in &sc.variants {
+    for (i, v) in sc.variants.iter().enumerate() {
         if !names.insert(v.name.as_str()) {
-            return Err(crate::err_at(&sc.path, &sc.src, &["variant"], format!("variant.{}", v.name), "duplicate variant name"));
+            return Err(at(elem("variant", i, "name"), format!("duplicate variant name `{}`", v.name)));
         }
     }
     let swept: BTreeSet<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
+    let have_swept = if swept.is_empty() {
+        "nothing is swept".to_string()
+    } else {
+        format!("swept: {}", swept.iter().copied().collect::<Vec<_>>().join(", "))
+    };
     for (i, e) in sc.expects.iter().enumerate() {
-        let sels = std::iter::once((e.variant.as_deref(), &e.at)).chain(e.rhs.iter().map(|r| (r.variant.as_deref(), &r.at)));
-        for (v, at) in sels {
+        // The left-hand side's selector keys are at `expect[i]`, the right-hand side's inside `rhs`.
+        let base = vec![Seg::Key("expect".into()), Seg::Index(i)];
+        let mut rhs = base.clone();
+        rhs.push(Seg::Key("rhs".into()));
+        let sels = std::iter::once((base, e.variant.as_deref(), &e.at))
+            .chain(e.rhs.iter().map(|r| (rhs.clone(), r.variant.as_deref(), &r.at)));
+        for (segs, v, point) in sels {
             if let Some(v) = v {
-                if !sc.variants.iter().any(|x| x.name == v) && !(sc.variants.is_empty() && v == "base") {
-                    return Err(crate::err_at(&sc.path, &sc.src, &["expect"], format!("expect[{i}].variant"), format!("no variant `{v}`")));
+                let known = sc.variants.iter().any(|x| x.name == v) || (sc.variants.is_empty() && v == "base");
+                if !known {
+                    let have: Vec<&str> = sc.variants.iter().map(|x| x.name.as_str()).collect();
+                    let have = if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") };
+                    let mut k = segs.clone();
+                    k.push(Seg::Key("variant".into()));
+                    return Err(at(k, format!("no variant `{v}` (have: {have})")));
                 }
             }
-            for k in at.keys() {
+            for (k, val) in point {
                 if !swept.contains(k.as_str()) {
-                    return Err(crate::err_at(&sc.path, &sc.src, &["expect"], format!("expect[{i}].at"), format!("`{k}` is not a swept key")));
+                    let mut ks = segs.clone();
+                    ks.extend([Seg::Key("at".into()), Seg::Key(k.clone())]);
+                    let hint = if val.is_table() { " (write a dotted key in quotes)" } else { "" };
+                    return Err(at(ks, format!("`{k}` is not a swept key{hint} ({have_swept})")));
                 }
             }
         }
         if e.value.is_none() && e.rhs.is_none() {
-            return Err(crate::err_at(&sc.path, &sc.src, &["expect"], format!("expect[{i}]"), "expected `value` or `rhs`"));
+            return Err(at(vec![Seg::Key("expect".into()), Seg::Index(i)], "expected `value` or `rhs` (what to compare with)".into()));
         }
     }
     Ok(())
