@@ -133,12 +133,17 @@ pub struct KernelConfig {
     /// Frames the legacy IRQ handler takes from the ring per interrupt before returning.
     pub irq_frames_max: u32,
     pub backlog: BacklogKind,
-    /// Receive Packet Steering: spread protocol processing over `rps_cpus` by flow hash.
+    /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs
+    /// by the RPS map (`rps_cpus`) and/or the RFS flow tables (`rfs`).
     pub rps: bool,
-    /// CPUs RPS may steer to (empty = all).
+    /// The RPS map (`/sys/class/net/*/queues/rx-*/rps_cpus`): CPUs chosen by flow hash. Empty =
+    /// no map: packets without an RFS entry are processed on the receiving CPU.
     pub rps_cpus: Vec<u32>,
     /// Receive Flow Steering (needs `rps`): steer a flow to the CPU of its reader's last recvmsg.
     pub rfs: bool,
+    /// Linux's rule that a flow moves to a new CPU only after the old CPU's backlog has passed
+    /// the flow's last enqueued packet. Turning it off is an experiment (it reorders flows).
+    pub rfs_no_reorder_rule: bool,
     /// Entries of the RFS socket and device flow tables (power of two).
     pub rfs_entries: u32,
     /// Default socket receive buffer (`rmem_default`), bytes of truesize.
@@ -183,6 +188,7 @@ impl Default for KernelConfig {
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,
+            rfs_no_reorder_rule: true,
             rfs_entries: 32768,
             rcvbuf_bytes: 212_992,
             skb_overhead_bytes: 256,
@@ -296,6 +302,9 @@ pub struct ProcessConfig {
     pub read_bytes: u32,
     #[serde(default)]
     pub reply_bytes: u32,
+    /// `periodic`: nanosleep after each burst.
+    #[serde(default)]
+    pub sleep_ns: u64,
     /// Socket receive buffer (default: kernel.rcvbuf_bytes).
     #[serde(default)]
     pub rcvbuf_bytes: Option<u32>,

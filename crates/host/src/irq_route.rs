@@ -70,13 +70,15 @@ impl IrqRouter {
                     self.last_move = now;
                     let up = rng.below(2) == 1;
                     let step = |c: usize| if up { (c + 1) % ncpu } else { (c + ncpu - 1) % ncpu };
+                    // do { if (cpu == curr_cpu) search_idle = 0; inside: step } while
+                    //   (!IRQ_ALLOWED(cpu) || (search_idle && !IDLE_ENOUGH(cpu, now)));
                     let mut c = self.cpu;
                     let mut search_idle = true;
-                    for _ in 0..2 * ncpu {
-                        c = step(c);
-                        if c == self.cpu {
+                    for i in 0..3 * ncpu {
+                        if i > 0 && c == self.cpu {
                             search_idle = false;
                         }
+                        c = step(c);
                         if allowed(c) && (!search_idle || idle_enough(c)) {
                             break;
                         }

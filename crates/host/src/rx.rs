@@ -11,14 +11,17 @@ use crate::summary::DropPlace;
 use hostsim_engine::Time;
 
 impl Host {
-    /// `get_rps_cpu`: the CPU whose backlog should take `pkt` arriving on `cpu`.
+    /// `get_rps_cpu`: the CPU whose backlog should take `pkt`, or None to process it here
+    /// without a backlog (no RPS map and no flow-table entry).
     ///
     /// With RFS, a flow moves to the CPU of its reader's last recvmsg only when the CPU it
     /// currently uses has dequeued every packet enqueued for it (`input_queue_head` has passed the
-    /// flow's `last_qtail`), so a flow is never reordered.
-    pub fn rps_target(&mut self, cpu: usize, pkt: PktId) -> usize {
+    /// flow's `last_qtail`), so a table-steered flow is never reordered. As in Linux, a flow with
+    /// no table entry yet (`RPS_NO_CPU`) switches at once: if an RPS map had steered its first
+    /// packets elsewhere, that first switch can reorder them. Without a map it cannot.
+    pub fn rps_target(&mut self, pkt: PktId) -> Option<usize> {
         if !self.cfg.kernel.rps {
-            return cpu;
+            return None;
         }
         let hash = self.pkts[pkt as usize].hash;
         if self.cfg.kernel.rfs {
@@ -28,28 +31,41 @@ impl Host {
             let q = self.pkts[pkt as usize].queue as usize;
             let (tcpu, last_qtail) = self.queues[q].rflow[idx];
             let mut target = tcpu;
-            if tcpu != next
-                && (tcpu == NONE || self.cpus[tcpu as usize].input_queue_head >= last_qtail)
-            {
+            let passed = tcpu == NONE || self.cpus[tcpu as usize].input_queue_head >= last_qtail;
+            let drained = passed || !self.cfg.kernel.rfs_no_reorder_rule;
+            if tcpu != next && !passed {
+                if drained {
+                    self.stats.rfs_unsafe_moves += 1;
+                } else {
+                    self.stats.rfs_moves_deferred += 1;
+                }
+            }
+            if tcpu != next && drained {
+                if tcpu != NONE && next != NONE {
+                    self.stats.rfs_flow_moves += 1;
+                }
                 target = next;
                 let head = if next == NONE { 0 } else { self.cpus[next as usize].input_queue_head };
                 self.queues[q].rflow[idx] = (next, head);
             }
             if target != NONE {
-                return target as usize;
+                return Some(target as usize);
             }
         }
-        self.rps_cpus[(u64::from(hash) * self.rps_cpus.len() as u64 >> 32) as usize] as usize
+        if self.rps_cpus.is_empty() {
+            return None;
+        }
+        Some(self.rps_cpus[(u64::from(hash) * self.rps_cpus.len() as u64 >> 32) as usize] as usize)
     }
 
-    /// Choose the RPS target now (stored in the packet) and return the extra cost of steering.
+    /// Choose the RPS target now (stored in the packet; NONE = here, no backlog) and return the
+    /// extra cost of steering.
     pub fn rps_extra_cost(&mut self, cpu: usize, pkt: PktId) -> u64 {
-        let target = self.rps_target(cpu, pkt);
-        self.pkts[pkt as usize].rx_cpu = target as u32;
-        if target != cpu {
-            self.cfg.profile.costs.ipi_ns
-        } else {
-            0
+        let target = self.rps_target(pkt);
+        self.pkts[pkt as usize].rx_cpu = target.map_or(NONE, |t| t as u32);
+        match target {
+            Some(t) if t != cpu => self.cfg.profile.costs.ipi_ns,
+            _ => 0,
         }
     }
 
@@ -174,8 +190,9 @@ impl Host {
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
                     let driver = self.cfg.profile.costs.driver_rx_frame_ns;
-                    if self.cfg.kernel.rps {
-                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + self.rps_extra_cost(cpu, pkt);
+                    let extra = self.rps_extra_cost(cpu, pkt);
+                    if self.pkts[pkt as usize].rx_cpu != NONE {
+                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra;
                         self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
                     } else {
                         self.pkts[pkt as usize].rx_cpu = cpu as u32;

@@ -437,6 +437,7 @@ impl Host {
                 work_dist: p.work_dist,
                 read_bytes: p.read_bytes,
                 reply_bytes: p.reply_bytes,
+                sleep_ns: p.sleep_ns,
             });
             let mut sock = NONE;
             if let (true, Some(port)) = (prog.uses_socket(), p.port) {
@@ -522,11 +523,7 @@ impl Host {
             });
         }
 
-        let rps_cpus = if cfg.kernel.rps_cpus.is_empty() {
-            (0..ncpu as u32).collect()
-        } else {
-            cfg.kernel.rps_cpus.clone()
-        };
+        let rps_cpus = cfg.kernel.rps_cpus.clone();
         let sock_flow = if cfg.kernel.rfs { vec![NONE; cfg.kernel.rfs_entries as usize] } else { Vec::new() };
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let trace = cfg.trace.then(|| Trace::new(ncpu));

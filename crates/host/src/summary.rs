@@ -61,6 +61,12 @@ pub struct Stats {
     pub wakeups_affine: u64,
     /// Deliveries whose sequence number was below an earlier one of the same flow.
     pub reordered: u64,
+    /// RFS moved a flow from one CPU to another.
+    pub rfs_flow_moves: u64,
+    /// RFS wanted to move a flow but the old CPU still held its packets (no-reorder rule).
+    pub rfs_moves_deferred: u64,
+    /// Moves made while the old CPU still held the flow's packets (only without the rule).
+    pub rfs_unsafe_moves: u64,
     last_seq: Vec<Vec<u64>>,
     warm: Option<Snapshot>,
     last_sample: Snapshot,
@@ -88,6 +94,9 @@ impl Stats {
             wakeups: 0,
             wakeups_affine: 0,
             reordered: 0,
+            rfs_flow_moves: 0,
+            rfs_moves_deferred: 0,
+            rfs_unsafe_moves: 0,
             last_seq: cfg.traffic.iter().map(|t| vec![u64::MAX; t.flows.max(1) as usize]).collect(),
             warm: None,
             last_sample: Snapshot::default(),
@@ -289,6 +298,9 @@ impl Host {
                 in_flight: self.packets_in_flight(),
                 drops: DROP_NAMES.iter().zip(self.stats.drops).map(|(n, v)| (n.to_string(), v)).collect(),
                 reordered: self.stats.reordered,
+                rfs_flow_moves: self.stats.rfs_flow_moves,
+                rfs_moves_deferred: self.stats.rfs_moves_deferred,
+                rfs_unsafe_moves: self.stats.rfs_unsafe_moves,
                 tx_frames: self.stats.tx_frames,
             },
             migrations: {
@@ -370,6 +382,9 @@ pub struct PacketSummary {
     pub in_flight: u64,
     pub drops: BTreeMap<String, u64>,
     pub reordered: u64,
+    pub rfs_flow_moves: u64,
+    pub rfs_moves_deferred: u64,
+    pub rfs_unsafe_moves: u64,
     pub tx_frames: u64,
 }
 

@@ -62,6 +62,9 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(key(&["kernel", name]), "expected at least 1");
         }
     }
+    if k.rps && !k.rfs && k.rps_cpus.is_empty() {
+        return fail(key(&["kernel", "rps"]), "RPS needs a map (kernel.rps_cpus) or RFS (kernel.rfs = true)");
+    }
     if k.rfs && !k.rps {
         return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
     }

@@ -15,6 +15,8 @@ pub enum ProgramKind {
     TcpStream,
     /// Pure user-mode computation in bursts of `work_ns` (a CPU hog for scheduler experiments).
     Spin,
+    /// `for (;;) { work(); nanosleep(sleep_ns); }` (a periodic task; exercises timer granularity).
+    Periodic,
 }
 
 /// Distribution of the per-iteration user work.
@@ -39,6 +41,8 @@ pub struct ProgramConfig {
     pub read_bytes: u32,
     /// Reply payload for `udp_echo`; 0 = same size as the request.
     pub reply_bytes: u32,
+    /// `periodic`: nanosleep length after each burst.
+    pub sleep_ns: u64,
 }
 
 /// A system call or computation a program asks the host to perform.
@@ -89,7 +93,7 @@ impl Program {
     }
     /// Does this program read from a socket?
     pub fn uses_socket(&self) -> bool {
-        !matches!(self.cfg.kind, ProgramKind::Spin)
+        !matches!(self.cfg.kind, ProgramKind::Spin | ProgramKind::Periodic)
     }
 
     fn work(&self, rng: &mut Rng) -> u64 {
@@ -112,6 +116,8 @@ impl Program {
         use ProgramKind::*;
         match (self.cfg.kind, outcome) {
             (Spin, _) => Action::Compute { user_ns: self.work(rng).max(1) },
+            (Periodic, Outcome::Computed) => Action::Sleep { ns: self.cfg.sleep_ns },
+            (Periodic, _) => Action::Compute { user_ns: self.work(rng).max(1) },
             (_, Outcome::Received { bytes }) => {
                 self.last_rx_bytes = bytes;
                 let w = self.work(rng);
@@ -144,7 +150,7 @@ mod tests {
     use hostsim_engine::RngStreams;
 
     fn cfg(kind: ProgramKind, work_ns: u64) -> ProgramConfig {
-        ProgramConfig { kind, work_ns, work_dist: WorkDist::Fixed, read_bytes: 65536, reply_bytes: 0 }
+        ProgramConfig { kind, work_ns, work_dist: WorkDist::Fixed, read_bytes: 65536, reply_bytes: 0, sleep_ns: 0 }
     }
 
     #[test]

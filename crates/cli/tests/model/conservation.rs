@@ -1,0 +1,45 @@
+//! On every run of every built-in scenario: each CPU's states sum exactly to elapsed time, and
+//! every packet offered is delivered, dropped somewhere, or still in flight.
+
+use crate::repo;
+use hostsim_host::Summary;
+
+pub fn check_conservation(s: &Summary, what: &str) {
+    for c in &s.cpus {
+        let sum = c.hardirq_ns + c.softirq_ns + c.system_ns + c.user_ns + c.spin_ns + c.idle_ns;
+        assert_eq!(sum, s.sim_time_ns, "{what}: CPU {} states sum to {sum}, elapsed {}", c.id, s.sim_time_ns);
+    }
+    let p = &s.packets;
+    let drops: u64 = p.drops.values().sum();
+    assert_eq!(
+        p.offered,
+        p.delivered + drops + p.in_flight,
+        "{what}: offered {} != delivered {} + drops {drops} + in flight {}",
+        p.offered,
+        p.delivered,
+        p.in_flight
+    );
+    let busy: u64 = s.processes.iter().map(|p| p.cpu_ns).sum();
+    let process_time: u64 = s.cpus.iter().map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns).sum();
+    assert!(busy <= process_time, "{what}: processes charged {busy} ns, more than the CPUs ran");
+}
+
+#[test]
+fn every_builtin_scenario_conserves_time_and_packets() {
+    let mut runs = 0;
+    for (name, text) in hostsim_scenario::builtin_scenarios() {
+        let path = repo().join("scenarios").join(format!("{name}.toml"));
+        let sc = hostsim_scenario::load_str(&path, text, &[]).unwrap_or_else(|e| panic!("{e}"));
+        for spec in sc.runs().unwrap() {
+            let mut cfg = spec.config;
+            // Conservation must hold at any instant: cut runs short to keep the test quick.
+            cfg.duration_ns = cfg.duration_ns.min(300_000_000);
+            cfg.warmup_ns = 0;
+            let seed = cfg.seed;
+            let s = hostsim_host::run(cfg).summary;
+            check_conservation(&s, &format!("{name} {} {:?} (seed {seed})", spec.variant, spec.point));
+            runs += 1;
+        }
+    }
+    assert!(runs >= 20, "only {runs} runs checked");
+}
