@@ -620,6 +620,11 @@ impl Host {
                 for c in 0..self.cpus.len() {
                     self.account(c);
                 }
+                // A sample due at this very instant was scheduled after End: take it now.
+                let iv = self.cfg.sample_interval_ns;
+                if self.now.ns() % iv == 0 && self.stats.samples_taken() < self.now.ns() / iv {
+                    self.sample();
+                }
                 self.ended = true;
             }
         }

@@ -104,6 +104,10 @@ impl Stats {
         }
     }
 
+    pub fn samples_taken(&self) -> u64 {
+        self.series.len() as u64
+    }
+
     pub fn record_delivery(&mut self, src: u32, flow: u32, seq: u64) {
         self.delivered += 1;
         if let Some(last) = self.last_seq.get_mut(src as usize).and_then(|v| v.get_mut(flow as usize)) {

@@ -14,7 +14,8 @@ pub enum SourceKind {
     Poisson,
     /// One request outstanding; the next leaves `client_stack_ns` after the reply (lat_udp).
     PingPong,
-    /// `flows` TCP senders, each keeping up to `window_bytes` unacknowledged, go-back-N on timeout.
+    /// `flows` TCP senders, each keeping up to `window_bytes` unacknowledged; go-back-N from the
+    /// first unacknowledged byte on three duplicate ACKs (fast retransmit) or on timeout.
     TcpWindow,
 }
 
@@ -79,7 +80,11 @@ struct TcpFlow {
     next_seq: u64,
     acked: u64,
     last_progress: u64,
+    dup_acks: u32,
 }
+
+/// Duplicate ACKs that trigger a fast retransmit (RFC 5681).
+const DUP_ACK_THRESHOLD: u32 = 3;
 
 /// A running generator.
 #[derive(Clone, Debug)]
@@ -227,8 +232,17 @@ impl Source {
                     self.stats.acked_bytes += ack - fl.acked;
                     fl.acked = ack;
                     fl.last_progress = now_ns;
+                    fl.dup_acks = 0;
                     if fl.next_seq < ack {
                         fl.next_seq = ack;
+                    }
+                } else if ack == fl.acked && fl.next_seq > fl.acked {
+                    fl.dup_acks += 1;
+                    if fl.dup_acks == DUP_ACK_THRESHOLD {
+                        // Fast retransmit, go-back-N style: resend from the hole.
+                        fl.next_seq = fl.acked;
+                        fl.last_progress = now_ns;
+                        self.stats.retransmits += 1;
                     }
                 }
                 self.fill_window(flow as usize, now_ns, out);
@@ -312,5 +326,12 @@ mod tests {
         s.feedback(Time(10), Feedback::Ack { flow: 0, ack: 2000 }, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].seq, 4000);
+        // Three duplicate ACKs for 2000: fast retransmit from the hole.
+        out.clear();
+        for t in 11..14 {
+            s.feedback(Time(t), Feedback::Ack { flow: 0, ack: 2000 }, &mut out);
+        }
+        assert_eq!(s.stats.retransmits, 1);
+        assert_eq!(out.first().map(|e| e.seq), Some(2000));
     }
 }
