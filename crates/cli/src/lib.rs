@@ -179,3 +179,42 @@ pub fn claims_table(results: &[ExpectResult]) -> String {
     }
     s
 }
+
+/// The built-in scenarios `reproduce` runs: those with `[[expect]]` claims, except benchmarks,
+/// filtered by `ids` (prefix of the scenario name, e.g. `ozaki-pbq`, or its full name).
+pub fn reproducible(ids: &[String]) -> Vec<(&'static str, &'static str)> {
+    hostsim_scenario::builtin_scenarios()
+        .iter()
+        .filter(|(name, text)| !name.starts_with("bench/") && text.contains("[[expect]]"))
+        .filter(|(name, _)| {
+            let short = name.rsplit('/').next().unwrap_or(name);
+            ids.is_empty() || ids.iter().any(|id| short.starts_with(id.as_str()) || *name == id.as_str())
+        })
+        .copied()
+        .collect()
+}
+
+/// `hostsim reproduce`: sweep every reproducible scenario into `out/<scenario>/results.csv`
+/// and write all verdicts to `out/expectations.json`.
+pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result<Vec<ExpectResult>, String> {
+    let list = reproducible(ids);
+    if list.is_empty() {
+        return Err(format!("no built-in experiment matches {ids:?} (see `hostsim scenarios`)"));
+    }
+    let mut all = Vec::new();
+    for (i, (name, text)) in list.iter().enumerate() {
+        if !quiet {
+            eprintln!("[{}/{}] {name}", i + 1, list.len());
+        }
+        let path = Path::new("scenarios").join(format!("{name}.toml"));
+        let sc = hostsim_scenario::load_str(&path, text, &[]).map_err(|e| e.to_string())?;
+        let res = sweep(&sc, jobs, quiet).map_err(|e| e.to_string())?;
+        let dir = out.join(name.rsplit('/').next().unwrap_or(name));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(dir.join("results.csv"), &res.csv).map_err(|e| e.to_string())?;
+        all.extend(res.expectations);
+    }
+    let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
+    std::fs::write(out.join("expectations.json"), json).map_err(|e| e.to_string())?;
+    Ok(all)
+}

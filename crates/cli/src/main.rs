@@ -44,6 +44,16 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Run the built-in experiments that state claims ([[expect]]) and evaluate them: every paper
+    /// scenario (or those whose name starts with an ID given) plus the reference examples.
+    Reproduce {
+        /// Paper IDs (e.g. `ozaki-pbq`) or scenario names; none = all.
+        ids: Vec<String>,
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Validate scenario files; errors name the file, line, key and what was expected.
     Check { files: Vec<PathBuf> },
     /// List the built-in scenarios.
@@ -128,6 +138,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             if !res.expectations.is_empty() {
                 print!("{}", claims_table(&res.expectations));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Reproduce { ids, jobs, out } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let quiet = !std::io::stderr().is_terminal();
+            let results = hostsim_cli::reproduce(&ids, jobs, quiet, &out)?;
+            print!("{}", claims_table(&results));
+            let failed = results.iter().filter(|r| !r.pass).count();
+            eprintln!("{} claims: {} pass, {failed} fail -> {}", results.len(), results.len() - failed, out.join("expectations.json").display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check { files } => {
