@@ -97,11 +97,14 @@ pub enum BacklogKind {
     Fifo,
 }
 
-/// Wake-up placement policy (`select_task_rq`). `linux` is `select_task_rq_fair` of Linux 3.x.
+/// Wake-up placement policy (`select_task_rq`). `linux` is `select_task_rq_fair` of Linux 3.2;
+/// `goda_rfs` is paper 001's change to it: a task that moved stays where it is on wake-ups from
+/// another CPU until its flow's receive processing (RFS) has followed it there.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum WakePolicy {
     Linux,
+    GodaRfs,
 }
 
 /// Kernel options. Defaults are Linux 3.x-like; the 2.4 scenarios override a few.
@@ -310,6 +313,10 @@ pub struct ProcessConfig {
     pub rcvbuf_bytes: Option<u32>,
     #[serde(default)]
     pub start_ms: u64,
+    /// Identical processes to start from this entry (iperf's thread per connection): instance
+    /// i is named `<name>-<i>` and binds `port + i`. Their metrics are summed under `<name>`.
+    #[serde(default = "one")]
+    pub instances: u32,
 }
 
 fn read_bytes() -> u32 {
@@ -350,6 +357,10 @@ pub struct TrafficConfig {
     pub rto_ms: u64,
     #[serde(default)]
     pub total_bytes: u64,
+    /// Flow f goes to `dst_port + f` (one connection per receiving socket, e.g. iperf -P N
+    /// against one receiver thread per connection) instead of all flows to `dst_port`.
+    #[serde(default)]
+    pub dst_port_per_flow: bool,
 }
 
 fn payload() -> u32 {

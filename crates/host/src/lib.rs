@@ -14,7 +14,8 @@
 //! Modules: [`cpu`](crate) nested contexts and accounting; `nic` wire, rings, interrupt
 //! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
 //! `backlog` backlog policies; `proto` UDP/TCP input and sockets; `sched` the scheduler;
-//! `wake` wake-up placement policies; `process` system-call semantics; `summary` statistics.
+//! `wake` wake-up placement policies (`wake_goda` paper 001's); `migration_class` classifies
+//! migrations (paper 001's unintended ping-pong); `process` system-call semantics; `summary` statistics.
 //!
 //! Mechanisms are policies selected in [`KernelConfig`] (closed enums, static dispatch), never
 //! special cases. The model reads no files: [`HostConfig`] comes from the scenario crate.
@@ -25,6 +26,7 @@ mod backlog;
 mod config;
 mod cpu;
 mod irq_route;
+mod migration_class;
 mod nic;
 mod process;
 mod proto;
@@ -34,6 +36,7 @@ mod sim;
 mod summary;
 mod trace;
 mod wake;
+mod wake_goda;
 
 pub use backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;

@@ -53,7 +53,7 @@ impl Host {
             let at_switch = start + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
             src.link_free = at_switch;
             let nic_i = src.nic as usize;
-            let dst_port = src.dst_port;
+            let dst_port = if src.dst_port_per_flow { src.dst_port + e.flow as u16 } else { src.dst_port };
             let nic = &self.nics[nic_i];
             let ready = at_switch + Time(nic.cfg.switch_latency_ns);
             let begin = ready.max(nic.rx_wire_free);

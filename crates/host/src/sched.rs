@@ -83,6 +83,7 @@ impl Host {
         p.vruntime = (p.vruntime + tm).saturating_sub(fm);
         p.cpu = to as u32;
         p.migrations += 1;
+        self.wake.task_migrated(pid);
         self.stats.migrations[cause as usize] += 1;
         self.stats.record_migration(self.now, pid, from, to, cause);
     }
@@ -99,6 +100,7 @@ impl Host {
         } else {
             self.wake.select_task_rq(self, pid, prev, waker)
         };
+        self.wake.task_woken(pid, waker, prev);
         self.stats.record_wakeup(self.now, pid, waker, prev, target);
         if target != prev {
             self.migrate(pid, prev, target, MigrationCause::Wakeup);

@@ -232,6 +232,8 @@ pub struct Proc {
     /// Where the last received message came from (for replies).
     pub reply_to: (u32, u32, u64),
     pub pinned_kthread: bool,
+    /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
+    pub group: u32,
     pub rng: Rng,
 }
 
@@ -279,6 +281,7 @@ pub struct Src {
     pub src: Source,
     pub nic: u32,
     pub dst_port: u16,
+    pub dst_port_per_flow: bool,
     pub link_ns_per_byte: f64,
     pub link_free: Time,
     pub timer: Timer,
@@ -430,7 +433,10 @@ impl Host {
         let mut port_sock = vec![NONE; 65536];
         let mut socks: Vec<Sock> = Vec::new();
         let mut procs = Vec::new();
-        for (i, p) in cfg.processes.iter().enumerate() {
+        // `instances` expand into one process each; instance k binds port + k.
+        let instances = cfg.processes.iter().enumerate().flat_map(|(i, p)| (0..p.instances.max(1)).map(move |k| (i, k)));
+        for (i, k) in instances {
+            let p = &cfg.processes[i];
             let prog = Program::new(ProgramConfig {
                 kind: p.program,
                 work_ns: p.work_ns,
@@ -440,7 +446,8 @@ impl Host {
                 sleep_ns: p.sleep_ns,
             });
             let mut sock = NONE;
-            if let (true, Some(port)) = (prog.uses_socket(), p.port) {
+            let port = p.port.map(|port| port + k as u16);
+            if let (true, Some(port)) = (prog.uses_socket(), port) {
                 if port_sock[port as usize] == NONE {
                     port_sock[port as usize] = socks.len() as u32;
                     socks.push(Sock {
@@ -462,8 +469,10 @@ impl Host {
                 sock = port_sock[port as usize];
             }
             let allowed = cpu_mask(&p.cpus, ncpu);
+            let name = if p.instances > 1 { format!("{}-{k}", p.name) } else { p.name.clone() };
+            let stream = if k == 0 { format!("process/{i}/{}", p.name) } else { format!("process/{i}/{name}") };
             procs.push(Proc::new(
-                p.name.clone(),
+                name,
                 Some(prog),
                 sock,
                 p.nice,
@@ -473,8 +482,9 @@ impl Host {
                 },
                 allowed,
                 allowed.trailing_zeros(),
-                streams.stream(&format!("process/{i}/{}", p.name)),
+                streams.stream(&stream),
             ));
+            procs.last_mut().expect("pushed").group = i as u32;
         }
         for c in 0..ncpu as u32 {
             let pid = procs.len() as Pid;
@@ -516,6 +526,7 @@ impl Host {
                 }),
                 nic,
                 dst_port: t.dst_port,
+                dst_port_per_flow: t.dst_port_per_flow,
                 link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
                 link_free: Time::ZERO,
                 timer: Timer::new(),
@@ -528,7 +539,7 @@ impl Host {
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let trace = cfg.trace.then(|| Trace::new(ncpu));
         Host {
-            wake: WakePlacement::new(cfg.kernel.wake_policy),
+            wake: WakePlacement::new(cfg.kernel.wake_policy, procs.len()),
             q: EventQueue::new(),
             now: Time::ZERO,
             cpus,
@@ -568,9 +579,12 @@ impl Host {
                 self.q.schedule(t, Ev::SourceWake { src: i as u32, gen });
             }
         }
-        for pid in 0..self.cfg.processes.len() {
-            let at = Time::from_ms(self.cfg.processes[pid].start_ms);
-            self.q.schedule(at, Ev::ProcStart { pid: pid as Pid });
+        for pid in 0..self.procs.len() {
+            let group = self.procs[pid].group;
+            if group != NONE {
+                let at = Time::from_ms(self.cfg.processes[group as usize].start_ms);
+                self.q.schedule(at, Ev::ProcStart { pid: pid as Pid });
+            }
         }
         self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
         self.q.schedule(Time(self.cfg.warmup_ns), Ev::WarmupEnd);
@@ -696,6 +710,7 @@ impl Proc {
             wait: Histogram::new(),
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
+            group: NONE,
             rng,
         }
     }

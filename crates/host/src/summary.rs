@@ -2,6 +2,7 @@
 //! Every statistic has one name used in `summary.json`, in `results.csv` and in the time series.
 
 use crate::config::HostConfig;
+use crate::migration_class::MigrationClass;
 use crate::sim::*;
 use hostsim_engine::{Histogram, Time, TimeSeries};
 use serde::Serialize;
@@ -67,6 +68,8 @@ pub struct Stats {
     pub rfs_moves_deferred: u64,
     /// Moves made while the old CPU still held the flow's packets (only without the rule).
     pub rfs_unsafe_moves: u64,
+    /// Paper 001's classification of migrations (counts since the end of warm-up).
+    pub class: MigrationClass,
     last_seq: Vec<Vec<u64>>,
     warm: Option<Snapshot>,
     last_sample: Snapshot,
@@ -79,7 +82,7 @@ const SERIES: [&str; 12] = [
 ];
 
 impl Stats {
-    pub fn new(cfg: &HostConfig, _ncpu: usize, _nprocs: usize) -> Stats {
+    pub fn new(cfg: &HostConfig, _ncpu: usize, nprocs: usize) -> Stats {
         Stats {
             offered: 0,
             delivered: 0,
@@ -97,6 +100,7 @@ impl Stats {
             rfs_flow_moves: 0,
             rfs_moves_deferred: 0,
             rfs_unsafe_moves: 0,
+            class: MigrationClass::new(nprocs),
             last_seq: cfg.traffic.iter().map(|t| vec![u64::MAX; t.flows.max(1) as usize]).collect(),
             warm: None,
             last_sample: Snapshot::default(),
@@ -118,13 +122,18 @@ impl Stats {
         }
     }
 
-    pub fn record_migration(&mut self, _now: Time, _pid: Pid, _from: usize, _to: usize, _c: MigrationCause) {}
+    pub fn record_migration(&mut self, _now: Time, pid: Pid, _from: usize, _to: usize, c: MigrationCause) {
+        if c != MigrationCause::Wakeup {
+            self.class.balanced(pid);
+        }
+    }
 
-    pub fn record_wakeup(&mut self, _now: Time, _pid: Pid, waker: usize, _prev: usize, target: usize) {
+    pub fn record_wakeup(&mut self, _now: Time, pid: Pid, waker: usize, prev: usize, target: usize) {
         self.wakeups += 1;
         if waker == target {
             self.wakeups_affine += 1;
         }
+        self.class.wakeup(pid, waker, prev, target);
     }
 }
 
@@ -152,6 +161,7 @@ impl Host {
     pub fn warmup_end(&mut self) {
         let snap = self.snapshot();
         self.stats.warm = Some(snap);
+        self.stats.class.reset();
         for p in &mut self.procs {
             p.wait.reset();
         }
@@ -192,7 +202,6 @@ impl Host {
         let warm = self.stats.warm.clone().unwrap_or_default();
         let window_s = ((end.t - warm.t) as f64 * 1e-9).max(1e-12);
         let ncpu = self.cpus.len();
-        let user_procs = self.cfg.processes.len();
         let mut m: BTreeMap<String, f64> = BTreeMap::new();
         let rate = |a: u64, b: u64| (a - b) as f64 / window_s;
         m.insert("offered_pps".into(), rate(end.offered, warm.offered));
@@ -206,14 +215,19 @@ impl Host {
             m.insert(format!("cpu_{name}_frac"), sum as f64 * 1e-9 / window_s / ncpu as f64);
         }
         m.insert("cpu_util".into(), 1.0 - m["cpu_idle_frac"]);
-        for (i, p) in self.procs.iter().enumerate().take(user_procs) {
+        // Per `[[process]]` entry, its instances summed: (rx packets, rx bytes, CPU ns).
+        let mut groups = vec![[0u64; 3]; self.cfg.processes.len()];
+        for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.group != NONE) {
             let w = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
-            m.insert(format!("{}_rx_pps", p.name), rate(end.proc_rx[i], w(&warm.proc_rx)));
-            m.insert(
-                format!("{}_rx_mbps", p.name),
-                rate(end.proc_rx_bytes[i], w(&warm.proc_rx_bytes)) * 8e-6,
-            );
-            m.insert(format!("{}_cpu_frac", p.name), rate(end.proc_cpu[i], w(&warm.proc_cpu)) * 1e-9);
+            let g = &mut groups[p.group as usize];
+            g[0] += end.proc_rx[i] - w(&warm.proc_rx);
+            g[1] += end.proc_rx_bytes[i] - w(&warm.proc_rx_bytes);
+            g[2] += end.proc_cpu[i] - w(&warm.proc_cpu);
+        }
+        for (p, g) in self.cfg.processes.iter().zip(&groups) {
+            m.insert(format!("{}_rx_pps", p.name), rate(g[0], 0));
+            m.insert(format!("{}_rx_mbps", p.name), rate(g[1], 0) * 8e-6);
+            m.insert(format!("{}_cpu_frac", p.name), rate(g[2], 0) * 1e-9);
         }
         let mig_total: u64 = end.migrations.iter().sum::<u64>() - warm.migrations.iter().sum::<u64>();
         m.insert("migrations_per_s".into(), mig_total as f64 / window_s);
@@ -224,6 +238,7 @@ impl Host {
             m.insert(format!("{name}_miss_per_s"), rate(end.cache[i], warm.cache[i]));
         }
         m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
+        self.class_metrics(&mut m, mig_total, window_s);
 
         let mut rtt = Histogram::new();
         let mut timeouts = 0;

@@ -1,24 +1,34 @@
 //! Wake-up placement policies: `select_task_rq`, the CPU a woken task is queued on.
 //!
-//! `Linux` follows `select_task_rq_fair` of Linux 3.x with SD_WAKE_AFFINE: `wake_affine` pulls
-//! the task to the waking CPU when that CPU's load plus the task's weight is no more than the
-//! previous CPU's load scaled by half the domain's imbalance percentage; then
-//! `select_idle_sibling` keeps the target if it is idle, else looks in the target's LLC domain for
-//! a core whose threads are all idle, then for an idle SMT sibling. Real-time tasks stay on their
-//! previous CPU when allowed (`select_task_rq_rt` with no higher-priority task there).
+//! `Linux` follows `select_task_rq_fair` of Linux 3.2 (kernel/sched_fair.c) with SD_WAKE_AFFINE:
+//! a task whose affinity doesn't include the waking CPU stays on its previous CPU. Otherwise the
+//! waking CPU is the target if it is the previous CPU or `wake_affine` agrees, else the previous
+//! CPU; then `select_idle_sibling` keeps the target if it is idle, else takes the first core of
+//! the target's LLC domain whose threads are all idle (groups walked from the target's own core),
+//! else an idle SMT sibling of the target. `wake_affine` uses the loads of the two CPUs; a wake-up
+//! from a socket (`sock_def_readable` → `wake_up_interruptible_sync_poll`) is WF_SYNC, so the
+//! weight of the task the softirq interrupted is first subtracted from the waking CPU's load, and
+//! a load that is then not positive is always "balanced": the task is pulled to the waking CPU.
+//! Real-time tasks stay on their previous CPU when allowed (`select_task_rq_rt` with no
+//! higher-priority task there).
+//!
+//! `GodaRfs` (paper 001, in `wake_goda.rs`) wraps `Linux`.
 
 use crate::config::WakePolicy;
 use crate::sim::*;
+use crate::wake_goda::GodaRfs;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum WakePlacement {
     Linux,
+    GodaRfs(GodaRfs),
 }
 
 impl WakePlacement {
-    pub fn new(p: WakePolicy) -> WakePlacement {
+    pub fn new(p: WakePolicy, nprocs: usize) -> WakePlacement {
         match p {
             WakePolicy::Linux => WakePlacement::Linux,
+            WakePolicy::GodaRfs => WakePlacement::GodaRfs(GodaRfs::new(nprocs)),
         }
     }
 
@@ -26,6 +36,21 @@ impl WakePlacement {
     pub fn select_task_rq(&self, h: &Host, pid: Pid, prev: usize, waker: usize) -> usize {
         match self {
             WakePlacement::Linux => linux_select_task_rq(h, pid, prev, waker),
+            WakePlacement::GodaRfs(g) => g.select_task_rq(h, pid, prev, waker),
+        }
+    }
+
+    /// `pid` was woken by `waker` while its CPU was `prev` (after `select_task_rq`).
+    pub fn task_woken(&mut self, pid: Pid, waker: usize, prev: usize) {
+        if let WakePlacement::GodaRfs(g) = self {
+            g.task_woken(pid, waker, prev);
+        }
+    }
+
+    /// `pid` moved to another CPU (any cause).
+    pub fn task_migrated(&mut self, pid: Pid) {
+        if let WakePlacement::GodaRfs(g) = self {
+            g.task_migrated(pid);
         }
     }
 }
@@ -34,77 +59,89 @@ fn allowed(h: &Host, pid: Pid, cpu: usize) -> bool {
     h.procs[pid as usize].allowed & (1u128 << cpu) != 0
 }
 
-fn linux_select_task_rq(h: &Host, pid: Pid, prev: usize, waker: usize) -> usize {
+pub fn linux_select_task_rq(h: &Host, pid: Pid, prev: usize, waker: usize) -> usize {
     let p = &h.procs[pid as usize];
     let prev = if allowed(h, pid, prev) { prev } else { p.allowed.trailing_zeros() as usize };
-    if p.rt.is_some() {
+    if p.rt.is_some() || p.allowed.count_ones() == 1 || !allowed(h, pid, waker) {
+        // No SD_WAKE_AFFINE domain (want_affine = 0) and no SD_BALANCE_WAKE domain: prev_cpu.
         return prev;
     }
-    let mut target = prev;
-    if h.cfg.kernel.wake_affine && waker != prev && allowed(h, pid, waker) {
-        let this_load = h.cpu_load(waker);
-        let prev_load = h.cpu_load(prev);
-        let imb = u64::from(h.cfg.kernel.imbalance_pct);
-        // wake_affine(): this_eff_load = 100 * (this_load + weight);
-        //                prev_eff_load = (100 + (imbalance_pct - 100) / 2) * prev_load.
-        if 100 * (this_load + p.weight) <= (100 + (imb - 100) / 2) * prev_load {
-            target = waker;
-        }
-    }
-    select_idle_sibling(h, pid, target)
+    let affine = h.cfg.kernel.wake_affine && (waker == prev || wake_affine(h, pid, prev, waker));
+    select_idle_sibling(h, pid, if affine { waker } else { prev })
 }
 
-/// `select_idle_sibling`: an idle target stays; else a fully idle core in the target's LLC, else
-/// an idle SMT sibling of the target.
+/// `wake_affine` of Linux 3.2 without group scheduling (`effective_load` returns its `wl`) and
+/// with `wake_idx` 0 (the SMT and MC domains' default), so loads are `weighted_cpuload`.
+fn wake_affine(h: &Host, pid: Pid, prev: usize, waker: usize) -> bool {
+    let p = &h.procs[pid as usize];
+    // Data arriving on a socket wakes its reader with WF_SYNC; a timer wake-up does not.
+    let sync = p.state == ProcState::BlockedRecv;
+    let mut this_load = h.cpu_load(waker) as i64;
+    let load = h.cpu_load(prev) as i64;
+    if sync {
+        // `current` is whatever the softirq interrupted (the idle task also weighs NICE_0).
+        let curr_weight = h.cpus[waker].curr.map_or(NICE_0_WEIGHT, |c| h.procs[c as usize].weight);
+        this_load -= curr_weight as i64;
+    }
+    let weight = p.weight as i64;
+    let balanced = this_load <= 0 || {
+        // The SMT domain (siblings) has imbalance_pct 110; the MC domain the kernel's setting.
+        let imb = if h.cpus[waker].core == h.cpus[prev].core { 110 } else { i64::from(h.cfg.kernel.imbalance_pct) };
+        100 * (this_load + weight) <= (100 + (imb - 100) / 2) * load
+    };
+    if sync && balanced {
+        return true;
+    }
+    // cpu_avg_load_per_task(this_cpu): the waking CPU's load over its runnable tasks.
+    let c = &h.cpus[waker];
+    let nr = c.rq_cfs.len() + usize::from(c.curr.is_some_and(|q| h.procs[q as usize].rt.is_none()));
+    let tl_per_task = if nr == 0 { 0 } else { h.cpu_load(waker) as i64 / nr as i64 };
+    balanced || (this_load <= load && this_load + load <= tl_per_task)
+}
+
+/// `select_idle_sibling` of Linux 3.2: an idle target stays; else, from the LLC domain down, the
+/// first group (core, then SMT thread) whose CPUs are all idle, walking the groups from the
+/// target's own; else the target.
 pub fn select_idle_sibling(h: &Host, pid: Pid, target: usize) -> usize {
     if h.cpu_idle(target) {
         return target;
     }
     let llc = h.cpus[target].llc;
     let ncpu = h.cpus.len();
-    // LLC level: groups are cores; a group qualifies when all its threads are idle.
-    let mut core = u32::MAX;
-    let mut core_idle = true;
-    let mut first_allowed = None;
-    for c in 0..=ncpu {
-        let new_core = c == ncpu || h.cpus[c].core != core;
-        if new_core {
-            if core != u32::MAX && core_idle {
-                if let Some(f) = first_allowed {
-                    return f;
-                }
-            }
-            if c == ncpu {
-                break;
-            }
-            core = h.cpus[c].core;
-            core_idle = true;
-            first_allowed = None;
-        }
-        if h.cpus[c].llc != llc {
-            core_idle = false;
+    let allowed_mask = h.procs[pid as usize].allowed;
+    // LLC (MC) level: groups are cores, in CPU order starting at the target's core. CPUs are
+    // numbered core by core (`Host::new`), so a core's threads are a contiguous range.
+    let tpc = h.cfg.profile.topology.threads_per_core as usize;
+    let ncores = ncpu / tpc;
+    let tcore = target / tpc;
+    for i in 0..ncores {
+        let first = (tcore + i) % ncores * tpc;
+        if h.cpus[first].llc != llc {
             continue;
         }
-        core_idle &= h.cpu_idle(c);
-        if first_allowed.is_none() && allowed(h, pid, c) {
-            first_allowed = Some(c);
+        let threads = first..first + tpc;
+        if threads.clone().all(|c| h.cpu_idle(c)) {
+            if let Some(c) = threads.clone().find(|&c| allowed_mask & (1u128 << c) != 0) {
+                return c;
+            }
         }
     }
-    // SMT level: any idle sibling of the target.
-    (0..ncpu)
+    // SMT level: groups are the target core's threads, starting after the target.
+    (1..ncpu)
+        .map(|i| (target + i) % ncpu)
         .find(|&c| h.cpus[c].core == h.cpus[target].core && allowed(h, pid, c) && h.cpu_idle(c))
         .unwrap_or(target)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::*;
     use hostsim_workload::{ProgramKind, WorkDist};
 
     /// A Core i7-980X-like topology: 1 package, 6 cores, 2 threads each (CPU 2k and 2k+1 are
     /// siblings), shared LLC; four sleeping processes.
-    fn host(allowed: Vec<u32>) -> Host {
+    pub(crate) fn host(allowed: Vec<u32>) -> Host {
         let zero = Costs {
             hardirq_entry_ns: 0, driver_rx_frame_ns: 0, netif_rx_ns: 0, softirq_entry_ns: 0,
             ip_udp_rx_ns: 0, tcp_rx_ns: 0, rx_per_byte_ns: 0.0, wakeup_ns: 0, syscall_ns: 0,
@@ -119,7 +156,7 @@ mod tests {
         let proc = |name: &str, cpus: Vec<u32>| ProcessConfig {
             name: name.into(), program: ProgramKind::UdpSink, port: Some(1), nice: 0,
             sched: SchedPolicy::Normal, rt_priority: 0, cpus, work_ns: 0,
-            work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0, rcvbuf_bytes: None, start_ms: 0,
+            work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0, rcvbuf_bytes: None, start_ms: 0, instances: 1,
         };
         let cfg = HostConfig {
             profile: Profile {
@@ -142,7 +179,7 @@ mod tests {
     }
 
     /// Make `cpu` busy with process `pid` (its current task).
-    fn busy(h: &mut Host, cpu: usize, pid: Pid) {
+    pub(crate) fn busy(h: &mut Host, cpu: usize, pid: Pid) {
         h.cpus[cpu].curr = Some(pid);
         h.procs[pid as usize].state = ProcState::Runnable;
     }

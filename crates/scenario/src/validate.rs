@@ -123,10 +123,16 @@ pub fn config(c: &HostConfig) -> VResult {
         if let Some(&bad) = p.cpus.iter().find(|&&x| x as usize >= ncpu) {
             return fail(elem("process", i, "cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
         }
+        if p.instances == 0 {
+            return fail(elem("process", i, "instances"), "expected at least 1 instance");
+        }
         if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
             let Some(port) = p.port else {
                 return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
             };
+            if u32::from(port) + p.instances - 1 > 65535 {
+                return fail(elem("process", i, "instances"), format!("instances bind ports {port}..{}: past 65535", u32::from(port) + p.instances - 1));
+            }
             if let Some(&other) = ports.get(&port) {
                 if (other == ProgramKind::TcpStream) != (p.program == ProgramKind::TcpStream) {
                     return fail(elem("process", i, "port"), format!("port {port} is shared by a TCP and a UDP program"));
@@ -158,6 +164,9 @@ pub fn config(c: &HostConfig) -> VResult {
         }
         if t.flows == 0 {
             return fail(elem("traffic", i, "flows"), "expected at least 1 flow");
+        }
+        if t.dst_port_per_flow && u32::from(t.dst_port) + t.flows - 1 > 65535 {
+            return fail(elem("traffic", i, "flows"), format!("dst_port_per_flow: flows go to ports {}..{}: past 65535", t.dst_port, u32::from(t.dst_port) + t.flows - 1));
         }
         if t.link_mbps == 0 {
             return fail(elem("traffic", i, "link_mbps"), "expected a link rate above 0");

@@ -3,6 +3,7 @@
 
 mod conservation;
 mod determinism;
+mod goda;
 mod livelock;
 mod queueing;
 mod rfs;

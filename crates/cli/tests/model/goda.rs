@@ -1,0 +1,35 @@
+//! goda-rfs (paper 001): the built-in scenario, cut short. Linux's placement makes unintended
+//! (ping-pong) migrations under RFS; the proposal makes none and migrates less; RFS never
+//! reorders a flow under either; the migration classes partition the migrations.
+
+use crate::load;
+use hostsim_host::Summary;
+
+fn run(variant: &str) -> Summary {
+    let sc = load("scenarios/goda-rfs-migrations.toml", &[("duration_ms", "400"), ("warmup_ms", "100")]);
+    hostsim_host::run(sc.config_with(Some(variant), &[]).unwrap()).summary
+}
+
+fn check_classes(s: &Summary, what: &str) {
+    let m = &s.metrics;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(1.0);
+    let wake = m["migrations_wakeup_per_s"];
+    let parts = m["migrations_wakeup_affine_per_s"] + m["migrations_wakeup_other_per_s"];
+    assert!(close(wake, parts), "{what}: wake-up migrations {wake}/s, classes sum to {parts}/s (seed 1)");
+    let all = m["migrations_wakeup_per_s"] + m["migrations_load_balance_per_s"] + m["migrations_idle_balance_per_s"];
+    assert!(close(m["migrations_per_s"], all), "{what}: causes don't sum to all migrations (seed 1)");
+    assert!(m["migrations_unintended_per_s"] <= m["migrations_wakeup_affine_per_s"], "{what}: unintended is a kind of affine pull");
+    assert_eq!(s.packets.reordered, 0, "{what}: RFS reordered a flow (seed 1)");
+}
+
+#[test]
+fn linux_ping_pongs_the_proposal_does_not() {
+    let (e, p) = (run("existing"), run("proposed"));
+    check_classes(&e, "existing");
+    check_classes(&p, "proposed");
+    assert!(e.metrics["migrations_unintended_per_s"] > 0.0, "Linux 3.2 should ping-pong under RFS (seed 1)");
+    assert!(e.metrics["settle_episodes"] > 0.0 && e.metrics["settle_mean"] >= 1.0);
+    assert_eq!(p.metrics["migrations_unintended_per_s"], 0.0, "the proposal forbids the swap (seed 1)");
+    assert!(p.metrics["migrations_per_s"] < e.metrics["migrations_per_s"], "fewer migrations (seed 1)");
+    assert!(e.packets.rfs_moves_deferred > 0, "the no-reorder rule must have held flows back (seed 1)");
+}
