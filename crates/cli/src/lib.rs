@@ -97,7 +97,8 @@ pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, hos
         specs
             .par_iter()
             .map(|s| {
-                let out = run(s.config.clone());
+                let mut out = run(s.config.clone());
+                sc.derive_metrics(&mut out.summary.metrics);
                 pb.inc(1);
                 out.summary
             })
@@ -206,8 +207,14 @@ pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result
         if !quiet {
             eprintln!("[{}/{}] {name}", i + 1, list.len());
         }
+        // The file on disk wins (so edits take effect without a rebuild); else the built-in copy.
         let path = Path::new("scenarios").join(format!("{name}.toml"));
-        let sc = hostsim_scenario::load_str(&path, text, &[]).map_err(|e| e.to_string())?;
+        let sc = if path.exists() {
+            hostsim_scenario::load(&path, &[])
+        } else {
+            hostsim_scenario::load_str(&path, text, &[])
+        }
+        .map_err(|e| e.to_string())?;
         let res = sweep(&sc, jobs, quiet).map_err(|e| e.to_string())?;
         let dir = out.join(name.rsplit('/').next().unwrap_or(name));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

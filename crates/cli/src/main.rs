@@ -102,7 +102,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 None => sc.base_config().clone(),
             };
             cfg.trace = trace;
-            let (output, info) = run_timed(cfg);
+            let (mut output, info) = run_timed(cfg);
+            sc.derive_metrics(&mut output.summary.metrics);
             write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
             let m = &output.summary.metrics;
             eprintln!(

@@ -7,7 +7,9 @@
 //! Priority-aware policies (the `ozaki-pbq` mechanism) implement the same trait beside it.
 
 use crate::config::{BacklogKind, KernelConfig, RxPath};
+use crate::pbq::Pbq;
 use crate::sim::PktId;
+use hostsim_engine::Rng;
 use std::collections::VecDeque;
 
 /// Result of offering a packet to the backlog.
@@ -17,6 +19,8 @@ pub enum Enqueue {
     Queued { was_empty: bool },
     /// The arriving packet is dropped.
     Dropped,
+    /// The arrival is queued and `victim`, already queued, is dropped in its place (PBQ).
+    Evicted { victim: PktId },
 }
 
 /// A backlog queueing policy. `prio` is the packet's priority where the policy needs one.
@@ -79,28 +83,37 @@ impl BacklogPolicy for Fifo {
 #[derive(Clone, Debug)]
 pub enum Backlog {
     Fifo(Fifo),
+    Pbq(Box<Pbq>),
 }
 
 impl Backlog {
-    pub fn new(kind: BacklogKind, k: &KernelConfig) -> Backlog {
+    pub fn new(kind: BacklogKind, k: &KernelConfig, rng: Rng) -> Backlog {
         let max = k.netdev_max_backlog as usize;
         match kind {
             BacklogKind::Fifo => Backlog::Fifo(Fifo::new(max, k.rx_path == RxPath::Legacy)),
+            BacklogKind::Pbq => Backlog::Pbq(Box::new(Pbq::new(max, k.pbq_min_packets as usize, rng))),
         }
+    }
+    /// Does this policy need each packet's priority (a port → priority lookup)?
+    pub fn needs_priority(&self) -> bool {
+        matches!(self, Backlog::Pbq(_))
     }
     pub fn enqueue(&mut self, pkt: PktId, prio: i32) -> Enqueue {
         match self {
             Backlog::Fifo(f) => f.enqueue(pkt, prio),
+            Backlog::Pbq(q) => q.enqueue(pkt, prio),
         }
     }
     pub fn dequeue(&mut self) -> Option<PktId> {
         match self {
             Backlog::Fifo(f) => f.dequeue(),
+            Backlog::Pbq(q) => q.dequeue(),
         }
     }
     pub fn len(&self) -> usize {
         match self {
             Backlog::Fifo(f) => f.len(),
+            Backlog::Pbq(q) => q.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -109,6 +122,7 @@ impl Backlog {
     pub fn high_load(&self) -> bool {
         match self {
             Backlog::Fifo(f) => f.high_load(),
+            Backlog::Pbq(q) => q.high_load(),
         }
     }
 }

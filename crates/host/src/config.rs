@@ -16,6 +16,25 @@ pub struct Profile {
     pub topology: Topology,
     pub costs: Costs,
     pub cache: CacheCosts,
+    /// Costs of the papers' mechanisms on this machine (0 where not estimated).
+    #[serde(default)]
+    pub mechanisms: MechanismCosts,
+}
+
+/// Extra costs the papers' mechanisms add, in ns.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MechanismCosts {
+    /// PBQ: the extra branch on every backlog enqueue and dequeue (also at low load).
+    pub pbq_branch_ns: u64,
+    /// PBQ at high load: parse the headers for the port and look up its priority (per packet).
+    pub pbq_classify_ns: u64,
+    /// PBQ at high load: find_first_bit and the per-priority queue handling (per dequeue).
+    pub pbq_dequeue_ns: u64,
+    /// Interrupt suppression: the check at every context switch.
+    pub irq_suppress_check_ns: u64,
+    /// Interrupt suppression: rewriting one NIC queue's IRQ affinity (IO-APIC) when it changes.
+    pub irq_affinity_write_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -95,6 +114,8 @@ pub enum RxPath {
 #[serde(rename_all = "snake_case")]
 pub enum BacklogKind {
     Fifo,
+    /// Priority-Based Queues (`ozaki-pbq`, paper 000) under high load.
+    Pbq,
 }
 
 /// Wake-up placement policy (`select_task_rq`). `linux` is `select_task_rq_fair` of Linux 3.2;
@@ -136,6 +157,12 @@ pub struct KernelConfig {
     /// Frames the legacy IRQ handler takes from the ring per interrupt before returning.
     pub irq_frames_max: u32,
     pub backlog: BacklogKind,
+    /// PBQ: packets the top-priority queue keeps from eviction; level l keeps this × (l+1)/40.
+    pub pbq_min_packets: u32,
+    /// `ozaki-pbq` interrupt suppression at context switch: under high load, when the incoming
+    /// process's socket buffer is over half full and a draw weighted by its priority succeeds,
+    /// take its CPU out of the NICs' IRQ affinity (never the last CPU); restore afterwards.
+    pub irq_suppression: bool,
     /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs
     /// by the RPS map (`rps_cpus`) and/or the RFS flow tables (`rfs`).
     pub rps: bool,
@@ -188,6 +215,8 @@ impl Default for KernelConfig {
             ksoftirqd_nice: 0,
             irq_frames_max: 64,
             backlog: BacklogKind::Fifo,
+            pbq_min_packets: 30,
+            irq_suppression: false,
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,
@@ -252,6 +281,15 @@ pub struct NicConfig {
     /// Switch output buffer in front of this port; frames beyond it are dropped (`switch`).
     #[serde(default = "switch_buffer")]
     pub switch_buffer_bytes: u64,
+    /// Interrupt throttling (e1000 `InterruptThrottleRate`): at most this many interrupts per
+    /// second per queue; an interrupt due sooner waits for the interval to pass. 0 = off.
+    #[serde(default)]
+    pub itr_ints_per_s: u32,
+    /// balance_irq: minimum time between moves of the IRQ. None = mainline 2.4's
+    /// IRQ_BALANCE_INTERVAL (HZ/50); 0 = a move at every interrupt's ACK (as paper 000 §3.4.3
+    /// describes its RedHat 2.4.18 kernel).
+    #[serde(default)]
+    pub balance_irq_interval_us: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -308,6 +346,9 @@ pub struct ProcessConfig {
     /// `periodic`: nanosleep after each burst.
     #[serde(default)]
     pub sleep_ns: u64,
+    /// Nice changes during the run (`renice`): at `at_ms` the nice value becomes `nice`.
+    #[serde(default)]
+    pub renice: Vec<Renice>,
     /// Socket receive buffer (default: kernel.rcvbuf_bytes).
     #[serde(default)]
     pub rcvbuf_bytes: Option<u32>,
@@ -323,6 +364,23 @@ fn read_bytes() -> u32 {
     65536
 }
 
+/// A scheduled nice change (as if an administrator ran renice).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Renice {
+    pub at_ms: u64,
+    pub nice: i8,
+}
+
+/// Transport of a ping-pong source (window-limited sources are always TCP, rate sources UDP).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    #[default]
+    Udp,
+    Tcp,
+}
+
 /// An external traffic generator attached to a NIC.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -331,7 +389,15 @@ pub struct TrafficConfig {
     pub kind: SourceKind,
     /// NIC (by name) the traffic arrives on.
     pub nic: String,
+    /// Destination port; with several `clients`, client i sends to `dst_port + i`.
     pub dst_port: u16,
+    /// Identical client machines, each with its own link and destination port; `rate_pps` is
+    /// their total and `flows` are spread over them.
+    #[serde(default = "one")]
+    pub clients: u32,
+    /// ping_pong only: UDP (lat_udp) or TCP (lat_tcp).
+    #[serde(default)]
+    pub protocol: Protocol,
     #[serde(default)]
     pub rate_pps: f64,
     /// UDP payload or TCP segment size.

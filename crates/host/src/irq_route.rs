@@ -11,6 +11,8 @@ pub struct IrqRouter {
     pub kind: IrqRouting,
     /// CPUs the IRQ may go to (`/proc/irq/N/smp_affinity`).
     pub allowed: u128,
+    /// The configured mask (what `allowed` returns to when a mechanism restores it).
+    pub base: u128,
     /// Current target (balance_irq moves it; fixed/msix keep it).
     pub cpu: usize,
     last_move: Time,
@@ -31,7 +33,7 @@ impl IrqRouter {
                 (m, cpus[0] as usize)
             }
         };
-        IrqRouter { kind: nic.irq_routing, allowed, cpu, last_move: Time::ZERO }
+        IrqRouter { kind: nic.irq_routing, allowed, base: allowed, cpu, last_move: Time::ZERO }
     }
 
     /// Narrow or widen the affinity mask. An empty mask is refused (returns false).
@@ -66,7 +68,8 @@ impl IrqRouter {
                 // IRQ_BALANCE_INTERVAL (HZ/50) step from the current CPU in a random direction to
                 // the first allowed CPU that has been idle for more than a jiffy; if a full circle
                 // finds none, the first allowed CPU in that direction.
-                if now.since(self.last_move) > balance_interval || !allowed(self.cpu) {
+                let due = balance_interval == Time::ZERO || now.since(self.last_move) > balance_interval;
+                if due || !allowed(self.cpu) {
                     self.last_move = now;
                     let up = rng.below(2) == 1;
                     let step = |c: usize| if up { (c + 1) % ncpu } else { (c + ncpu - 1) % ncpu };
@@ -111,6 +114,8 @@ mod tests {
             irq_cpus: cpus,
             switch_latency_ns: 0,
             switch_buffer_bytes: 1 << 20,
+            itr_ints_per_s: 0,
+            balance_irq_interval_us: None,
         }
     }
 

@@ -28,6 +28,10 @@ mod cpu;
 mod irq_route;
 mod migration_class;
 mod nic;
+mod pbq;
+mod suppress;
+#[cfg(test)]
+mod testutil;
 mod process;
 mod proto;
 mod rx;

@@ -49,11 +49,13 @@ impl Host {
             self.stats.offered += 1;
             let src = &mut self.srcs[s];
             let bytes = wire_bytes(e.payload_bytes, e.tcp);
-            let start = self.now.max(src.link_free);
+            // Client machine `c` sends on its own link (to its own port unless ports are per flow).
+            let c = e.flow as usize % src.link_free.len();
+            let start = self.now.max(src.link_free[c]);
             let at_switch = start + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
-            src.link_free = at_switch;
+            src.link_free[c] = at_switch;
             let nic_i = src.nic as usize;
-            let dst_port = if src.dst_port_per_flow { src.dst_port + e.flow as u16 } else { src.dst_port };
+            let dst_port = if src.dst_port_per_flow { src.dst_port + e.flow as u16 } else { src.dst_port + c as u16 };
             let nic = &self.nics[nic_i];
             let ready = at_switch + Time(nic.cfg.switch_latency_ns);
             let begin = ready.max(nic.rx_wire_free);
@@ -112,14 +114,26 @@ impl Host {
         self.maybe_interrupt(q);
     }
 
-    /// Interrupt moderation: raise now, or arm the coalescing timer.
+    /// Interrupt moderation: raise now, or arm the coalescing timer. With throttling (ITR) an
+    /// interrupt never follows the previous one by less than 1/ITR seconds.
     fn maybe_interrupt(&mut self, q: usize) {
         let nic = self.queues[q].nic as usize;
         let frames = self.nics[nic].cfg.coalesce_frames.max(1);
         let usecs = self.nics[nic].cfg.coalesce_usecs;
+        let itr = self.nics[nic].cfg.itr_ints_per_s;
         let nq = &mut self.queues[q];
         if !nq.irq_enabled || nq.irq_active {
             return;
+        }
+        if itr > 0 {
+            let earliest = nq.last_irq + Time(1_000_000_000 / u64::from(itr));
+            if self.now < earliest {
+                if !nq.coalesce.is_armed() {
+                    let gen = nq.coalesce.arm();
+                    self.q.schedule(earliest, Ev::Coalesce { q: q as u32, gen });
+                }
+                return;
+            }
         }
         if nq.since_irq >= frames {
             nq.coalesce.cancel();
@@ -138,6 +152,7 @@ impl Host {
         }
         nq.irq_active = true;
         nq.since_irq = 0;
+        nq.last_irq = self.now;
         nq.coalesce.cancel();
         let cpu = self.route_irq(q);
         self.raise_irq(cpu, IrqSrc::Nic(q as u32));
@@ -150,7 +165,11 @@ impl Host {
         let idle_enough = |c: usize| {
             cpus[c].stack.is_empty() && cpus[c].curr.is_none() && now.since(cpus[c].idle_since) > jiffy
         };
-        let interval = Time(self.tick_ns * u64::from((self.cfg.kernel.hz / 50).max(1)));
+        let nic = self.queues[q].nic as usize;
+        let interval = match self.nics[nic].cfg.balance_irq_interval_us {
+            Some(us) => Time::from_us(us),
+            None => Time(self.tick_ns * u64::from((self.cfg.kernel.hz / 50).max(1))),
+        };
         self.queues[q].router.route(now, interval, cpus.len(), &mut self.rng_route, idle_enough)
     }
 
@@ -176,6 +195,8 @@ impl Host {
                 let c = &self.cfg.profile.costs;
                 let mut cost = c.driver_rx_frame_ns + c.netif_rx_ns;
                 cost += self.rps_extra_cost(cpu, pkt);
+                let target = self.pkts[pkt as usize].rx_cpu;
+                cost += self.backlog_enqueue_cost(if target == NONE { cpu } else { target as usize });
                 self.next_unit(cpu, Work::IrqFrame { q: q as u32, pkt }, CpuState::Hardirq, cost);
                 return;
             }

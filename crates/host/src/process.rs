@@ -76,16 +76,22 @@ impl Host {
                 let (src, flow, seq) = self.procs[pid as usize].reply_to;
                 if src != NONE {
                     self.procs[pid as usize].tx_packets += 1;
-                    self.transmit(src, bytes, false, Feedback::Reply { flow, seq });
+                    let s = self.procs[pid as usize].sock as usize;
+                    let tcp = self.socks[s].tcp;
+                    if tcp {
+                        // The reply carries the ACK: nothing left for delayed ACK on this flow.
+                        if let Some(st) = self.socks[s].flows.get_mut(&(src, flow)) {
+                            st.unacked_segs = 0;
+                        }
+                    }
+                    self.transmit(src, bytes, tcp, Feedback::Reply { flow, seq });
                 }
                 Outcome::Replied
             }
             Pending::Slept => Outcome::Slept,
             Pending::Yielded => Outcome::Yielded,
             Pending::NiceSet { nice } => {
-                let p = &mut self.procs[pid as usize];
-                p.nice = nice;
-                p.weight = nice_weight(nice);
+                self.set_nice(pid, nice);
                 Outcome::NiceSet
             }
             Pending::RetryRecv { max_bytes } => return self.do_recv(cpu, pid, max_bytes),

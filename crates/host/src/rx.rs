@@ -82,11 +82,40 @@ impl Host {
         self.enqueue_backlog(cpu, target, pkt);
     }
 
+    /// Priority level of a packet for priority-aware backlogs: the port → priority table that
+    /// bind() fills and nice() updates (the highest priority among the socket's processes).
+    fn packet_level(&self, pkt: PktId) -> i32 {
+        let s = self.port_sock[self.pkts[pkt as usize].dst_port as usize];
+        if s == NONE {
+            0
+        } else {
+            i32::from(self.socks[s as usize].level)
+        }
+    }
+
+    /// Extra cost of the backlog policy's enqueue on `target` (PBQ: the branch, plus the
+    /// priority lookup under high load).
+    pub fn backlog_enqueue_cost(&self, target: usize) -> u64 {
+        let b = &self.cpus[target].backlog;
+        if !b.needs_priority() {
+            return 0;
+        }
+        let m = &self.cfg.profile.mechanisms;
+        m.pbq_branch_ns + if b.high_load() { m.pbq_classify_ns } else { 0 }
+    }
+
     fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
-        let prio = 0;
-        match self.cpus[target].backlog.enqueue(pkt, prio) {
+        let prio = if self.cpus[target].backlog.needs_priority() { self.packet_level(pkt) } else { 0 };
+        let res = self.cpus[target].backlog.enqueue(pkt, prio);
+        if let Enqueue::Evicted { victim } = res {
+            // The victim leaves the queue without being processed: it counts as dequeued for
+            // RFS's bookkeeping.
+            self.cpus[target].input_queue_head += 1;
+            self.drop_pkt(victim, DropPlace::PbqEvict);
+        }
+        match res {
             Enqueue::Dropped => self.drop_pkt(pkt, DropPlace::Backlog),
-            Enqueue::Queued { .. } => {
+            Enqueue::Queued { .. } | Enqueue::Evicted { .. } => {
                 let c = &mut self.cpus[target];
                 c.input_queue_tail += 1;
                 let tail = c.input_queue_tail;
@@ -214,7 +243,11 @@ impl Host {
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
                     self.pkts[pkt as usize].rx_cpu = cpu as u32;
-                    let cost = self.proto_cost(pkt);
+                    let mut cost = self.proto_cost(pkt);
+                    if self.cpus[cpu].backlog.needs_priority() {
+                        let m = &self.cfg.profile.mechanisms;
+                        cost += m.pbq_branch_ns + if self.cpus[cpu].backlog.high_load() { m.pbq_dequeue_ns } else { 0 };
+                    }
                     self.next_unit(cpu, Work::Proto { pkt }, CpuState::Softirq, cost);
                     return;
                 }

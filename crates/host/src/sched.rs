@@ -215,6 +215,7 @@ impl Host {
             self.idle_balance(cpu);
             next = self.pick_next(cpu);
         }
+        let hook_ns = self.switch_hook(cpu, next);
         let Some(pid) = next else {
             if prev.is_some() {
                 self.cpus[cpu].idle_since = self.now;
@@ -224,7 +225,7 @@ impl Host {
         };
         self.cpus[cpu].curr = Some(pid);
         self.cpus[cpu].curr_since = self.now;
-        let mut cost = if prev != Some(pid) { self.cfg.profile.costs.context_switch_ns } else { 0 };
+        let mut cost = hook_ns + if prev != Some(pid) { self.cfg.profile.costs.context_switch_ns } else { 0 };
         let p = &mut self.procs[pid as usize];
         if p.last_ran.is_some_and(|l| l as usize != cpu) {
             // Cold caches and TLB on a CPU the task didn't run on last.
@@ -326,6 +327,18 @@ impl Host {
             let pid = self.cpus[busiest].rq_cfs.swap_remove(i);
             self.migrate(pid, busiest, cpu, MigrationCause::IdleBalance);
             self.enqueue(cpu, pid, false);
+        }
+    }
+
+    /// `set_user_nice()`: the new weight applies from the next accounting on; priority-aware
+    /// policies that keep per-socket priorities update them here.
+    pub fn set_nice(&mut self, pid: Pid, nice: i8) {
+        let p = &mut self.procs[pid as usize];
+        p.nice = nice;
+        p.weight = nice_weight(nice);
+        let s = p.sock;
+        if s != NONE {
+            self.socks[s as usize].level = sock_level(&self.procs, s);
         }
     }
 

@@ -36,6 +36,8 @@ pub enum Ev {
     ProcStart { pid: Pid },
     /// TCP delayed-ACK timer of a socket.
     DelAck { sock: u32, gen: u32 },
+    /// A scheduled nice change.
+    Renice { pid: Pid, nice: i8 },
     Sample,
     WarmupEnd,
     End,
@@ -165,6 +167,8 @@ pub struct NicQueue {
     pub napi_scheduled: bool,
     pub since_irq: u32,
     pub coalesce: Timer,
+    /// When the queue last interrupted (for throttling).
+    pub last_irq: Time,
     pub router: IrqRouter,
     /// RFS device flow table: (cpu, last_qtail) per hash bucket.
     pub rflow: Vec<(u32, u64)>,
@@ -255,6 +259,9 @@ pub struct Sock {
     pub waiters: VecDeque<Pid>,
     pub hash: u32,
     pub flows: BTreeMap<(u32, u32), TcpFlowState>,
+    /// Priority level (19 − nice) of the highest-priority process bound to the socket: the
+    /// port → priority table of `ozaki-pbq`, filled at bind() and updated at nice().
+    pub level: u8,
     pub delack: Timer,
     pub enqueued: u64,
     pub len_area: u128,
@@ -283,7 +290,8 @@ pub struct Src {
     pub dst_port: u16,
     pub dst_port_per_flow: bool,
     pub link_ns_per_byte: f64,
-    pub link_free: Time,
+    /// When each client's link is next free.
+    pub link_free: Vec<Time>,
     pub timer: Timer,
     pub rng: Rng,
 }
@@ -309,6 +317,9 @@ pub struct Host {
     pub trace: Option<Trace>,
     pub emit_buf: Vec<Emit>,
     pub rng_route: Rng,
+    pub rng_suppress: Rng,
+    /// CPUs currently taken out of the NICs' IRQ affinity by interrupt suppression.
+    pub suppressed: u128,
     pub tick_ns: u64,
     pub enq_seq: u64,
     pub ended: bool,
@@ -336,6 +347,11 @@ pub fn cpu_mask(cpus: &[u32], n: usize) -> u128 {
     } else {
         cpus.iter().fold(0u128, |m, &c| m | (1u128 << c))
     }
+}
+
+/// The highest priority level among the processes bound to socket `s`.
+pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
+    procs.iter().filter(|p| p.sock == s).map(|p| crate::pbq::level_of_nice(p.nice)).max().unwrap_or(0)
 }
 
 /// A fixed 32-bit mix of a flow's identity (stands in for the NIC's Toeplitz hash).
@@ -389,7 +405,7 @@ impl Host {
                 next_balance: Time::ZERO,
                 core,
                 llc,
-                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel),
+                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel, streams.stream(&format!("backlog/{c}"))),
                 poll_list: VecDeque::with_capacity(8),
                 napi_quota: 0,
                 backlog_scheduled: false,
@@ -413,6 +429,7 @@ impl Host {
                     napi_scheduled: false,
                     since_irq: 0,
                     coalesce: Timer::new(),
+                    last_irq: Time::ZERO,
                     router,
                     rflow: if cfg.kernel.rfs {
                         vec![(NONE, 0); cfg.kernel.rfs_entries as usize]
@@ -460,6 +477,7 @@ impl Host {
                         waiters: VecDeque::new(),
                         hash: 0,
                         flows: BTreeMap::new(),
+                        level: 0,
                         delack: Timer::new(),
                         enqueued: 0,
                         len_area: 0,
@@ -514,7 +532,7 @@ impl Host {
                     kind: t.kind,
                     rate_pps: t.rate_pps,
                     payload_bytes: t.payload_bytes,
-                    flows: t.flows,
+                    flows: t.flows.max(t.clients),
                     start_ns: t.start_ms * 1_000_000,
                     stop_ns,
                     client_stack_ns: t.client_stack_ns,
@@ -522,13 +540,14 @@ impl Host {
                     window_bytes: t.window_bytes,
                     rto_ns: t.rto_ms * 1_000_000,
                     total_bytes: t.total_bytes,
+                    tcp: t.protocol == Protocol::Tcp,
                     record_from_ns: cfg.warmup_ns,
                 }),
                 nic,
                 dst_port: t.dst_port,
                 dst_port_per_flow: t.dst_port_per_flow,
                 link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
-                link_free: Time::ZERO,
+                link_free: vec![Time::ZERO; t.clients.max(1) as usize],
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
             });
@@ -536,6 +555,9 @@ impl Host {
 
         let rps_cpus = cfg.kernel.rps_cpus.clone();
         let sock_flow = if cfg.kernel.rfs { vec![NONE; cfg.kernel.rfs_entries as usize] } else { Vec::new() };
+        for s in 0..socks.len() {
+            socks[s].level = sock_level(&procs, s as u32);
+        }
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let trace = cfg.trace.then(|| Trace::new(ncpu));
         Host {
@@ -557,6 +579,8 @@ impl Host {
             trace,
             emit_buf: Vec::with_capacity(256),
             rng_route: streams.stream("irq-routing"),
+            rng_suppress: streams.stream("irq-suppression"),
+            suppressed: 0,
             tick_ns,
             enq_seq: 0,
             ended: false,
@@ -584,6 +608,9 @@ impl Host {
             if group != NONE {
                 let at = Time::from_ms(self.cfg.processes[group as usize].start_ms);
                 self.q.schedule(at, Ev::ProcStart { pid: pid as Pid });
+                for r in self.cfg.processes[group as usize].renice.clone() {
+                    self.q.schedule(Time::from_ms(r.at_ms), Ev::Renice { pid: pid as Pid, nice: r.nice });
+                }
             }
         }
         self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
@@ -620,6 +647,7 @@ impl Host {
                 }
             }
             Ev::ProcStart { pid } => self.proc_start(pid),
+            Ev::Renice { pid, nice } => self.set_nice(pid, nice),
             Ev::DelAck { sock, gen } => {
                 if self.socks[sock as usize].delack.fires(gen) {
                     self.delack_fire(sock as usize);
@@ -665,6 +693,10 @@ impl Host {
     /// Drop a packet at `place`, counting it.
     pub fn drop_pkt(&mut self, id: PktId, place: crate::summary::DropPlace) {
         self.stats.drops[place as usize] += 1;
+        let src = self.pkts[id as usize].src as usize;
+        if let Some(d) = self.stats.src_drops.get_mut(src) {
+            d[place as usize] += 1;
+        }
         self.free_pkt(id);
     }
 

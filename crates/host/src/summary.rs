@@ -17,9 +17,12 @@ pub enum DropPlace {
     Socket = 3,
     NoSocket = 4,
     TcpOutOfOrder = 5,
+    /// Evicted from a lower-priority PBQ by a higher-priority arrival.
+    PbqEvict = 6,
 }
-pub const N_DROPS: usize = 6;
-pub const DROP_NAMES: [&str; N_DROPS] = ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo"];
+pub const N_DROPS: usize = 7;
+pub const DROP_NAMES: [&str; N_DROPS] =
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +48,9 @@ struct Snapshot {
     migrations: [u64; N_CAUSES],
     cache: [u64; 4],
     wakeups: u64,
+    irq_suppressions: u64,
+    src_acked: Vec<u64>,
+    src_timeouts: Vec<u64>,
 }
 
 pub struct Stats {
@@ -60,10 +66,14 @@ pub struct Stats {
     pub dtlb_store_misses: u64,
     pub wakeups: u64,
     pub wakeups_affine: u64,
+    /// Drops by place for each traffic source.
+    pub src_drops: Vec<[u64; N_DROPS]>,
     /// Deliveries whose sequence number was below an earlier one of the same flow.
     pub reordered: u64,
     /// RFS moved a flow from one CPU to another.
     pub rfs_flow_moves: u64,
+    /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
+    pub irq_suppressions: u64,
     /// RFS wanted to move a flow but the old CPU still held its packets (no-reorder rule).
     pub rfs_moves_deferred: u64,
     /// Moves made while the old CPU still held the flow's packets (only without the rule).
@@ -98,9 +108,11 @@ impl Stats {
             wakeups_affine: 0,
             reordered: 0,
             rfs_flow_moves: 0,
+            irq_suppressions: 0,
             rfs_moves_deferred: 0,
             rfs_unsafe_moves: 0,
             class: MigrationClass::new(nprocs),
+            src_drops: vec![[0; N_DROPS]; cfg.traffic.len()],
             last_seq: cfg.traffic.iter().map(|t| vec![u64::MAX; t.flows.max(1) as usize]).collect(),
             warm: None,
             last_sample: Snapshot::default(),
@@ -155,6 +167,9 @@ impl Host {
             migrations: s.migrations,
             cache: [s.llc_load_misses, s.llc_store_misses, s.dtlb_load_misses, s.dtlb_store_misses],
             wakeups: s.wakeups,
+            irq_suppressions: s.irq_suppressions,
+            src_acked: self.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
+            src_timeouts: self.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
         }
     }
 
@@ -238,14 +253,39 @@ impl Host {
             m.insert(format!("{name}_miss_per_s"), rate(end.cache[i], warm.cache[i]));
         }
         m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
+        m.insert("irq_suppressions_per_s".into(), rate(end.irq_suppressions, warm.irq_suppressions));
         self.class_metrics(&mut m, mig_total, window_s);
 
         let mut rtt = Histogram::new();
         let mut timeouts = 0;
         let mut any_pingpong = false;
         let mut traffic = Vec::new();
-        for s in &self.srcs {
+        for (i, s) in self.srcs.iter().enumerate() {
             let st = &s.src.stats;
+            let w = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
+            match s.src.config().kind {
+                hostsim_workload::SourceKind::PingPong => {
+                    let lat = Latency::of(&st.rtt);
+                    let ok = lat.count > 0;
+                    let us = |v: f64| if ok { v / 1e3 } else { f64::NAN };
+                    m.insert(format!("{}_rtt_us_mean", s.name), us(lat.mean));
+                    m.insert(format!("{}_rtt_us_p50", s.name), us(lat.p50 as f64));
+                    m.insert(format!("{}_rtt_us_p99", s.name), us(lat.p99 as f64));
+                    m.insert(format!("{}_rtt_us_max", s.name), us(lat.max as f64));
+                    m.insert(format!("{}_rtt_count", s.name), lat.count as f64);
+                    m.insert(format!("{}_rtt_timeouts", s.name), (end.src_timeouts[i] - w(&warm.src_timeouts)) as f64);
+                }
+                hostsim_workload::SourceKind::TcpWindow => {
+                    // Goodput over the part of the window in which the source was sending.
+                    let cfg = s.src.config();
+                    let from = warm.t.max(cfg.start_ns);
+                    let to = end.t.min(cfg.stop_ns);
+                    let secs = (to.saturating_sub(from) as f64 * 1e-9).max(1e-12);
+                    let bytes = end.src_acked[i] - w(&warm.src_acked);
+                    m.insert(format!("{}_goodput_mbps", s.name), bytes as f64 * 8e-6 / secs);
+                }
+                _ => {}
+            }
             if s.src.config().kind == hostsim_workload::SourceKind::PingPong {
                 any_pingpong = true;
                 timeouts += st.timeouts;
@@ -263,6 +303,12 @@ impl Host {
                 retransmits: st.retransmits,
                 acked_bytes: st.acked_bytes,
                 rtt_ns: (st.rtt.count() > 0).then(|| Latency::of(&st.rtt)),
+                drops: DROP_NAMES
+                    .iter()
+                    .zip(self.stats.src_drops[i])
+                    .filter(|(_, v)| *v > 0)
+                    .map(|(n, v)| (n.to_string(), v))
+                    .collect(),
             });
         }
         if any_pingpong {
@@ -433,6 +479,8 @@ pub struct TrafficSummary {
     pub retransmits: u64,
     pub acked_bytes: u64,
     pub rtt_ns: Option<Latency>,
+    /// Where this source's packets were dropped (places with none are omitted).
+    pub drops: BTreeMap<String, u64>,
 }
 
 /// `summary.json`: simulated results only (no wall-clock facts), so equal seeds give equal files.

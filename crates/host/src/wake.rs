@@ -156,7 +156,7 @@ pub(crate) mod tests {
         let proc = |name: &str, cpus: Vec<u32>| ProcessConfig {
             name: name.into(), program: ProgramKind::UdpSink, port: Some(1), nice: 0,
             sched: SchedPolicy::Normal, rt_priority: 0, cpus, work_ns: 0,
-            work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0, rcvbuf_bytes: None, start_ms: 0, instances: 1,
+            work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0, rcvbuf_bytes: None, start_ms: 0, instances: 1, renice: vec![],
         };
         let cfg = HostConfig {
             profile: Profile {
@@ -164,6 +164,7 @@ pub(crate) mod tests {
                 topology: Topology { packages: 1, cores_per_package: 6, threads_per_core: 2, llc: LlcScope::PerPackage },
                 costs: zero,
                 cache,
+                mechanisms: Default::default(),
             },
             kernel: KernelConfig::default(),
             nics: vec![],

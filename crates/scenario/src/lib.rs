@@ -69,6 +69,9 @@ struct File {
     variants: Vec<Variant>,
     #[serde(default, rename = "expect")]
     expects: Vec<Expect>,
+    /// Named metrics: `name = "existing_metric"` (e.g. `udp_rtt_us = "latudp_rtt_us_mean"`).
+    #[serde(default)]
+    metrics: std::collections::BTreeMap<String, String>,
 }
 
 fn seed() -> u64 {
@@ -110,6 +113,8 @@ pub struct Scenario {
     pub sweep: Vec<(String, Vec<Value>)>,
     pub variants: Vec<Variant>,
     pub expects: Vec<Expect>,
+    /// `[metrics]`: alias → metric it copies.
+    pub metric_aliases: Vec<(String, String)>,
     /// The command-line overrides already applied to `doc`.
     overrides: Vec<Applied>,
 }
@@ -213,6 +218,7 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         sweep,
         variants: file.variants.clone(),
         expects: file.expects.clone(),
+        metric_aliases: file.metrics.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         overrides: applied,
     };
     validate::scenario(&sc)?;
@@ -503,6 +509,14 @@ impl Scenario {
             }
         }
         Ok(out)
+    }
+
+    /// Add the `[metrics]` aliases to a run's metrics (NaN where the aliased metric is missing).
+    pub fn derive_metrics(&self, m: &mut std::collections::BTreeMap<String, f64>) {
+        for (alias, from) in &self.metric_aliases {
+            let v = m.get(from).copied().unwrap_or(f64::NAN);
+            m.insert(alias.clone(), v);
+        }
     }
 
     /// Evaluate the scenario's claims against sweep results.

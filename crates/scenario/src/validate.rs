@@ -8,6 +8,10 @@ use std::collections::BTreeSet;
 
 type VResult = Result<(), (Vec<Seg>, String)>;
 
+fn is_tcp(p: ProgramKind) -> bool {
+    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho)
+}
+
 fn key(parts: &[&str]) -> Vec<Seg> {
     parts.iter().map(|p| Seg::Key(p.to_string())).collect()
 }
@@ -110,6 +114,9 @@ pub fn config(c: &HostConfig) -> VResult {
         if p.name.is_empty() || !p.name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-') {
             return fail(elem("process", i, "name"), "expected letters, digits, `_` or `-` (it names metrics)");
         }
+        if let Some(r) = p.renice.iter().find(|r| !(-20..=19).contains(&r.nice)) {
+            return fail(elem("process", i, "renice"), format!("expected nice values in -20..=19, got {}", r.nice));
+        }
         if !(-20..=19).contains(&p.nice) {
             return fail(elem("process", i, "nice"), format!("expected a nice value in -20..=19, got {}", p.nice));
         }
@@ -134,7 +141,7 @@ pub fn config(c: &HostConfig) -> VResult {
                 return fail(elem("process", i, "instances"), format!("instances bind ports {port}..{}: past 65535", u32::from(port) + p.instances - 1));
             }
             if let Some(&other) = ports.get(&port) {
-                if (other == ProgramKind::TcpStream) != (p.program == ProgramKind::TcpStream) {
+                if is_tcp(other) != is_tcp(p.program) {
                     return fail(elem("process", i, "port"), format!("port {port} is shared by a TCP and a UDP program"));
                 }
             }
@@ -146,7 +153,7 @@ pub fn config(c: &HostConfig) -> VResult {
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
         }
-        if p.program == ProgramKind::TcpStream && p.read_bytes == 0 {
+        if is_tcp(p.program) && p.read_bytes == 0 {
             return fail(elem("process", i, "read_bytes"), "expected at least 1 byte per read");
         }
     }
@@ -171,7 +178,16 @@ pub fn config(c: &HostConfig) -> VResult {
         if t.link_mbps == 0 {
             return fail(elem("traffic", i, "link_mbps"), "expected a link rate above 0");
         }
-        let tcp = t.kind == SourceKind::TcpWindow;
+        if t.clients == 0 {
+            return fail(elem("traffic", i, "clients"), "expected at least 1 client");
+        }
+        if u32::from(t.dst_port) + t.clients - 1 > 65535 {
+            return fail(elem("traffic", i, "clients"), "dst_port + clients - 1 must be a port (<= 65535)");
+        }
+        if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
+            return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
+        }
+        let tcp = t.kind == SourceKind::TcpWindow || t.protocol == hostsim_host::Protocol::Tcp;
         let max = if tcp { 1460 } else { 1472 };
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
             return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
@@ -183,7 +199,7 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(elem("traffic", i, "timeout_ms"), "ping-pong needs a timeout above 0");
         }
         if let Some(kind) = ports.get(&t.dst_port) {
-            if (*kind == ProgramKind::TcpStream) != tcp {
+            if is_tcp(*kind) != tcp {
                 return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
             }
         }

@@ -13,6 +13,8 @@ pub enum ProgramKind {
     UdpEcho,
     /// `for (;;) { recv(read_bytes); work(); }` on a TCP connection (iperf / `bw_tcp` receiver).
     TcpStream,
+    /// `for (;;) { recv(); work(); send(reply); }` on a TCP connection (lmbench `lat_tcp` server).
+    TcpEcho,
     /// Pure user-mode computation in bursts of `work_ns` (a CPU hog for scheduler experiments).
     Spin,
     /// `for (;;) { work(); nanosleep(sleep_ns); }` (a periodic task; exercises timer granularity).
@@ -91,6 +93,10 @@ impl Program {
     pub fn config(&self) -> &ProgramConfig {
         &self.cfg
     }
+    /// Does this program use a TCP socket?
+    pub fn is_tcp(&self) -> bool {
+        matches!(self.cfg.kind, ProgramKind::TcpStream | ProgramKind::TcpEcho)
+    }
     /// Does this program read from a socket?
     pub fn uses_socket(&self) -> bool {
         !matches!(self.cfg.kind, ProgramKind::Spin | ProgramKind::Periodic)
@@ -105,7 +111,7 @@ impl Program {
 
     fn recv(&self) -> Action {
         let max_bytes = match self.cfg.kind {
-            ProgramKind::TcpStream => self.cfg.read_bytes,
+            ProgramKind::TcpStream | ProgramKind::TcpEcho => self.cfg.read_bytes,
             _ => u32::MAX,
         };
         Action::Recv { max_bytes }
@@ -134,7 +140,7 @@ impl Program {
 
     fn after_work(&self) -> Action {
         match self.cfg.kind {
-            ProgramKind::UdpEcho => {
+            ProgramKind::UdpEcho | ProgramKind::TcpEcho => {
                 let bytes =
                     if self.cfg.reply_bytes == 0 { self.last_rx_bytes } else { self.cfg.reply_bytes };
                 Action::Reply { bytes }

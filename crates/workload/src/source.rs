@@ -39,6 +39,8 @@ pub struct SourceConfig {
     pub rto_ns: u64,
     /// tcp_window: bytes to send per flow (0 = unlimited until stop).
     pub total_bytes: u64,
+    /// ping_pong over TCP (lat_tcp) instead of UDP: requests carry byte sequence numbers.
+    pub tcp: bool,
     /// Latency samples are recorded only from this time on (end of warm-up).
     pub record_from_ns: u64,
 }
@@ -70,6 +72,7 @@ pub struct SourceStats {
     pub replies: u64,
     pub timeouts: u64,
     pub retransmits: u64,
+    /// Bytes acknowledged before `stop_ns` (tcp_window).
     pub acked_bytes: u64,
     /// Round-trip times (ping-pong), recorded after warm-up.
     pub rtt: Histogram,
@@ -159,10 +162,11 @@ impl Source {
                     }
                     self.stats.timeouts += 1;
                 }
-                let seq = self.k;
+                // Over TCP a request's sequence number is its first byte's offset.
+                let seq = if self.cfg.tcp { self.k * u64::from(self.cfg.payload_bytes) } else { self.k };
                 self.k += 1;
                 self.outstanding = Some((seq, now_ns));
-                self.emit(out, 0, seq, self.cfg.payload_bytes, false);
+                self.emit(out, 0, seq, self.cfg.payload_bytes, self.cfg.tcp);
                 Some(Time(now_ns + self.cfg.timeout_ns))
             }
             SourceKind::TcpWindow => {
@@ -229,7 +233,10 @@ impl Source {
             Feedback::Ack { flow, ack } => {
                 let Some(fl) = self.tcp.get_mut(flow as usize) else { return None };
                 if ack > fl.acked {
-                    self.stats.acked_bytes += ack - fl.acked;
+                    if now_ns < self.cfg.stop_ns {
+                        // Goodput counts what is acknowledged while the source is sending.
+                        self.stats.acked_bytes += ack - fl.acked;
+                    }
                     fl.acked = ack;
                     fl.last_progress = now_ns;
                     fl.dup_acks = 0;
@@ -275,6 +282,7 @@ mod tests {
             window_bytes: 4096,
             rto_ns: 200_000_000,
             total_bytes: 0,
+            tcp: false,
             record_from_ns: 0,
         }
     }
