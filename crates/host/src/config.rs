@@ -264,6 +264,9 @@ pub struct NicConfig {
     /// RX descriptors per queue.
     #[serde(default = "ring")]
     pub rx_ring: u32,
+    /// TX descriptors: frames the host sends wait here for the wire; a full ring drops them.
+    #[serde(default = "ring")]
+    pub tx_ring: u32,
     /// Raise the interrupt once this many frames are pending ...
     #[serde(default = "one")]
     pub coalesce_frames: u32,

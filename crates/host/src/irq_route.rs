@@ -108,6 +108,7 @@ mod tests {
             rate_mbps: 1000,
             queues: 4,
             rx_ring: 256,
+            tx_ring: 256,
             coalesce_frames: 1,
             coalesce_usecs: 0,
             irq_routing: kind,

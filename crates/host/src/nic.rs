@@ -91,10 +91,19 @@ impl Host {
     pub fn transmit(&mut self, s: u32, payload: u32, tcp: bool, fb: Feedback) {
         let src = &self.srcs[s as usize];
         let nic = &mut self.nics[src.nic as usize];
+        let now = self.now;
+        while nic.tx_ring.front().is_some_and(|&t| t <= now) {
+            nic.tx_ring.pop_front();
+        }
+        if nic.tx_ring.len() >= nic.cfg.tx_ring as usize {
+            self.stats.tx_ring_drops += 1;
+            return;
+        }
         let bytes = wire_bytes(payload, tcp);
         let start = self.now.max(nic.tx_wire_free);
         let at_switch = start + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
         nic.tx_wire_free = at_switch;
+        nic.tx_ring.push_back(at_switch);
         let arrive = at_switch
             + Time(nic.cfg.switch_latency_ns)
             + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);

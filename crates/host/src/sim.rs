@@ -182,6 +182,8 @@ pub struct Nic {
     pub rx_wire_free: Time,
     /// When the host→switch wire is next free.
     pub tx_wire_free: Time,
+    /// When each frame in the TX ring finishes serialisation (oldest first).
+    pub tx_ring: VecDeque<Time>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -444,6 +446,7 @@ impl Host {
                 ns_per_byte: 8_000.0 / n.rate_mbps as f64,
                 rx_wire_free: Time::ZERO,
                 tx_wire_free: Time::ZERO,
+                tx_ring: VecDeque::with_capacity(n.tx_ring as usize),
             });
         }
 

@@ -58,6 +58,8 @@ pub struct Stats {
     pub delivered: u64,
     pub drops: [u64; N_DROPS],
     pub tx_frames: u64,
+    /// Frames the host sent that found the NIC's TX ring full.
+    pub tx_ring_drops: u64,
     pub ipis: u64,
     pub migrations: [u64; N_CAUSES],
     pub llc_load_misses: u64,
@@ -98,6 +100,7 @@ impl Stats {
             delivered: 0,
             drops: [0; N_DROPS],
             tx_frames: 0,
+            tx_ring_drops: 0,
             ipis: 0,
             migrations: [0; N_CAUSES],
             llc_load_misses: 0,
@@ -367,6 +370,7 @@ impl Host {
                 rfs_moves_deferred: self.stats.rfs_moves_deferred,
                 rfs_unsafe_moves: self.stats.rfs_unsafe_moves,
                 tx_frames: self.stats.tx_frames,
+                tx_ring_drops: self.stats.tx_ring_drops,
             },
             migrations: {
                 let mut mm: BTreeMap<String, u64> =
@@ -451,6 +455,7 @@ pub struct PacketSummary {
     pub rfs_moves_deferred: u64,
     pub rfs_unsafe_moves: u64,
     pub tx_frames: u64,
+    pub tx_ring_drops: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -38,7 +38,7 @@ pub fn sink(name: &str, port: u16, nice: i8) -> ProcessConfig {
 
 pub fn nic(name: &str, routing: IrqRouting) -> NicConfig {
     NicConfig {
-        name: name.into(), rate_mbps: 1000, queues: 1, rx_ring: 256, coalesce_frames: 1,
+        name: name.into(), rate_mbps: 1000, queues: 1, rx_ring: 256, tx_ring: 256, coalesce_frames: 1,
         coalesce_usecs: 0, irq_routing: routing, irq_cpus: vec![], switch_latency_ns: 0,
         switch_buffer_bytes: 1 << 20, itr_ints_per_s: 0, balance_irq_interval_us: None,
     }

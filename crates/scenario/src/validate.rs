@@ -98,6 +98,9 @@ pub fn config(c: &HostConfig) -> VResult {
         if n.rx_ring == 0 {
             return fail(elem("nic", i, "rx_ring"), "expected at least 1 descriptor");
         }
+        if n.tx_ring == 0 {
+            return fail(elem("nic", i, "tx_ring"), "expected at least 1 descriptor");
+        }
         if let Some(&bad) = n.irq_cpus.iter().find(|&&x| x as usize >= ncpu) {
             return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
         }
@@ -255,6 +258,27 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         }
         if e.value.is_none() && e.rhs.is_none() {
             return Err(at(vec![Seg::Key("expect".into()), Seg::Index(i)], "expected `value` or `rhs` (what to compare with)".into()));
+        }
+    }
+    let known_variant = |v: &str| sc.variants.iter().any(|x| x.name == v) || (sc.variants.is_empty() && v == "base");
+    let have_variants = || {
+        let have: Vec<&str> = sc.variants.iter().map(|x| x.name.as_str()).collect();
+        if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") }
+    };
+    for (i, f) in sc.figures.iter().enumerate() {
+        if let Some(x) = &f.x {
+            if !swept.contains(x.as_str()) {
+                return Err(at(elem("figure", i, "x"), format!("`{x}` is not a swept key ({have_swept})")));
+            }
+        }
+        for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref())) {
+            if !known_variant(v) {
+                let key = if f.variants.contains(v) { "variants" } else { "marks" };
+                return Err(at(elem("figure", i, key), format!("no variant `{v}` (have: {})", have_variants())));
+            }
+        }
+        if let Some(k) = f.marks.iter().position(|m| m.x.is_none() && m.y.is_none()) {
+            return Err(at(elem("figure", i, "marks"), format!("mark {} has neither `x` nor `y`", k + 1)));
         }
     }
     Ok(())

@@ -43,3 +43,36 @@ fn every_builtin_scenario_conserves_time_and_packets() {
     }
     assert!(runs >= 20, "only {runs} runs checked");
 }
+
+#[test]
+fn a_full_tx_ring_drops_and_counts_replies() {
+    // 150,000 requests/s answered with 1472-byte replies need ~1.85 Gbit/s on a 1 Gbit/s NIC.
+    let text = r#"
+profile = "ideal-4"
+duration_ms = 200
+[[nic]]
+name = "eth0"
+rate_mbps = 1000
+tx_ring = 64
+[[process]]
+name = "echo"
+program = "udp_echo"
+port = 7
+reply_bytes = 1472
+[[traffic]]
+name = "req"
+kind = "cbr"
+nic = "eth0"
+dst_port = 7
+rate_pps = 150000
+link_mbps = 10000
+"#;
+    let s = crate::run(&crate::load_text("txring", text, &[]));
+    let p = &s.packets;
+    assert!(p.tx_ring_drops > 0, "the TX ring must overflow");
+    let replies = crate::process(&s, "echo").tx_packets;
+    assert_eq!(replies, p.tx_frames + p.tx_ring_drops, "every reply is sent or dropped at the ring");
+    // What leaves is bounded by the wire: 1 Gbit/s / (1472 + 62 bytes) per frame.
+    let wire_fps = 1e9 / 8.0 / (1472.0 + 62.0);
+    assert!((p.tx_frames as f64) < wire_fps * 0.2 * 1.05 + 64.0);
+}
