@@ -1,17 +1,16 @@
-//! Builders for unit tests that need a `Host`: a zero-cost machine of `ncpu` single-thread
-//! cores and UDP sink processes.
+//! Builders for unit tests that need a `Host`: a zero-cost machine and UDP sink processes.
 
 use crate::config::*;
 use crate::sim::Host;
 use hostsim_workload::{ProgramKind, WorkDist};
 
-pub fn zero_profile(ncpu: u32) -> Profile {
+pub fn zero_profile(topology: Topology) -> Profile {
     Profile {
         name: "test".into(),
         description: String::new(),
         cpu_model: String::new(),
         clock_mhz: 1,
-        topology: Topology { packages: 1, cores_per_package: ncpu, threads_per_core: 1, llc: LlcScope::PerPackage },
+        topology,
         costs: Costs {
             hardirq_entry_ns: 0, driver_rx_frame_ns: 0, netif_rx_ns: 0, softirq_entry_ns: 0,
             ip_udp_rx_ns: 0, tcp_rx_ns: 0, rx_per_byte_ns: 0.0, wakeup_ns: 0, syscall_ns: 0,
@@ -44,9 +43,15 @@ pub fn nic(name: &str, routing: IrqRouting) -> NicConfig {
     }
 }
 
+/// `ncpu` single-thread cores in one package.
 pub fn host(ncpu: u32, kernel: KernelConfig, nics: Vec<NicConfig>, processes: Vec<ProcessConfig>) -> Host {
+    let topo = Topology { packages: 1, cores_per_package: ncpu, threads_per_core: 1, llc: LlcScope::PerPackage };
+    host_with(topo, kernel, nics, processes)
+}
+
+pub fn host_with(topology: Topology, kernel: KernelConfig, nics: Vec<NicConfig>, processes: Vec<ProcessConfig>) -> Host {
     Host::new(HostConfig {
-        profile: zero_profile(ncpu),
+        profile: zero_profile(topology),
         kernel,
         nics,
         processes,

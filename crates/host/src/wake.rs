@@ -137,46 +137,16 @@ pub fn select_idle_sibling(h: &Host, pid: Pid, target: usize) -> usize {
 pub(crate) mod tests {
     use super::*;
     use crate::config::*;
-    use hostsim_workload::{ProgramKind, WorkDist};
+    use crate::testutil::sink;
 
     /// A Core i7-980X-like topology: 1 package, 6 cores, 2 threads each (CPU 2k and 2k+1 are
-    /// siblings), shared LLC; four sleeping processes.
+    /// siblings), shared LLC; four sleeping processes, the first allowed on `allowed`.
     pub(crate) fn host(allowed: Vec<u32>) -> Host {
-        let zero = Costs {
-            hardirq_entry_ns: 0, driver_rx_frame_ns: 0, netif_rx_ns: 0, softirq_entry_ns: 0,
-            ip_udp_rx_ns: 0, tcp_rx_ns: 0, rx_per_byte_ns: 0.0, wakeup_ns: 0, syscall_ns: 0,
-            recv_ns: 0, copy_per_byte_ns: 0.0, udp_send_ns: 0, tcp_ack_send_ns: 0,
-            tx_per_byte_ns: 0.0, context_switch_ns: 0, tick_ns: 0, ipi_ns: 0,
-        };
-        let cache = CacheCosts {
-            migrate_warmup_ns: 0, migrate_llc_load_misses: 0, migrate_llc_store_misses: 0,
-            migrate_dtlb_load_misses: 0, migrate_dtlb_store_misses: 0, remote_packet_ns: 0,
-            remote_packet_llc_load_misses: 0, remote_packet_llc_store_misses: 0,
-        };
-        let proc = |name: &str, cpus: Vec<u32>| ProcessConfig {
-            name: name.into(), program: ProgramKind::UdpSink, port: Some(1), nice: 0,
-            sched: SchedPolicy::Normal, rt_priority: 0, cpus, work_ns: 0,
-            work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0, rcvbuf_bytes: None, start_ms: 0, instances: 1, renice: vec![],
-        };
-        let cfg = HostConfig {
-            profile: Profile {
-                name: "t".into(), description: String::new(), cpu_model: String::new(), clock_mhz: 1,
-                topology: Topology { packages: 1, cores_per_package: 6, threads_per_core: 2, llc: LlcScope::PerPackage },
-                costs: zero,
-                cache,
-                mechanisms: Default::default(),
-            },
-            kernel: KernelConfig::default(),
-            nics: vec![],
-            processes: vec![proc("woken", allowed), proc("a", vec![]), proc("b", vec![]), proc("c", vec![])],
-            traffic: vec![],
-            duration_ns: 1,
-            warmup_ns: 0,
-            seed: 1,
-            sample_interval_ns: 1,
-            trace: false,
-        };
-        Host::new(cfg)
+        let topo = Topology { packages: 1, cores_per_package: 6, threads_per_core: 2, llc: LlcScope::PerPackage };
+        let mut woken = sink("woken", 1, 0);
+        woken.cpus = allowed;
+        let procs = vec![woken, sink("a", 1, 0), sink("b", 1, 0), sink("c", 1, 0)];
+        crate::testutil::host_with(topo, KernelConfig::default(), vec![], procs)
     }
 
     /// Make `cpu` busy with process `pid` (its current task).
