@@ -12,11 +12,13 @@
 
 mod error;
 mod expect;
+mod figure;
 mod paths;
 mod validate;
 
 pub use error::ScenarioError;
 pub use expect::{Expect, ExpectResult, Op, Reduce, Row, Selector};
+pub use figure::{Figure, PaperMark};
 pub use paths::{parse_value, set_path};
 
 use hostsim_host::{HostConfig, KernelConfig, NicConfig, ProcessConfig, Profile, TrafficConfig};
@@ -69,6 +71,9 @@ struct File {
     variants: Vec<Variant>,
     #[serde(default, rename = "expect")]
     expects: Vec<Expect>,
+    /// `[[figure]]`: how the report draws the results, with the paper's published values.
+    #[serde(default, rename = "figure")]
+    figures: Vec<Figure>,
     /// Named metrics: `name = "existing_metric"` (e.g. `udp_rtt_us = "latudp_rtt_us_mean"`).
     #[serde(default)]
     metrics: std::collections::BTreeMap<String, String>,
@@ -113,6 +118,8 @@ pub struct Scenario {
     pub sweep: Vec<(String, Vec<Value>)>,
     pub variants: Vec<Variant>,
     pub expects: Vec<Expect>,
+    /// `[[figure]]`s for the report.
+    pub figures: Vec<Figure>,
     /// `[metrics]`: alias → metric it copies.
     pub metric_aliases: Vec<(String, String)>,
     /// The command-line overrides already applied to `doc`.
@@ -218,6 +225,7 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         sweep,
         variants: file.variants.clone(),
         expects: file.expects.clone(),
+        figures: file.figures.clone(),
         metric_aliases: file.metrics.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         overrides: applied,
     };

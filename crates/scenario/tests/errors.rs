@@ -91,6 +91,10 @@ const CASES: &[Case] = &[
     case("expect_rhs_missing_variant.toml", 48, "expect[0].rhs.variant", "no variant `legacy24` (have: legacy, napi)"),
     case("expect_at_unswept.toml", 46, "expect[0].at.\"traffic.load.flows\"", "`traffic.load.flows` is not a swept key (swept: traffic.load.rate_pps)"),
     case("expect_without_rhs.toml", 42, "expect[0]", "expected `value` or `rhs`"),
+    // Figures.
+    case("unknown_figure_key.toml", 53, "figure[0].marks[0].yy", "unknown key `yy`, expected one of `x`, `y`, `variant`, `label`"),
+    case("figure_x_unswept.toml", 52, "figure[0].x", "`traffic.load.flows` is not a swept key (swept: traffic.load.rate_pps)"),
+    case("figure_unknown_variant.toml", 54, "figure[0].variants", "no variant `polling` (have: legacy, napi)"),
     // Command-line overrides (`--set`): valid files, bad only with the override, which has no line.
     Case { file: "set_missing_element.toml", sets: &[("process.nobody.nice", "5")], line: None, key: "process.nobody.nice", message: "--set: no `[[process]]` named `nobody` (have: sink)" },
     Case { file: "set_wrong_type.toml", sets: &[("kernel.hz", "fast")], line: None, key: "kernel.hz", message: "expected a non-negative integer (at most 4294967295) (given by --set kernel.hz=\"fast\")" },

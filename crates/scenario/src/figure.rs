@@ -1,0 +1,59 @@
+//! `[[figure]]`: how the report re-draws a paper's figure or table from a sweep's results, with
+//! the paper's published values marked on the same axes.
+//!
+//! ```toml
+//! [[figure]]
+//! title = "Fig. 5: bw packets received vs. flood rate"
+//! paper = "paper 000 Fig. 5"
+//! x = "traffic.floodclients.rate_pps"   # a swept key; without `x`, one bar per variant
+//! y = "bw_rx_pps"                       # a metric (a results.csv column)
+//! variants = ["original", "proposed"]   # default: all
+//! marks = [
+//!   { x = 1000, y = 34000, label = "34,000 pkt/s without flood" },   # a point
+//!   { x = 190000, label = "proposed > original from here" },          # a vertical line
+//!   { y = 81.9, variant = "original", label = "81.90 us" },            # a bar's paper value
+//! ]
+//! ```
+//!
+//! Rows that differ only in keys other than `x` (e.g. seeds) are averaged, with their spread drawn.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    pub title: String,
+    /// Where it is in the paper (figure/table).
+    #[serde(default)]
+    pub paper: String,
+    /// The swept key on the horizontal axis; none = a bar per variant.
+    #[serde(default)]
+    pub x: Option<String>,
+    /// The metric on the vertical axis.
+    pub y: String,
+    /// Variants drawn (default: all, in file order).
+    #[serde(default)]
+    pub variants: Vec<String>,
+    #[serde(default)]
+    pub xlabel: Option<String>,
+    #[serde(default)]
+    pub ylabel: Option<String>,
+    /// The paper's published values on the same axes.
+    #[serde(default)]
+    pub marks: Vec<PaperMark>,
+}
+
+/// A published value: a point (`x` and `y`), a vertical line (`x` only), a horizontal line (`y`
+/// only), or, with `variant` on a bar figure, the paper's value for that bar.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PaperMark {
+    #[serde(default)]
+    pub x: Option<f64>,
+    #[serde(default)]
+    pub y: Option<f64>,
+    #[serde(default)]
+    pub variant: Option<String>,
+    #[serde(default)]
+    pub label: String,
+}

@@ -1,0 +1,128 @@
+"""hostsim from Python: run scenarios, sweep them (threads or a Dask cluster), plot, report.
+
+    import hostsim
+    r = hostsim.run("scenarios/examples/livelock.toml", seed=3, set={"traffic.load.rate_pps": 50000})
+    r.metrics["delivered_pps"]; r.timeseries.plot(x="time_ms", y="delivered_pps")
+    df = hostsim.sweep("scenarios/examples/livelock.toml", jobs=2)      # like results.csv
+    df = hostsim.sweep(sc, dask="tcp://127.0.0.1:8786", out="runs/ll", resume=True)
+
+A scenario is a path, the name of a built-in scenario, or a dict (``hostsim.load(path)`` gives
+one to modify). The simulation runs in Rust with the GIL released; the same seed gives the same
+bytes as the ``hostsim`` command.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from . import _native
+from ._sweep import sweep
+
+__all__ = ["run", "sweep", "load", "info", "Result", "Scenario"]
+__version__ = _native.__version__
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario as the native module takes it: a path (for the profile lookup and messages),
+    optionally its text, and ``--set`` overrides as strings."""
+
+    path: str
+    text: str | None = None
+    sets: tuple = ()
+
+    def args(self) -> dict:
+        return {"text": self.text, "sets": list(self.sets)}
+
+
+def _set_value(v: Any) -> str:
+    """A Python value as ``--set`` would be written (parsed as a TOML value by hostsim)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
+def scenario(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
+             path: str | os.PathLike | None = None) -> Scenario:
+    """Normalise a path / built-in name / dict (+ seed and overrides) into a :class:`Scenario`."""
+    if isinstance(src, Scenario):
+        sc = src
+    elif isinstance(src, Mapping):
+        text = _native.json_to_toml(json.dumps(src))
+        name = src.get("name", "scenario")
+        sc = Scenario(path=str(path or Path.cwd() / f"{name}.toml"), text=text)
+    else:
+        sc = Scenario(path=os.fspath(src))
+    sets = list(sc.sets) + [(k, _set_value(v)) for k, v in (set or {}).items()]
+    if seed is not None:
+        sets.append(("seed", str(int(seed))))
+    return Scenario(sc.path, sc.text, tuple(sets))
+
+
+def load(path: str | os.PathLike) -> dict:
+    """A scenario file as a dict, to modify and pass to :func:`run` or :func:`sweep`."""
+    import tomllib
+
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def info(src: Any, set: Mapping[str, Any] | None = None) -> dict:
+    """Name, description, sweep, variants, claims, figures and the list of runs of a scenario."""
+    sc = scenario(src, set=set)
+    return json.loads(_native.scenario_info(sc.path, **sc.args()))
+
+
+@dataclass
+class Result:
+    """One run: ``summary`` (summary.json as dicts), ``metrics`` (its flat measurement-window
+    values), ``timeseries`` (timeseries.csv as a DataFrame), ``run`` (run.json: wall-clock facts),
+    and the exact texts the command line would write."""
+
+    summary: dict
+    timeseries: pd.DataFrame
+    run: dict
+    summary_json: str = field(repr=False)
+    timeseries_csv: str = field(repr=False)
+    trace_json: str | None = field(default=None, repr=False)
+
+    @property
+    def metrics(self) -> dict:
+        return self.summary["metrics"]
+
+    def write(self, out: str | os.PathLike) -> Path:
+        """Write summary.json, run.json, timeseries.csv (and trace.json) as ``hostsim run`` does."""
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "summary.json").write_text(self.summary_json)
+        (d / "run.json").write_text(json.dumps(self.run, indent=2) + "\n")
+        (d / "timeseries.csv").write_text(self.timeseries_csv)
+        if self.trace_json is not None:
+            (d / "trace.json").write_text(self.trace_json)
+        return d
+
+
+def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
+        variant: str | None = None, trace: bool = False, path: str | os.PathLike | None = None) -> Result:
+    """Run a scenario's base configuration (no sweep; a variant only if named), like ``hostsim run``."""
+    sc = scenario(src, seed=seed, set=set, path=path)
+    summary, ts, runinfo, tr = _native.run(sc.path, variant=variant, trace=trace, **sc.args())
+    return Result(
+        summary=json.loads(summary),
+        timeseries=pd.read_csv(io.StringIO(ts)),
+        run=json.loads(runinfo),
+        summary_json=summary,
+        timeseries_csv=ts,
+        trace_json=tr,
+    )
