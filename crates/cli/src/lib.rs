@@ -42,9 +42,14 @@ pub fn reset_peak_rss() {
 
 /// Run one configuration and time it.
 pub fn run_timed(cfg: hostsim_host::HostConfig) -> (RunOutput, RunInfo) {
+    run_timed_with(cfg, |_| {})
+}
+
+/// [`run_timed`] with a progress callback (simulated ns so far).
+pub fn run_timed_with(cfg: hostsim_host::HostConfig, mut progress: impl FnMut(u64)) -> (RunOutput, RunInfo) {
     let seed = cfg.seed;
     let t0 = Instant::now();
-    let out = run(cfg);
+    let out = hostsim_host::run_with_progress(cfg, |t| progress(t.ns()));
     let wall = t0.elapsed().as_secs_f64();
     let info = RunInfo {
         wall_s: wall,

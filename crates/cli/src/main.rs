@@ -1,7 +1,7 @@
 //! The `hostsim` command. See `hostsim --help` and the README.
 
 use clap::{Parser, Subcommand};
-use hostsim_cli::{claims_table, run_timed, sweep, write_run};
+use hostsim_cli::{claims_table, sweep, write_run};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -102,7 +102,20 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 None => sc.base_config().clone(),
             };
             cfg.trace = trace;
-            let (mut output, info) = run_timed(cfg);
+            // Progress in simulated milliseconds, on a terminal only.
+            let pb = if std::io::stderr().is_terminal() {
+                indicatif::ProgressBar::new(cfg.duration_ns / 1_000_000)
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            pb.set_style(
+                indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} simulated ms, ETA {eta}")
+                    .expect("static template")
+                    .progress_chars("=> "),
+            );
+            pb.set_prefix(sc.name.clone());
+            let (mut output, info) = hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000));
+            pb.finish_and_clear();
             sc.derive_metrics(&mut output.summary.metrics);
             write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
             let m = &output.summary.metrics;

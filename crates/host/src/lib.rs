@@ -66,8 +66,13 @@ pub struct RunOutput {
 
 /// Run one simulation to completion. Deterministic: the same config gives the same output.
 pub fn run(cfg: HostConfig) -> RunOutput {
+    run_with_progress(cfg, |_| {})
+}
+
+/// [`run`], calling `progress(simulated time)` now and then (every 2^20 events).
+pub fn run_with_progress(cfg: HostConfig, progress: impl FnMut(hostsim_engine::Time)) -> RunOutput {
     let mut host = sim::Host::new(cfg);
-    host.run();
+    host.run_with_progress(progress);
     let summary = host.summary();
     let trace = host.trace.as_ref().map(|t| t.to_json());
     RunOutput {

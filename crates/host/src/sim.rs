@@ -591,8 +591,9 @@ impl Host {
         }
     }
 
-    /// Run to the configured duration.
-    pub fn run(&mut self) {
+    /// Run to the configured duration, calling `progress(now)` every 2^20 events (for a
+    /// progress bar; it never affects results).
+    pub fn run_with_progress(&mut self, mut progress: impl FnMut(Time)) {
         let n = self.cpus.len();
         for c in 0..n {
             // Stagger ticks like real per-CPU timers so they don't all fire at once.
@@ -624,6 +625,9 @@ impl Host {
             self.dispatch(ev);
             if self.ended {
                 break;
+            }
+            if self.q.events_popped() & 0xF_FFFF == 0 {
+                progress(t);
             }
         }
     }
