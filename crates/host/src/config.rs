@@ -85,7 +85,7 @@ pub struct Costs {
 }
 
 /// The cache-affinity model: extra time and modelled misses.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CacheCosts {
     pub migrate_warmup_ns: u64,

@@ -94,7 +94,7 @@ impl Host {
     pub fn sock_read(&mut self, s: usize, max_bytes: u32, pid: Pid, cpu: usize) -> (u32, u32, u64) {
         self.sock_len_changed(s);
         let overhead = self.cfg.kernel.skb_overhead_bytes;
-        let cache = self.cfg.profile.cache.clone();
+        let cache = self.cfg.profile.cache;
         let mut bytes = 0u32;
         let mut pkts = 0u32;
         let mut penalty = 0u64;
