@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
-# The README's test command: installs what the tests need (on a fresh machine only a Rust
-# toolchain is required; rustup is preinstalled on the project's machines) and runs every test.
+# The README's test command. On a fresh machine it installs what the tests need: Debian's
+# chromium (the report is checked in a headless browser), the Python side (scripts/setup.sh:
+# .venv from PyPI, hostsim built with maturin); then runs cargo test and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
-cargo test --workspace --locked 2>&1
+if ! command -v chromium >/dev/null; then
+  echo "test: installing chromium (apt) for the report's browser test" >&2
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  command -v chromium >/dev/null || { echo "test: chromium did not install" >&2; exit 1; }
+fi
+bash scripts/setup.sh
+cargo build --release --locked -p hostsim-cli
+status=0
+cargo test --workspace --locked 2>&1 || status=$?
+HOSTSIM_BIN="$PWD/target/release/hostsim" .venv/bin/python -m pytest -p no:cacheprovider python/tests 2>&1 || status=$?
+exit "$status"

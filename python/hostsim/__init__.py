@@ -24,6 +24,7 @@ import pandas as pd
 
 from . import _native
 from ._sweep import sweep
+from . import plot  # noqa: E402  (hostsim.plot.figure)
 
 __all__ = ["run", "sweep", "load", "info", "Result", "Scenario"]
 __version__ = _native.__version__

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub mod bench;
+pub mod report;
 
 /// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -201,7 +202,8 @@ pub fn reproducible(ids: &[String]) -> Vec<(&'static str, &'static str)> {
 }
 
 /// `hostsim reproduce`: sweep every reproducible scenario into `out/<scenario>/results.csv`
-/// and write all verdicts to `out/expectations.json`.
+/// (with the `scenario.toml` it ran, for the report) and write all verdicts to
+/// `out/expectations.json`. The HTML report is [`report::build`]'s.
 pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result<Vec<ExpectResult>, String> {
     let list = reproducible(ids);
     if list.is_empty() {
@@ -224,6 +226,8 @@ pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result
         let dir = out.join(name.rsplit('/').next().unwrap_or(name));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         std::fs::write(dir.join("results.csv"), &res.csv).map_err(|e| e.to_string())?;
+        let text = if path.exists() { std::fs::read_to_string(&path).map_err(|e| e.to_string())? } else { text.to_string() };
+        std::fs::write(dir.join("scenario.toml"), text).map_err(|e| e.to_string())?;
         all.extend(res.expectations);
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";

@@ -53,6 +53,9 @@ enum Cmd {
         jobs: Option<usize>,
         #[arg(long)]
         out: PathBuf,
+        /// Skip DIR/report/index.html (drawn by the Python package; see scripts/setup.sh).
+        #[arg(long)]
+        no_report: bool,
     },
     /// Validate scenario files; errors name the file, line, key and what was expected.
     Check { files: Vec<PathBuf> },
@@ -154,13 +157,19 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Reproduce { ids, jobs, out } => {
+        Cmd::Reproduce { ids, jobs, out, no_report } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let results = hostsim_cli::reproduce(&ids, jobs, quiet, &out)?;
             print!("{}", claims_table(&results));
             let failed = results.iter().filter(|r| !r.pass).count();
             eprintln!("{} claims: {} pass, {failed} fail -> {}", results.len(), results.len() - failed, out.join("expectations.json").display());
+            if !no_report {
+                match hostsim_cli::report::build(&out)? {
+                    Ok(index) => eprintln!("report -> {}", index.display()),
+                    Err(why) => eprintln!("report not built: {why}"),
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check { files } => {

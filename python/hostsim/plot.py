@@ -1,0 +1,111 @@
+"""Plots of sweep results with a paper's published values on the same axes (used by the report,
+usable in a notebook):
+
+    df = hostsim.sweep("scenarios/ozaki-pbq-throughput.toml")
+    hostsim.plot.figure(df, y="bw_rx_pps", x="traffic.floodclients.rate_pps",
+                        marks=[{"x": 190000, "label": "crossover"}])
+
+Rows that differ only in other keys (e.g. seeds) are averaged; their min-max spread is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+PAPER_COLOR = "black"
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[str] | None = None,
+           title: str | None = None, marks: Iterable[Mapping[str, Any]] = (), xlabel: str | None = None,
+           ylabel: str | None = None, paper: str | None = None, ax=None, **_ignored):
+    """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
+    ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
+    ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. Returns the Figure."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=100)
+    else:
+        fig = ax.figure
+    allv = list(dict.fromkeys(df["variant"])) if "variant" in df else ["base"]
+    vs = [v for v in (list(variants) if variants else allv) if v in allv]
+    if y not in df:
+        ax.text(0.5, 0.5, f"no metric `{y}` in the results", ha="center", va="center", transform=ax.transAxes)
+        vs = []
+    marks = list(marks or [])
+    if x is not None:
+        _lines(ax, df, x, y, vs, marks)
+        ax.set_xlabel(xlabel or x)
+    else:
+        _bars(ax, df, y, vs, marks)
+        ax.set_xlabel(xlabel or "variant")
+    ax.set_ylabel(ylabel or y)
+    if title:
+        ax.set_title(title + (f"\n({paper})" if paper else ""), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def _lines(ax, df, x, y, vs, marks):
+    for v in vs:
+        d = df[df["variant"] == v] if "variant" in df else df
+        g = d.groupby(x, sort=True)[y]
+        mean, lo, hi = g.mean(), g.min(), g.max()
+        (line,) = ax.plot(mean.index, mean.values, marker="o", ms=4, label=f"simulated: {v}")
+        if (g.count() > 1).any():
+            ax.fill_between(mean.index, lo.values, hi.values, color=line.get_color(), alpha=0.2)
+    labelled = False
+    for m in marks:
+        mx, my, label = _num(m.get("x")), _num(m.get("y")), m.get("label", "")
+        tag = "paper: " + label if label else "paper"
+        if mx is not None and my is not None:
+            ax.plot([mx], [my], marker="*", ms=14, color=PAPER_COLOR, ls="none",
+                    label=tag if not labelled or label else None, zorder=5)
+            labelled = True
+        elif mx is not None:
+            ax.axvline(mx, color=PAPER_COLOR, ls="--", lw=1)
+            ax.annotate(tag, (mx, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top",
+                        ha="right", fontsize=7)
+        elif my is not None:
+            ax.axhline(my, color=PAPER_COLOR, ls=":", lw=1.2, label=tag)
+
+
+def _bars(ax, df, y, vs, marks):
+    pos = range(len(vs))
+    for i, v in enumerate(vs):
+        d = df[df["variant"] == v][y] if "variant" in df else df[y]
+        mean = d.mean()
+        ax.bar([i], [mean], width=0.6, label="simulated" if i == 0 else None, color="C0", alpha=0.8)
+        if len(d) > 1:
+            ax.errorbar([i], [mean], yerr=[[mean - d.min()], [d.max() - mean]], color="C0", capsize=4)
+        if _num(mean) is not None:
+            ax.annotate(f"{mean:.4g}", (i, mean), textcoords="offset points", xytext=(-14, 3), fontsize=8, color="C0")
+    ax.set_xticks(list(pos), vs)
+    labelled = False
+    for m in marks:
+        my, label = _num(m.get("y")), m.get("label", "")
+        if my is None:
+            continue
+        if m.get("variant") in vs:
+            i = vs.index(m["variant"])
+            ax.plot([i - 0.35, i + 0.35], [my, my], color=PAPER_COLOR, lw=2.5,
+                    label=None if labelled else "paper (published value)", zorder=5)
+            ax.annotate(label or f"{my:g}", (i + 0.36, my), fontsize=8, va="center")
+            labelled = True
+        elif m.get("variant") is None:
+            ax.axhline(my, color=PAPER_COLOR, ls=":", lw=1.2, label="paper: " + (label or f"{my:g}"))

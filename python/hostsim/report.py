@@ -1,0 +1,178 @@
+"""The HTML report of `hostsim reproduce`: for each paper, what its mechanism does, each of its
+figures and tables re-drawn from the simulation with the paper's values on the same axes, and
+its claims with pass/fail (failing claims shown, never hidden). Static files; opens from disk.
+
+    python -m hostsim.report out          # reads out/<scenario>/results.csv, out/expectations.json
+                                          # writes out/report/index.html and out/report/figures/*.svg
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+matplotlib.rcParams["svg.hashsalt"] = "hostsim"  # stable ids: equal results, equal files
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from . import _native  # noqa: E402
+from . import plot  # noqa: E402
+from .papers import PAPERS, paper_of  # noqa: E402
+
+CSS = """
+body { font-family: sans-serif; max-width: 1100px; margin: 1em auto; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 2px solid #888; margin-top: 2em; } h3 { margin-top: 1.5em; }
+.mechanism { background: #f4f4f8; padding: .6em 1em; border-left: 4px solid #557; }
+figure { display: inline-block; margin: .5em; vertical-align: top; }
+figure img { width: 520px; border: 1px solid #ddd; }
+figcaption { font-size: .85em; max-width: 520px; }
+table.claims { border-collapse: collapse; width: 100%; font-size: .85em; margin: .5em 0 1em; }
+table.claims th, table.claims td { border: 1px solid #ccc; padding: .25em .4em; text-align: left; vertical-align: top; }
+tr.pass td.verdict { background: #d7f5d7; font-weight: bold; }
+tr.fail td.verdict { background: #f8d0d0; font-weight: bold; }
+td.num { text-align: right; font-family: monospace; white-space: nowrap; }
+.summary { font-size: 1.1em; }
+"""
+
+OPS = {"Lt": "<", "Le": "≤", "Gt": ">", "Ge": "≥", "Approx": "≈"}
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return html.escape(str(v))
+    if f != f:
+        return "NaN"
+    return f"{f:,.4g}" if abs(f) < 1e15 else f"{f:.4g}"
+
+
+def auto_figures(inf: dict) -> list[dict]:
+    """Figures for a scenario without `[[figure]]`: each claimed metric against the first swept
+    numeric key (else one bar per variant), with the claims' paper values as marks."""
+    sweep = [k for k, vals in inf["sweep"] if k != "seed" and all(isinstance(v, (int, float)) for v in vals)]
+    x = sweep[0] if sweep else None
+    figs: dict[str, dict] = {}
+    for e in inf["expects"]:
+        f = figs.setdefault(e["metric"], {"title": e["metric"], "x": x, "y": e["metric"], "marks": [], "paper": ""})
+        pv = e.get("paper_value")
+        if pv is None:
+            continue
+        if x is None:
+            f["marks"].append({"variant": e.get("variant"), "y": pv, "label": e.get("paper", "")})
+        elif x in (e.get("at") or {}):
+            f["marks"].append({"x": e["at"][x], "y": pv, "label": e.get("paper", "")})
+        else:
+            f["marks"].append({"y": pv, "label": e.get("paper", "")})
+    return list(figs.values())
+
+
+def _claims_table(claims: list[dict], tid: str) -> str:
+    rows = []
+    for c in claims:
+        cls = "pass" if c["pass"] else "fail"
+        note = f"<br><i>{html.escape(c['error'])}</i>" if c.get("error") else ""
+        rows.append(
+            f'<tr class="{cls}"><td class="verdict">{"PASS" if c["pass"] else "FAIL"}</td>'
+            f"<td>{html.escape(c['scenario'])}</td><td>{html.escape(c['claim'])}{note}</td>"
+            f"<td>{html.escape(c.get('paper') or '')}</td><td class=\"num\">{_fmt(c.get('paper_value'))}</td>"
+            f"<td class=\"num\">{_fmt(c.get('sim'))}</td>"
+            f"<td class=\"num\">{OPS.get(c.get('op'), html.escape(str(c.get('op'))))} {_fmt(c.get('rhs'))}</td></tr>"
+        )
+    return (
+        f'<table class="claims" id="{tid}"><thead><tr><th>verdict</th><th>scenario</th><th>claim</th>'
+        "<th>paper</th><th>paper value</th><th>simulated</th><th>compared with</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _scenario_info(d: Path) -> dict:
+    f = d / "scenario.toml"
+    if f.exists():
+        return json.loads(_native.scenario_info(str(f.resolve())))
+    return json.loads(_native.scenario_info(d.name))  # a built-in scenario of that name
+
+
+def build(out: str | Path, log=None) -> Path:
+    """Write ``out/report/index.html`` (and its figures) from a reproduce directory."""
+    out = Path(out)
+    rep = out / "report"
+    figdir = rep / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    for old in figdir.glob("*.svg"):
+        old.unlink()
+    claims = json.loads((out / "expectations.json").read_text()) if (out / "expectations.json").exists() else []
+    scen_dirs = sorted(d for d in out.iterdir() if (d / "results.csv").exists())
+    groups: dict[str, list[Path]] = {}
+    for d in scen_dirs:
+        groups.setdefault(paper_of(d.name) or "", []).append(d)
+    order = [p for p in PAPERS if p in groups] + ([""] if "" in groups else [])
+    body = []
+    nfig = 0
+    for pid in order:
+        if pid:
+            p = PAPERS[pid]
+            body.append(f'<section class="paper" id="paper-{pid}"><h2>paper {p["number"]} — {html.escape(p["title"])} '
+                        f"(<code>{pid}</code>)</h2>")
+            body.append(f'<p class="mechanism">{html.escape(p["mechanism"])}</p>')
+        else:
+            body.append('<section class="paper" id="paper-other"><h2>Reference experiments</h2>')
+        pclaims = []
+        for d in groups[pid]:
+            inf = _scenario_info(d)
+            df = pd.read_csv(d / "results.csv")
+            body.append(f"<h3>{html.escape(d.name)}</h3><p>{html.escape(inf['description'])}</p>")
+            figs = inf["figures"] or auto_figures(inf)
+            for k, spec in enumerate(figs):
+                fig = plot.figure(df, **spec)
+                name = f"{d.name}-{k + 1}.svg"
+                fig.savefig(figdir / name, format="svg", metadata={"Date": None})
+                plt.close(fig)
+                nfig += 1
+                cap = html.escape(spec["title"] + (f" — {spec['paper']}" if spec.get("paper") else ""))
+                body.append(
+                    f'<figure class="fig"><img src="figures/{name}" alt="{cap}" '
+                    f"onload=\"this.dataset.loaded='1'\"><figcaption>{cap}. Lines/bars: simulated; "
+                    "black: the paper's published values.</figcaption></figure>"
+                )
+                if log:
+                    log(f"  figure {name}")
+            pclaims += [c for c in claims if c["scenario"] in (d.name, inf["name"])]
+        if pclaims:
+            npass = sum(c["pass"] for c in pclaims)
+            body.append(f"<h3>Claims: {npass} pass, {len(pclaims) - npass} fail</h3>")
+            body.append(_claims_table(pclaims, f"claims-{pid or 'other'}"))
+        body.append("</section>")
+    npass = sum(c["pass"] for c in claims)
+    head = (
+        f"<h1>hostsim: the papers re-run</h1><p class=\"summary\" id=\"summary\">{len(scen_dirs)} experiments, "
+        f"{nfig} figures, {len(claims)} claims: <b>{npass} pass, {len(claims) - npass} fail</b>. "
+        "Every claim the model does not reproduce is listed as failing.</p>"
+    )
+    page = (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>hostsim report</title>"
+        f"<style>{CSS}</style></head><body>{head}{''.join(body)}</body></html>\n"
+    )
+    (rep / "index.html").write_text(page)
+    return rep / "index.html"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hostsim.report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", help="the directory `hostsim reproduce --out` wrote")
+    a = ap.parse_args(argv)
+    index = build(a.out, log=lambda m: print(m, file=sys.stderr))
+    print(f"report: {index}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIVELOCK = ROOT / "scenarios" / "examples" / "livelock.toml"
+
+
+@pytest.fixture(scope="session")
+def hostsim_bin() -> Path:
+    """The `hostsim` command (HOSTSIM_BIN, else target/release/hostsim, built if missing)."""
+    p = Path(os.environ.get("HOSTSIM_BIN", ROOT / "target" / "release" / "hostsim"))
+    if not p.exists():
+        subprocess.run(["cargo", "build", "--release", "--locked", "-p", "hostsim-cli"], cwd=ROOT, check=True)
+    return p
+
+
+def cli(bin_: Path, *args, cwd=ROOT, env=None, timeout=600) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(bin_), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"hostsim {args}: {r.stderr}"
+    return r

@@ -1,0 +1,87 @@
+"""The report of `hostsim reproduce`, opened from disk in headless Chromium (Debian's package):
+every figure of every reproduced scenario loads and every claim is in a claims table."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import hostsim
+from hostsim import report
+from conftest import ROOT, cli
+
+
+def chromium(*args, timeout=120) -> subprocess.CompletedProcess:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    # No skip: the report is checked or the test fails (scripts/test.sh installs chromium).
+    assert exe, "chromium not found: apt-get install chromium (scripts/test.sh does)"
+    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--no-first-run", "--virtual-time-budget=10000", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def reproduced(hostsim_bin, tmp_path_factory):
+    out = tmp_path_factory.mktemp("repro") / "out"
+    env = dict(os.environ, HOSTSIM_PYTHON=__import__("sys").executable)
+    r = cli(hostsim_bin, "reproduce", "--out", out, env=env, timeout=1800)
+    assert "report ->" in r.stderr, r.stderr
+    return out
+
+
+def test_reproduce_writes_results_claims_and_report(reproduced):
+    claims = json.loads((reproduced / "expectations.json").read_text())
+    assert claims and all({"scenario", "claim", "paper", "sim", "pass"} <= c.keys() for c in claims)
+    for name in ["ozaki-pbq-throughput", "ozaki-pbq-latency", "ozaki-pbq-micro", "goda-rfs-migrations", "livelock"]:
+        assert (reproduced / name / "results.csv").exists()
+        assert (reproduced / name / "scenario.toml").exists()
+    assert (reproduced / "report" / "index.html").exists()
+
+
+def test_every_figure_and_the_claims_table_render_in_chromium(reproduced, tmp_path):
+    index = reproduced / "report" / "index.html"
+    r = chromium(f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", index.as_uri())
+    assert r.returncode == 0, r.stderr
+    dom = r.stdout
+    claims = json.loads((reproduced / "expectations.json").read_text())
+    # Every declared figure of every reproduced scenario (or the automatic ones), loaded.
+    want = 0
+    for d in sorted(p for p in reproduced.iterdir() if (p / "results.csv").exists()):
+        inf = hostsim.info(d / "scenario.toml")
+        figs = inf["figures"] or report.auto_figures(inf)
+        want += len(figs)
+        for f in figs:
+            assert f["title"].replace('"', "&quot;") in dom, f"figure {f['title']!r} missing"
+    imgs = re.findall(r"<img [^>]*>", dom)
+    assert len(imgs) == want >= 15
+    unloaded = [i for i in imgs if 'data-loaded="1"' not in i]
+    assert not unloaded, f"{len(unloaded)} figures did not load: {unloaded[:2]}"
+    # The claims, failing ones included, each in a claims table row.
+    rows = re.findall(r'<tr class="(pass|fail)">', dom)
+    assert len(rows) == len(claims)
+    assert rows.count("fail") == sum(not c["pass"] for c in claims)
+    assert len(re.findall(r'<table class="claims"', dom)) >= 3
+    for pid in ["ozaki-pbq", "goda-rfs"]:
+        assert f'id="paper-{pid}"' in dom and f'id="claims-{pid}"' in dom
+
+
+def test_screenshot(reproduced, tmp_path):
+    shot = reproduced / "report" / "screenshot.png"
+    r = chromium(f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars", "--window-size=1200,3000",
+                 f"--screenshot={shot}", (reproduced / "report" / "index.html").as_uri())
+    assert r.returncode == 0, r.stderr
+    assert shot.exists() and shot.stat().st_size > 50_000  # a blank page is a few KB
+
+
+def test_plot_figure_in_a_notebook():
+    import pandas as pd
+
+    df = pd.DataFrame({"variant": ["a", "a", "b", "b"], "x": [1, 2, 1, 2], "m": [1.0, 2.0, 1.5, float("nan")]})
+    fig = hostsim.plot.figure(df, y="m", x="x", title="t", marks=[{"x": 1, "y": 1.2, "label": "paper"}, {"x": 2}])
+    assert len(fig.axes[0].lines) >= 3
+    fig = hostsim.plot.figure(df, y="m", marks=[{"variant": "a", "y": 1.0}])
+    assert len(fig.axes[0].patches) == 2
