@@ -40,7 +40,7 @@ td.num { text-align: right; font-family: monospace; white-space: nowrap; }
 .summary { font-size: 1.1em; }
 """
 
-OPS = {"Lt": "<", "Le": "≤", "Gt": ">", "Ge": "≥", "Approx": "≈"}
+OPS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "approx": "≈"}
 
 
 def _fmt(v) -> str:
@@ -52,7 +52,9 @@ def _fmt(v) -> str:
         return html.escape(str(v))
     if f != f:
         return "NaN"
-    return f"{f:,.4g}" if abs(f) < 1e15 else f"{f:.4g}"
+    if 1e4 <= abs(f) < 1e15:
+        return f"{f:,.0f}"
+    return f"{f:.4g}"
 
 
 def auto_figures(inf: dict) -> list[dict]:
