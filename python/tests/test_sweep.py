@@ -48,3 +48,18 @@ def test_sweep_of_a_dict_and_info():
     inf = hostsim.info(d)
     assert [r["variant"] for r in inf["runs"]] == ["legacy", "legacy", "napi", "napi"]
     assert json.loads(json.dumps(inf))["sweep"][0][0] == "traffic.load.rate_pps"
+
+
+def test_two_swept_keys_and_no_variants_match_the_cli(hostsim_bin, tmp_path):
+    # Each point is run on its own (as a Dask task would): its index must name the CLI's point.
+    d = hostsim.load(LIVELOCK)
+    d["sweep"] = {"traffic.load.rate_pps": [20000, 100000, 400000], "kernel.netdev_max_backlog": [50, 300]}
+    d["variant"] = []
+    d["expect"] = []
+    f = tmp_path / "two.toml"
+    f.write_text(hostsim._native.json_to_toml(json.dumps(d)))
+    cli(hostsim_bin, "sweep", f, "--jobs", 2, "--out", tmp_path / "cli")
+    df = hostsim.sweep(f, jobs=2)
+    assert df.attrs["csv"] == (tmp_path / "cli" / "results.csv").read_text()
+    assert list(df["kernel.netdev_max_backlog"]) == [50, 300] * 3
+    assert set(df["variant"]) == {"base"}

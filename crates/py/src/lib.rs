@@ -89,14 +89,30 @@ fn run(
 #[pyo3(signature = (path, index, text=None, sets=Vec::new()))]
 fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets: Sets) -> PyResult<String> {
     let sc = load(path, text, &sets)?;
-    let mut specs = sc.runs().map_err(|e| PyValueError::new_err(e.to_string()))?;
-    if index >= specs.len() {
-        return Err(PyValueError::new_err(format!("run {index} out of range: the sweep has {} runs", specs.len())));
-    }
-    let cfg = specs.swap_remove(index).config;
+    let (variant, point) = nth_run(&sc, index)?;
+    let cfg = sc.config_with(variant, &point).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let mut out = py.allow_threads(|| hostsim_host::run(cfg));
     sc.derive_metrics(&mut out.summary.metrics);
     Ok(hostsim_cli::summary_json(&out.summary))
+}
+
+/// The variant and sweep point of the `index`th run, in `Scenario::runs`' order (variant-major,
+/// last sweep key fastest), without building every run's configuration (a Dask task runs one).
+fn nth_run(sc: &Scenario, index: usize) -> PyResult<(Option<&str>, Vec<(String, toml::Value)>)> {
+    let npoints: usize = sc.sweep.iter().map(|(_, v)| v.len()).product();
+    let nvariants = sc.variants.len().max(1);
+    if index >= npoints * nvariants {
+        return Err(PyValueError::new_err(format!("run {index} out of range: the sweep has {} runs", npoints * nvariants)));
+    }
+    let variant = sc.variants.get(index / npoints).map(|v| v.name.as_str());
+    let mut rest = index % npoints;
+    let mut point = Vec::with_capacity(sc.sweep.len());
+    for (k, vals) in sc.sweep.iter().rev() {
+        point.push((k.clone(), vals[rest % vals.len()].clone()));
+        rest /= vals.len();
+    }
+    point.reverse();
+    Ok((variant, point))
 }
 
 /// From every run's summary.json (in run order): results.csv and the claims' verdicts as JSON,
