@@ -77,6 +77,11 @@ struct File {
     /// Named metrics: `name = "existing_metric"` (e.g. `udp_rtt_us = "latudp_rtt_us_mean"`).
     #[serde(default)]
     metrics: std::collections::BTreeMap<String, String>,
+    /// Overrides of the machine profile's keys for this scenario, shaped like the profile file
+    /// (`[profile_set.costs] driver_rx_frame_ns = 2500`), so `--set`, variants and sweeps can
+    /// vary a cost: `--set profile_set.costs.driver_rx_frame_ns=2500`.
+    #[serde(default)]
+    profile_set: Table,
 }
 
 fn seed() -> u64 {
@@ -386,6 +391,23 @@ fn blame(path: &Path, src: &str, f: Fail, applied: &[Applied], suspect: Option<&
 /// Resolve and parse a profile: a path relative to the scenario, `profiles/<name>.toml` in the
 /// scenario's directory or any ancestor, or a built-in profile.
 pub fn load_profile(scenario_path: &Path, name: &str) -> Result<(Profile, String), String> {
+    load_profile_with(scenario_path, name, &Table::new())
+}
+
+/// Copy every leaf of `over` into `base` (tables merge, other values replace).
+fn merge(base: &mut Table, over: &Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// [`load_profile`] with a scenario's `[profile_set]` overrides applied before validation.
+pub fn load_profile_with(scenario_path: &Path, name: &str, set: &Table) -> Result<(Profile, String), String> {
     let (text, origin) = if name.ends_with(".toml") || name.contains('/') {
         let p = scenario_path.parent().unwrap_or(Path::new(".")).join(name);
         (std::fs::read_to_string(&p).map_err(|e| format!("cannot read profile {}: {e}", p.display()))?, p)
@@ -411,17 +433,26 @@ pub fn load_profile(scenario_path: &Path, name: &str) -> Result<(Profile, String
             },
         }
     };
-    let profile: Profile = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map(|s| error::line_of(&text, s.start)).unwrap_or(0);
-        format!("{}:{line}: {}", origin.display(), e.message())
-    })?;
+    let profile: Profile = if set.is_empty() {
+        toml::from_str(&text).map_err(|e| {
+            let line = e.span().map(|s| error::line_of(&text, s.start)).unwrap_or(0);
+            format!("{}:{line}: {}", origin.display(), e.message())
+        })?
+    } else {
+        let mut table: Table = text.parse().map_err(|e: toml::de::Error| format!("{}: {}", origin.display(), e.message()))?;
+        merge(&mut table, set);
+        serde_path_to_error::deserialize::<_, Profile>(Value::Table(table)).map_err(|e| {
+            format!("profile_set.{}: {} (overriding {})", e.path(), e.inner(), origin.display())
+        })?
+    };
     validate::profile(&profile).map_err(|m| format!("{}: {m}", origin.display()))?;
     Ok((profile, origin.display().to_string()))
 }
 
 fn to_config(path: &Path, f: &File) -> Result<HostConfig, Fail> {
-    let (profile, _) =
-        load_profile(path, &f.profile).map_err(|msg| Fail { segs: vec![paths::Seg::Key("profile".into())], msg })?;
+    let key = if f.profile_set.is_empty() { "profile" } else { "profile_set" };
+    let (profile, _) = load_profile_with(path, &f.profile, &f.profile_set)
+        .map_err(|msg| Fail { segs: vec![paths::Seg::Key(key.into())], msg })?;
     let ms = 1_000_000u64;
     let cfg = HostConfig {
         profile,

@@ -5,6 +5,7 @@ mod conservation;
 mod determinism;
 mod goda;
 mod livelock;
+mod profiles;
 mod queueing;
 mod rfs;
 mod scheduler;
