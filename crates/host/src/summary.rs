@@ -67,7 +67,6 @@ pub struct Stats {
     pub dtlb_load_misses: u64,
     pub dtlb_store_misses: u64,
     pub wakeups: u64,
-    pub wakeups_affine: u64,
     /// Drops by place for each traffic source.
     pub src_drops: Vec<[u64; N_DROPS]>,
     /// Deliveries whose sequence number was below an earlier one of the same flow.
@@ -108,7 +107,6 @@ impl Stats {
             dtlb_load_misses: 0,
             dtlb_store_misses: 0,
             wakeups: 0,
-            wakeups_affine: 0,
             reordered: 0,
             rfs_flow_moves: 0,
             irq_suppressions: 0,
@@ -145,9 +143,6 @@ impl Stats {
 
     pub fn record_wakeup(&mut self, _now: Time, pid: Pid, waker: usize, prev: usize, target: usize) {
         self.wakeups += 1;
-        if waker == target {
-            self.wakeups_affine += 1;
-        }
         self.class.wakeup(pid, waker, prev, target);
     }
 }
@@ -369,6 +364,7 @@ impl Host {
                 rfs_flow_moves: self.stats.rfs_flow_moves,
                 rfs_moves_deferred: self.stats.rfs_moves_deferred,
                 rfs_unsafe_moves: self.stats.rfs_unsafe_moves,
+                rps_ipis: self.stats.ipis,
                 tx_frames: self.stats.tx_frames,
                 tx_ring_drops: self.stats.tx_ring_drops,
             },
@@ -454,6 +450,8 @@ pub struct PacketSummary {
     pub rfs_flow_moves: u64,
     pub rfs_moves_deferred: u64,
     pub rfs_unsafe_moves: u64,
+    /// Inter-processor interrupts sent to kick another CPU's backlog (RPS/RFS).
+    pub rps_ipis: u64,
     pub tx_frames: u64,
     pub tx_ring_drops: u64,
 }
