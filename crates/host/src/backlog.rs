@@ -4,12 +4,10 @@
 //! (`netif_rx` in net/core/dev.c of 2.4.18): once the queue exceeds `netdev_max_backlog` the CPU
 //! is *throttled* and every arriving packet is dropped until the queue has drained completely.
 //! On the NAPI path it is `enqueue_to_backlog` of 2.6.35+: drop only while over the limit.
-//! Priority-aware policies (the `ozaki-pbq` mechanism) implement the same trait beside it.
+//! Priority-aware policies (the `ozaki-pbq` mechanism) implement the same trait beside it; the
+//! closed enum that selects one is `policies::Backlog`.
 
-use crate::config::{BacklogKind, KernelConfig, RxPath};
-use crate::pbq::Pbq;
-use crate::sim::PktId;
-use hostsim_engine::Rng;
+use crate::types::PktId;
 use std::collections::VecDeque;
 
 /// Result of offering a packet to the backlog.
@@ -76,54 +74,6 @@ impl BacklogPolicy for Fifo {
     }
     fn high_load(&self) -> bool {
         self.throttled
-    }
-}
-
-/// The closed set of backlog policies (static dispatch).
-#[derive(Clone, Debug)]
-pub enum Backlog {
-    Fifo(Fifo),
-    Pbq(Box<Pbq>),
-}
-
-impl Backlog {
-    pub fn new(kind: BacklogKind, k: &KernelConfig, rng: Rng) -> Backlog {
-        let max = k.netdev_max_backlog as usize;
-        match kind {
-            BacklogKind::Fifo => Backlog::Fifo(Fifo::new(max, k.rx_path == RxPath::Legacy)),
-            BacklogKind::Pbq => Backlog::Pbq(Box::new(Pbq::new(max, k.pbq_min_packets as usize, rng))),
-        }
-    }
-    /// Does this policy need each packet's priority (a port → priority lookup)?
-    pub fn needs_priority(&self) -> bool {
-        matches!(self, Backlog::Pbq(_))
-    }
-    pub fn enqueue(&mut self, pkt: PktId, prio: i32) -> Enqueue {
-        match self {
-            Backlog::Fifo(f) => f.enqueue(pkt, prio),
-            Backlog::Pbq(q) => q.enqueue(pkt, prio),
-        }
-    }
-    pub fn dequeue(&mut self) -> Option<PktId> {
-        match self {
-            Backlog::Fifo(f) => f.dequeue(),
-            Backlog::Pbq(q) => q.dequeue(),
-        }
-    }
-    pub fn len(&self) -> usize {
-        match self {
-            Backlog::Fifo(f) => f.len(),
-            Backlog::Pbq(q) => q.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    pub fn high_load(&self) -> bool {
-        match self {
-            Backlog::Fifo(f) => f.high_load(),
-            Backlog::Pbq(q) => q.high_load(),
-        }
     }
 }
 

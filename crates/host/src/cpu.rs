@@ -12,6 +12,7 @@
 //! exactly to elapsed time on every CPU.
 
 use crate::sim::*;
+use crate::types::*;
 use hostsim_engine::Time;
 
 impl Host {

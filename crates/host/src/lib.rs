@@ -13,9 +13,11 @@
 //!
 //! Modules: [`cpu`](crate) nested contexts and accounting; `nic` wire, rings, interrupt
 //! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
-//! `backlog` backlog policies; `proto` UDP/TCP input and sockets; `sched` the scheduler;
+//! `types` the small shared types; `policies` the closed enums selecting each policy;
+//! `backlog` backlog policies (`pbq` paper 000's); `proto` UDP/TCP input and sockets; `sched` the scheduler;
 //! `wake` wake-up placement policies (`wake_goda` paper 001's); `migration_class` classifies
-//! migrations (paper 001's unintended ping-pong); `process` system-call semantics; `summary` statistics.
+//! migrations (paper 001's unintended ping-pong); `process` system-call semantics; `stats` the
+//! counters; `summary` metrics and `summary.json`.
 //!
 //! Mechanisms are policies selected in [`KernelConfig`] (closed enums, static dispatch), never
 //! special cases. The model reads no files: [`HostConfig`] comes from the scenario crate.
@@ -29,6 +31,7 @@ mod irq_route;
 mod migration_class;
 mod nic;
 mod pbq;
+mod policies;
 mod suppress;
 #[cfg(test)]
 mod testutil;
@@ -37,8 +40,12 @@ mod proto;
 mod rx;
 mod sched;
 mod sim;
+mod stats;
 mod summary;
+#[cfg(test)]
+mod tests_wake;
 mod trace;
+mod types;
 mod wake;
 mod wake_goda;
 
@@ -46,11 +53,11 @@ pub use backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;
 pub use irq_route::IrqRouter;
 pub use nic::wire_bytes;
-pub use sim::{nice_weight, NICE_WEIGHT};
 pub use summary::{
     CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
-    TrafficSummary, CAUSE_NAMES, DROP_NAMES,
+    TrafficSummary,
 };
+pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT};
 
 use hostsim_engine::TimeSeries;
 

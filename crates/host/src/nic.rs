@@ -3,7 +3,7 @@
 //! IRQ routing policy. Frames from the host go back the same way to the sources.
 
 use crate::sim::*;
-use crate::summary::DropPlace;
+use crate::types::*;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 

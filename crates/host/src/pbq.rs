@@ -15,16 +15,9 @@
 //! port → priority table that bind() and nice() maintain (see `Host::sock_priority`).
 
 use crate::backlog::{BacklogPolicy, Enqueue};
-use crate::sim::PktId;
+use crate::types::{PktId, LEVELS};
 use hostsim_engine::Rng;
 use std::collections::VecDeque;
-
-pub const LEVELS: usize = 40;
-
-/// Priority level of a nice value: 19 − nice, so nice −20 → 39 (highest), nice 19 → 0.
-pub fn level_of_nice(nice: i8) -> u8 {
-    (19 - i32::from(nice).clamp(-20, 19)) as u8
-}
 
 #[derive(Clone, Debug)]
 pub struct Pbq {
@@ -150,6 +143,7 @@ impl BacklogPolicy for Pbq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::level_of_nice;
     use hostsim_engine::RngStreams;
 
     fn pbq(max: usize, min_top: usize) -> Pbq {

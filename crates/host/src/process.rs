@@ -6,6 +6,7 @@
 //! told the outcome and asked for its next action.
 
 use crate::sim::*;
+use crate::types::*;
 use hostsim_engine::Time;
 use hostsim_workload::{Action, Feedback, Outcome};
 

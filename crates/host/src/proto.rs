@@ -3,7 +3,7 @@
 //! segment or when the delayed-ACK timer fires). Receive buffers limit queued truesize.
 
 use crate::sim::*;
-use crate::summary::DropPlace;
+use crate::types::*;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 

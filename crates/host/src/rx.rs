@@ -7,7 +7,7 @@
 
 use crate::backlog::Enqueue;
 use crate::sim::*;
-use crate::summary::DropPlace;
+use crate::types::*;
 use hostsim_engine::Time;
 
 impl Host {

@@ -5,7 +5,7 @@
 //! new-idle load balancing over one domain spanning all CPUs. Every migration is counted by cause.
 
 use crate::sim::*;
-use crate::summary::MigrationCause;
+use crate::types::*;
 use hostsim_engine::Time;
 
 impl Host {
@@ -354,5 +354,49 @@ impl Host {
         }
         p.enq_seq = self.enq_seq;
         self.cpus[cpu].need_resched = true;
+    }
+}
+
+/// What wake-up placement policies may read (`wake::WakeView`).
+impl crate::wake::WakeView for Host {
+    fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+    fn threads_per_core(&self) -> usize {
+        self.cfg.profile.topology.threads_per_core as usize
+    }
+    fn core_of(&self, cpu: usize) -> u32 {
+        self.cpus[cpu].core
+    }
+    fn llc_of(&self, cpu: usize) -> u32 {
+        self.cpus[cpu].llc
+    }
+    fn cpu_load(&self, cpu: usize) -> u64 {
+        Host::cpu_load(self, cpu)
+    }
+    fn cpu_idle(&self, cpu: usize) -> bool {
+        Host::cpu_idle(self, cpu)
+    }
+    fn nr_fair_running(&self, cpu: usize) -> usize {
+        let c = &self.cpus[cpu];
+        c.rq_cfs.len() + usize::from(c.curr.is_some_and(|q| self.procs[q as usize].rt.is_none()))
+    }
+    fn curr_weight(&self, cpu: usize) -> Option<u64> {
+        self.cpus[cpu].curr.map(|c| self.procs[c as usize].weight)
+    }
+    fn task(&self, pid: Pid) -> crate::wake::TaskInfo {
+        let p = &self.procs[pid as usize];
+        crate::wake::TaskInfo {
+            allowed: p.allowed,
+            rt: p.rt.is_some(),
+            weight: p.weight,
+            sync_wakeup: p.state == ProcState::BlockedRecv,
+        }
+    }
+    fn wake_affine_enabled(&self) -> bool {
+        self.cfg.kernel.wake_affine
+    }
+    fn imbalance_pct(&self) -> u32 {
+        self.cfg.kernel.imbalance_pct
     }
 }

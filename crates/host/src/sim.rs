@@ -1,19 +1,17 @@
 //! The `Host`: all model state, the event enum, and the main loop. Behaviour lives in the sibling
 //! modules as `impl Host` blocks (cpu, nic, rx, proto, sched, process); this file wires them up.
+//! Small shared types live in `types.rs`, the policy enums in `policies.rs`: neither imports this
+//! hub, so no policy file depends on `Host`.
 
-use crate::backlog::Backlog;
 use crate::config::*;
 use crate::irq_route::IrqRouter;
-use crate::summary::Stats;
+use crate::policies::{Backlog, WakePlacement};
+use crate::stats::Stats;
 use crate::trace::Trace;
-use crate::wake::WakePlacement;
+use crate::types::*;
 use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
 use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig};
 use std::collections::{BTreeMap, VecDeque};
-
-pub type Pid = u32;
-pub type PktId = u32;
-pub const NONE: u32 = u32::MAX;
 
 /// Simulation events. Small and `Copy`: the queue stores them inline.
 #[derive(Clone, Copy, Debug)]
@@ -43,29 +41,6 @@ pub enum Ev {
     End,
 }
 
-/// CPU time accounting states. Every nanosecond of every CPU is in exactly one of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CpuState {
-    Hardirq = 0,
-    Softirq = 1,
-    System = 2,
-    User = 3,
-    /// Spinning on a kernel lock (used by the kernel-locking models).
-    #[allow(dead_code)]
-    Spin = 4,
-    Idle = 5,
-}
-pub const N_STATES: usize = 6;
-pub const STATE_NAMES: [&str; N_STATES] = ["hardirq", "softirq", "system", "user", "spin", "idle"];
-
-/// Interrupt sources.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IrqSrc {
-    Nic(u32),
-    Tick,
-    Ipi,
-}
-
 /// What the current unit of a frame is doing; its effect happens when it completes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Work {
@@ -88,13 +63,6 @@ pub struct Frame {
     pub work: Work,
     pub state: CpuState,
     pub remaining: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    Process,
-    Softirq,
-    Hardirq,
 }
 
 impl Frame {
@@ -327,44 +295,9 @@ pub struct Host {
     pub ended: bool,
 }
 
-/// Linux's `sched_prio_to_weight` (nice -20 ..= 19).
-pub const NICE_WEIGHT: [u64; 40] = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
-    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
-    70, 56, 45, 36, 29, 23, 18, 15,
-];
-pub const NICE_0_WEIGHT: u64 = 1024;
-
-pub fn nice_weight(nice: i8) -> u64 {
-    NICE_WEIGHT[(i32::from(nice).clamp(-20, 19) + 20) as usize]
-}
-
-pub fn cpu_mask(cpus: &[u32], n: usize) -> u128 {
-    if cpus.is_empty() {
-        if n >= 128 {
-            u128::MAX
-        } else {
-            (1u128 << n) - 1
-        }
-    } else {
-        cpus.iter().fold(0u128, |m, &c| m | (1u128 << c))
-    }
-}
-
 /// The highest priority level among the processes bound to socket `s`.
 pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
-    procs.iter().filter(|p| p.sock == s).map(|p| crate::pbq::level_of_nice(p.nice)).max().unwrap_or(0)
-}
-
-/// A fixed 32-bit mix of a flow's identity (stands in for the NIC's Toeplitz hash).
-pub fn flow_hash(src: u32, flow: u32, dst_port: u16) -> u32 {
-    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^= x >> 33;
-    (x as u32) | 1 // never zero: zero means "no hash" in Linux
+    procs.iter().filter(|p| p.sock == s).map(|p| level_of_nice(p.nice)).max().unwrap_or(0)
 }
 
 impl Host {
@@ -698,7 +631,7 @@ impl Host {
     }
 
     /// Drop a packet at `place`, counting it.
-    pub fn drop_pkt(&mut self, id: PktId, place: crate::summary::DropPlace) {
+    pub fn drop_pkt(&mut self, id: PktId, place: DropPlace) {
         self.stats.drops[place as usize] += 1;
         let src = self.pkts[id as usize].src as usize;
         if let Some(d) = self.stats.src_drops.get_mut(src) {

@@ -1,151 +1,14 @@
-//! Statistics collected during a run, the windowed metrics, and the `summary.json` structure.
-//! Every statistic has one name used in `summary.json`, in `results.csv` and in the time series.
+//! The end of a run: windowed metrics over the measurement window (the columns of `results.csv`),
+//! the time-series samples, and the `summary.json` structure, all computed from the counters in
+//! `stats.rs`. Every statistic has one name used in `summary.json`, in `results.csv` and in the
+//! time series.
 
-use crate::config::HostConfig;
-use crate::migration_class::MigrationClass;
 use crate::sim::*;
-use hostsim_engine::{Histogram, Time, TimeSeries};
+use crate::stats::Snapshot;
+use crate::types::*;
+use hostsim_engine::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// Where a packet was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropPlace {
-    Switch = 0,
-    NicRing = 1,
-    Backlog = 2,
-    Socket = 3,
-    NoSocket = 4,
-    TcpOutOfOrder = 5,
-    /// Evicted from a lower-priority PBQ by a higher-priority arrival.
-    PbqEvict = 6,
-}
-pub const N_DROPS: usize = 7;
-pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict"];
-
-/// Why a task moved to another CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MigrationCause {
-    Wakeup = 0,
-    LoadBalance = 1,
-    IdleBalance = 2,
-}
-pub const N_CAUSES: usize = 3;
-pub const CAUSE_NAMES: [&str; N_CAUSES] = ["wakeup", "load_balance", "idle_balance"];
-
-/// Cumulative counters at one instant (for windowed rates and time-series deltas).
-#[derive(Clone, Debug, Default)]
-struct Snapshot {
-    t: u64,
-    offered: u64,
-    delivered: u64,
-    drops: [u64; N_DROPS],
-    acct: Vec<[u64; N_STATES]>,
-    proc_rx: Vec<u64>,
-    proc_rx_bytes: Vec<u64>,
-    proc_cpu: Vec<u64>,
-    migrations: [u64; N_CAUSES],
-    cache: [u64; 4],
-    wakeups: u64,
-    irq_suppressions: u64,
-    src_acked: Vec<u64>,
-    src_timeouts: Vec<u64>,
-}
-
-pub struct Stats {
-    pub offered: u64,
-    pub delivered: u64,
-    pub drops: [u64; N_DROPS],
-    pub tx_frames: u64,
-    /// Frames the host sent that found the NIC's TX ring full.
-    pub tx_ring_drops: u64,
-    pub ipis: u64,
-    pub migrations: [u64; N_CAUSES],
-    pub llc_load_misses: u64,
-    pub llc_store_misses: u64,
-    pub dtlb_load_misses: u64,
-    pub dtlb_store_misses: u64,
-    pub wakeups: u64,
-    /// Drops by place for each traffic source.
-    pub src_drops: Vec<[u64; N_DROPS]>,
-    /// Deliveries whose sequence number was below an earlier one of the same flow.
-    pub reordered: u64,
-    /// RFS moved a flow from one CPU to another.
-    pub rfs_flow_moves: u64,
-    /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
-    pub irq_suppressions: u64,
-    /// RFS wanted to move a flow but the old CPU still held its packets (no-reorder rule).
-    pub rfs_moves_deferred: u64,
-    /// Moves made while the old CPU still held the flow's packets (only without the rule).
-    pub rfs_unsafe_moves: u64,
-    /// Paper 001's classification of migrations (counts since the end of warm-up).
-    pub class: MigrationClass,
-    last_seq: Vec<Vec<u64>>,
-    warm: Option<Snapshot>,
-    last_sample: Snapshot,
-    pub series: TimeSeries,
-}
-
-const SERIES: [&str; 12] = [
-    "offered_pps", "delivered_pps", "drops_pps", "cpu_hardirq", "cpu_softirq", "cpu_system",
-    "cpu_user", "cpu_idle", "migrations_per_s", "runnable", "backlog_len", "throttled_cpus",
-];
-
-impl Stats {
-    pub fn new(cfg: &HostConfig, _ncpu: usize, nprocs: usize) -> Stats {
-        Stats {
-            offered: 0,
-            delivered: 0,
-            drops: [0; N_DROPS],
-            tx_frames: 0,
-            tx_ring_drops: 0,
-            ipis: 0,
-            migrations: [0; N_CAUSES],
-            llc_load_misses: 0,
-            llc_store_misses: 0,
-            dtlb_load_misses: 0,
-            dtlb_store_misses: 0,
-            wakeups: 0,
-            reordered: 0,
-            rfs_flow_moves: 0,
-            irq_suppressions: 0,
-            rfs_moves_deferred: 0,
-            rfs_unsafe_moves: 0,
-            class: MigrationClass::new(nprocs),
-            src_drops: vec![[0; N_DROPS]; cfg.traffic.len()],
-            last_seq: cfg.traffic.iter().map(|t| vec![u64::MAX; t.flows.max(1) as usize]).collect(),
-            warm: None,
-            last_sample: Snapshot::default(),
-            series: TimeSeries::new(cfg.sample_interval_ns, SERIES.iter().map(|s| s.to_string()).collect()),
-        }
-    }
-
-    pub fn samples_taken(&self) -> u64 {
-        self.series.len() as u64
-    }
-
-    pub fn record_delivery(&mut self, src: u32, flow: u32, seq: u64) {
-        self.delivered += 1;
-        if let Some(last) = self.last_seq.get_mut(src as usize).and_then(|v| v.get_mut(flow as usize)) {
-            if *last != u64::MAX && seq < *last {
-                self.reordered += 1;
-            }
-            *last = seq;
-        }
-    }
-
-    pub fn record_migration(&mut self, _now: Time, pid: Pid, _from: usize, _to: usize, c: MigrationCause) {
-        if c != MigrationCause::Wakeup {
-            self.class.balanced(pid);
-        }
-    }
-
-    pub fn record_wakeup(&mut self, _now: Time, pid: Pid, waker: usize, prev: usize, target: usize) {
-        self.wakeups += 1;
-        self.class.wakeup(pid, waker, prev, target);
-    }
-}
 
 impl Host {
     fn snapshot(&mut self) -> Snapshot {
@@ -396,6 +259,24 @@ impl Host {
             traffic,
             metrics: m,
         }
+    }
+}
+
+/// Paper 001's migration classes (`migration_class.rs`) as metrics.
+impl Host {
+    /// The classification's metrics over the measurement window (`migrations` = all causes).
+    pub(crate) fn class_metrics(&self, m: &mut BTreeMap<String, f64>, migrations: u64, window_s: f64) {
+        let c = &self.stats.class.counts;
+        m.insert("migrations_wakeup_affine_per_s".into(), c.wakeup_affine as f64 / window_s);
+        m.insert("migrations_wakeup_other_per_s".into(), c.wakeup_other as f64 / window_s);
+        m.insert("migrations_unintended_per_s".into(), c.unintended as f64 / window_s);
+        let frac = if migrations == 0 { 0.0 } else { c.unintended as f64 / migrations as f64 };
+        m.insert("unintended_fraction".into(), frac);
+        m.insert("settle_episodes".into(), c.settle_episodes as f64);
+        // No episode, no mean: NaN (an empty cell), never a made-up 0.
+        let mean = if c.settle_episodes == 0 { f64::NAN } else { c.settle_wakeups_sum as f64 / c.settle_episodes as f64 };
+        m.insert("settle_mean".into(), mean);
+        m.insert("settle_max".into(), c.settle_wakeups_max as f64);
     }
 }
 

@@ -2,7 +2,7 @@
 //! Contiguous segments with the same label and state are merged; the trace stops growing at
 //! `MAX_EVENTS` and says so in its metadata.
 
-use crate::sim::{CpuState, STATE_NAMES};
+use crate::types::{CpuState, STATE_NAMES};
 use hostsim_engine::Time;
 use std::collections::BTreeMap;
 

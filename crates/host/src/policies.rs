@@ -1,0 +1,107 @@
+//! The closed sets of policies: one enum per hook, naming every implementation, chosen from the
+//! configuration (`[kernel]` keys) when the host is built. Static dispatch: a `match` per call, no
+//! trait objects on the hot path.
+//!
+//! | hook (trait / functions)                        | enum             | selected by           | implementations                    |
+//! |-------------------------------------------------|------------------|-----------------------|------------------------------------|
+//! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`)   | [`Backlog`]      | `kernel.backlog`      | `backlog::Fifo`, `pbq::Pbq`        |
+//! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.wake_policy`  | `wake` (Linux), `wake_goda::GodaRfs` |
+//!
+//! The IRQ router (`irq_route.rs`, `nic.irq_routing`) and interrupt suppression (`suppress.rs`,
+//! `kernel.irq_suppression`) are selected the same way in their own files.
+//!
+//! This module imports the policies; none of them imports it or the `Host` hub (`sim.rs`).
+
+use crate::backlog::{BacklogPolicy, Enqueue, Fifo};
+use crate::config::{BacklogKind, KernelConfig, RxPath, WakePolicy};
+use crate::pbq::Pbq;
+use crate::types::{Pid, PktId};
+use crate::wake::{linux_select_task_rq, WakeView};
+use crate::wake_goda::GodaRfs;
+use hostsim_engine::Rng;
+
+/// The closed set of backlog policies (static dispatch).
+#[derive(Clone, Debug)]
+pub enum Backlog {
+    Fifo(Fifo),
+    Pbq(Box<Pbq>),
+}
+
+impl Backlog {
+    pub fn new(kind: BacklogKind, k: &KernelConfig, rng: Rng) -> Backlog {
+        let max = k.netdev_max_backlog as usize;
+        match kind {
+            BacklogKind::Fifo => Backlog::Fifo(Fifo::new(max, k.rx_path == RxPath::Legacy)),
+            BacklogKind::Pbq => Backlog::Pbq(Box::new(Pbq::new(max, k.pbq_min_packets as usize, rng))),
+        }
+    }
+    /// Does this policy need each packet's priority (a port → priority lookup)?
+    pub fn needs_priority(&self) -> bool {
+        matches!(self, Backlog::Pbq(_))
+    }
+    pub fn enqueue(&mut self, pkt: PktId, prio: i32) -> Enqueue {
+        match self {
+            Backlog::Fifo(f) => f.enqueue(pkt, prio),
+            Backlog::Pbq(q) => q.enqueue(pkt, prio),
+        }
+    }
+    pub fn dequeue(&mut self) -> Option<PktId> {
+        match self {
+            Backlog::Fifo(f) => f.dequeue(),
+            Backlog::Pbq(q) => q.dequeue(),
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            Backlog::Fifo(f) => f.len(),
+            Backlog::Pbq(q) => q.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn high_load(&self) -> bool {
+        match self {
+            Backlog::Fifo(f) => f.high_load(),
+            Backlog::Pbq(q) => q.high_load(),
+        }
+    }
+}
+
+/// The closed set of wake-up placement policies (`select_task_rq`).
+#[derive(Clone, Debug)]
+pub enum WakePlacement {
+    Linux,
+    GodaRfs(GodaRfs),
+}
+
+impl WakePlacement {
+    pub fn new(p: WakePolicy, nprocs: usize) -> WakePlacement {
+        match p {
+            WakePolicy::Linux => WakePlacement::Linux,
+            WakePolicy::GodaRfs => WakePlacement::GodaRfs(GodaRfs::new(nprocs)),
+        }
+    }
+
+    /// The CPU to queue `pid` on when `waker` wakes it; `prev` is where it last ran.
+    pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> usize {
+        match self {
+            WakePlacement::Linux => linux_select_task_rq(h, pid, prev, waker),
+            WakePlacement::GodaRfs(g) => g.select_task_rq(h, pid, prev, waker),
+        }
+    }
+
+    /// `pid` was woken by `waker` while its CPU was `prev` (after `select_task_rq`).
+    pub fn task_woken(&mut self, pid: Pid, waker: usize, prev: usize) {
+        if let WakePlacement::GodaRfs(g) = self {
+            g.task_woken(pid, waker, prev);
+        }
+    }
+
+    /// `pid` moved to another CPU (any cause).
+    pub fn task_migrated(&mut self, pid: Pid) {
+        if let WakePlacement::GodaRfs(g) = self {
+            g.task_migrated(pid);
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Small shared types of the host model: identifiers, CPU accounting states, interrupt sources,
+//! context levels, drop places, migration causes, the nice→weight table and priority levels.
+//!
+//! Every policy and subsystem may depend on this module; it depends on nothing else in the crate.
+//! It exists so that a policy file (a backlog discipline, a wake-up placement, ...) needs only these
+//! types and its own hook trait, never the `Host` hub (`sim.rs`), and the hub never becomes part of
+//! an import circle.
+
+/// A process (task) id: index into `Host::procs`.
+pub type Pid = u32;
+/// A packet id: index into the packet slab `Host::pkts`.
+pub type PktId = u32;
+/// "None" for the u32 ids above (and for CPU numbers kept as u32).
+pub const NONE: u32 = u32::MAX;
+
+/// CPU time accounting states. Every nanosecond of every CPU is in exactly one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuState {
+    Hardirq = 0,
+    Softirq = 1,
+    System = 2,
+    User = 3,
+    /// Spinning on a kernel lock (used by the kernel-locking models).
+    #[allow(dead_code)]
+    Spin = 4,
+    Idle = 5,
+}
+pub const N_STATES: usize = 6;
+pub const STATE_NAMES: [&str; N_STATES] = ["hardirq", "softirq", "system", "user", "spin", "idle"];
+
+/// Interrupt sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IrqSrc {
+    Nic(u32),
+    Tick,
+    Ipi,
+}
+
+/// Execution context of a CPU frame, lowest to highest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Process,
+    Softirq,
+    Hardirq,
+}
+
+/// Where a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropPlace {
+    Switch = 0,
+    NicRing = 1,
+    Backlog = 2,
+    Socket = 3,
+    NoSocket = 4,
+    TcpOutOfOrder = 5,
+    /// Evicted from a lower-priority PBQ by a higher-priority arrival.
+    PbqEvict = 6,
+}
+pub const N_DROPS: usize = 7;
+pub const DROP_NAMES: [&str; N_DROPS] =
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict"];
+
+/// Why a task moved to another CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationCause {
+    Wakeup = 0,
+    LoadBalance = 1,
+    IdleBalance = 2,
+}
+pub const N_CAUSES: usize = 3;
+pub const CAUSE_NAMES: [&str; N_CAUSES] = ["wakeup", "load_balance", "idle_balance"];
+
+/// Linux's `sched_prio_to_weight` (nice -20 ..= 19).
+pub const NICE_WEIGHT: [u64; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
+    70, 56, 45, 36, 29, 23, 18, 15,
+];
+pub const NICE_0_WEIGHT: u64 = 1024;
+
+pub fn nice_weight(nice: i8) -> u64 {
+    NICE_WEIGHT[(i32::from(nice).clamp(-20, 19) + 20) as usize]
+}
+
+pub fn cpu_mask(cpus: &[u32], n: usize) -> u128 {
+    if cpus.is_empty() {
+        if n >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << n) - 1
+        }
+    } else {
+        cpus.iter().fold(0u128, |m, &c| m | (1u128 << c))
+    }
+}
+
+/// A fixed 32-bit mix of a flow's identity (stands in for the NIC's Toeplitz hash).
+pub fn flow_hash(src: u32, flow: u32, dst_port: u16) -> u32 {
+    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
+    (x as u32) | 1 // never zero: zero means "no hash" in Linux
+}
+
+/// Priority levels of the port → priority table (`ozaki-pbq`): 40, one per nice value.
+pub const LEVELS: usize = 40;
+
+/// Priority level of a nice value: 19 − nice, so nice −20 → 39 (highest), nice 19 → 0.
+pub fn level_of_nice(nice: i8) -> u8 {
+    (19 - i32::from(nice).clamp(-20, 19)) as u8
+}
