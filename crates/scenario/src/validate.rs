@@ -1,10 +1,18 @@
-//! Semantic validation: what deserialisation cannot check. Errors carry the key path.
+//! Semantic validation: what deserialisation and the per-key ranges of `bounds.rs` cannot check.
+//! Errors carry the key path.
+//!
+//! Three kinds of check live here:
+//! - references that must resolve (a traffic's NIC, a CPU number against the profile, ports);
+//! - relations between keys (warm-up shorter than the run, a source no faster than its own link,
+//!   interrupt coalescing that can fire);
+//! - the model's memory ([`memory`]): what the configuration could make the model hold at once,
+//!   at a stated cost per item, against [`MEMORY_MAX`].
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
 use hostsim_host::{HostConfig, IrqRouting, Profile, SchedPolicy};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 type VResult = Result<(), (Vec<Seg>, String)>;
 
@@ -29,43 +37,92 @@ fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)>
     Err((k, msg.into()))
 }
 
-pub fn profile(p: &Profile) -> Result<(), String> {
-    let t = &p.topology;
-    if t.packages == 0 || t.cores_per_package == 0 || t.threads_per_core == 0 {
-        return Err("topology: packages, cores_per_package and threads_per_core must be at least 1".into());
+/// The longest name of a NIC, process, traffic source, variant or metric alias.
+pub const NAME_LEN_MAX: usize = 64;
+
+/// A name that can stand in a key path (`process.NAME.nice`), a metric (`NAME_rx_pps`) and a CSV
+/// column: letters, digits, `_` and `-`, not only digits (`process.0` means the first element).
+fn check_name(name: &str, what: &str, dash: bool) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || (dash && c == '-');
+    let chars = if dash { "letters, digits, `_` or `-`" } else { "letters, digits or `_`" };
+    if name.is_empty() || name.len() > NAME_LEN_MAX || !name.chars().all(ok_char) {
+        return Err(format!("expected a {what} name of 1..={NAME_LEN_MAX} {chars} (it names keys, metrics and CSV columns), got {name:?}"));
     }
-    if t.cpus() > 128 {
-        return Err(format!("topology: {} CPUs; the model supports at most 128", t.cpus()));
+    if name.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!("expected a {what} name that is not a number (`{name}` would read as an index in key paths)"));
     }
-    let c = &p.costs;
-    for (name, v) in [("rx_per_byte_ns", c.rx_per_byte_ns), ("copy_per_byte_ns", c.copy_per_byte_ns), ("tx_per_byte_ns", c.tx_per_byte_ns)] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(format!("costs.{name}: expected a non-negative number, got {v}"));
+    Ok(())
+}
+
+/// A CPU list: every CPU exists and, unless `dups_ok`, appears once (it is a mask).
+fn check_cpu_list(list: &[u32], ncpu: usize, at: Vec<Seg>, dups_ok: bool) -> VResult {
+    if let Some(&bad) = list.iter().find(|&&x| x as usize >= ncpu) {
+        return fail(at, format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+    }
+    let mut seen = BTreeSet::new();
+    if !dups_ok {
+        if let Some(&d) = list.iter().find(|&&x| !seen.insert(x)) {
+            return fail(at, format!("CPU {d} is listed twice (this is a CPU mask: list each CPU once)"));
         }
     }
     Ok(())
 }
 
+pub fn profile(p: &Profile) -> VResult {
+    let t = &p.topology;
+    // Each factor is bounded (bounds.rs), so the product is exact in u64.
+    let n = u64::from(t.packages) * u64::from(t.cores_per_package) * u64::from(t.threads_per_core);
+    if n > 128 {
+        return fail(key(&["topology"]), format!("{} × {} × {} = {n} CPUs; the model supports at most 128", t.packages, t.cores_per_package, t.threads_per_core));
+    }
+    Ok(())
+}
+
+/// The most time-series rows a run may produce (each ~100 bytes in memory, more as CSV).
+pub const SAMPLES_MAX: u64 = 1_000_000;
+
+/// The slowest rate a cbr or Poisson source may have. A gap of 1/rate must be representable in
+/// nanoseconds many times over (an exponential draw reaches ~37 means): 10^-3 pkt/s gives gaps
+/// of ~10^12 ns, far below 2^64.
+pub const RATE_PPS_MIN: f64 = 1e-3;
+
 pub fn config(c: &HostConfig) -> VResult {
     let ncpu = c.profile.topology.cpus();
-    if c.duration_ns == 0 {
-        return fail(key(&["duration_ms"]), "expected a duration of at least 1 ms");
-    }
     if c.warmup_ns >= c.duration_ns {
         return fail(key(&["warmup_ms"]), "expected warm-up shorter than duration_ms");
     }
-    if c.sample_interval_ns == 0 {
-        return fail(key(&["sample_interval_ms"]), "expected at least 1 ms");
+    let samples = c.duration_ns / c.sample_interval_ns;
+    if samples > SAMPLES_MAX {
+        return fail(
+            key(&["sample_interval_ms"]),
+            format!("duration_ms / sample_interval_ms = {samples} samples, more than {SAMPLES_MAX}: sample less often"),
+        );
     }
-    let k = &c.kernel;
-    if k.hz == 0 || k.hz > 10_000 {
-        return fail(key(&["kernel", "hz"]), "expected 1..=10000");
-    }
-    for (name, v) in [("netdev_budget", k.netdev_budget), ("napi_weight", k.napi_weight), ("irq_frames_max", k.irq_frames_max), ("netdev_max_backlog", k.netdev_max_backlog)] {
-        if v == 0 {
-            return fail(key(&["kernel", name]), "expected at least 1");
+    kernel(c, ncpu)?;
+    let mut names = BTreeSet::new();
+    for (i, n) in c.nics.iter().enumerate() {
+        check_name(&n.name, "NIC", true).map_err(|m| (elem("nic", i, "name"), m))?;
+        if !names.insert(n.name.as_str()) {
+            return fail(elem("nic", i, "name"), format!("duplicate NIC name `{}`", n.name));
+        }
+        check_cpu_list(&n.irq_cpus, ncpu, elem("nic", i, "irq_cpus"), n.irq_routing == IrqRouting::Msix)?;
+        if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
+            return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
+        }
+        if n.coalesce_frames > n.rx_ring && n.coalesce_usecs == 0 {
+            return fail(
+                elem("nic", i, "coalesce_frames"),
+                format!("{} frames per interrupt with an RX ring of {} and no coalesce_usecs timer: the ring fills first and no interrupt is ever raised", n.coalesce_frames, n.rx_ring),
+            );
         }
     }
+    processes(c, ncpu)?;
+    traffic(c)?;
+    memory(c)
+}
+
+fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
+    let k = &c.kernel;
     if k.rps && !k.rfs && k.rps_cpus.is_empty() {
         return fail(key(&["kernel", "rps"]), "RPS needs a map (kernel.rps_cpus) or RFS (kernel.rfs = true)");
     }
@@ -73,82 +130,58 @@ pub fn config(c: &HostConfig) -> VResult {
         return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
     }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
-        return fail(key(&["kernel", "rfs_entries"]), "expected a power of two");
+        return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
-    if let Some(&bad) = k.rps_cpus.iter().find(|&&x| x as usize >= ncpu) {
-        return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
-    }
-    if !(-20..=19).contains(&k.ksoftirqd_nice) {
-        return fail(key(&["kernel", "ksoftirqd_nice"]), "expected a nice value in -20..=19");
-    }
-    if k.imbalance_pct < 100 {
-        return fail(key(&["kernel", "imbalance_pct"]), "expected at least 100");
-    }
-    let mut names = BTreeSet::new();
-    for (i, n) in c.nics.iter().enumerate() {
-        if !names.insert(n.name.as_str()) {
-            return fail(elem("nic", i, "name"), format!("duplicate NIC name `{}`", n.name));
-        }
-        if n.rate_mbps == 0 {
-            return fail(elem("nic", i, "rate_mbps"), "expected a line rate above 0");
-        }
-        if n.queues == 0 || n.queues > 128 {
-            return fail(elem("nic", i, "queues"), "expected 1..=128 queues");
-        }
-        if n.rx_ring == 0 {
-            return fail(elem("nic", i, "rx_ring"), "expected at least 1 descriptor");
-        }
-        if n.tx_ring == 0 {
-            return fail(elem("nic", i, "tx_ring"), "expected at least 1 descriptor");
-        }
-        if let Some(&bad) = n.irq_cpus.iter().find(|&&x| x as usize >= ncpu) {
-            return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
-        }
-        if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
-            return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
-        }
-    }
+    check_cpu_list(&k.rps_cpus, ncpu, key(&["kernel", "rps_cpus"]), false)
+}
+
+fn processes(c: &HostConfig, ncpu: usize) -> VResult {
     let mut pnames = BTreeSet::new();
-    let mut ports: std::collections::BTreeMap<u16, ProgramKind> = Default::default();
+    // Port → (program, the [[process]] entry that binds it first).
+    let mut ports: BTreeMap<u32, (ProgramKind, usize)> = BTreeMap::new();
     for (i, p) in c.processes.iter().enumerate() {
+        check_name(&p.name, "process", true).map_err(|m| (elem("process", i, "name"), m))?;
         if !pnames.insert(p.name.as_str()) {
             return fail(elem("process", i, "name"), format!("duplicate process name `{}`", p.name));
         }
-        if p.name.is_empty() || !p.name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-') {
-            return fail(elem("process", i, "name"), "expected letters, digits, `_` or `-` (it names metrics)");
-        }
-        if let Some(r) = p.renice.iter().find(|r| !(-20..=19).contains(&r.nice)) {
-            return fail(elem("process", i, "renice"), format!("expected nice values in -20..=19, got {}", r.nice));
-        }
-        if !(-20..=19).contains(&p.nice) {
-            return fail(elem("process", i, "nice"), format!("expected a nice value in -20..=19, got {}", p.nice));
-        }
         if p.sched == SchedPolicy::Fifo && !(1..=99).contains(&p.rt_priority) {
             // Without an rt_priority the fault is on the `sched` line.
-            if p.rt_priority == 0 {
-                return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
-            }
-            return fail(elem("process", i, "rt_priority"), format!("SCHED_FIFO needs rt_priority in 1..=99, got {}", p.rt_priority));
+            return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
         }
-        if let Some(&bad) = p.cpus.iter().find(|&&x| x as usize >= ncpu) {
-            return fail(elem("process", i, "cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+        check_cpu_list(&p.cpus, ncpu, elem("process", i, "cpus"), false)?;
+        if p.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
+            return fail(elem("process", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never run", c.duration_ns / 1_000_000));
         }
-        if p.instances == 0 {
-            return fail(elem("process", i, "instances"), "expected at least 1 instance");
+        if let Some(r) = p.renice.iter().find(|r| r.at_ms.saturating_mul(1_000_000) >= c.duration_ns) {
+            return fail(elem("process", i, "renice"), format!("a nice change at {} ms, at or after the end of the run ({} ms)", r.at_ms, c.duration_ns / 1_000_000));
         }
         if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
             let Some(port) = p.port else {
                 return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
             };
-            if u32::from(port) + p.instances - 1 > 65535 {
-                return fail(elem("process", i, "instances"), format!("instances bind ports {port}..{}: past 65535", u32::from(port) + p.instances - 1));
+            let last = u32::from(port) + p.instances - 1;
+            if last > 65535 {
+                return fail(elem("process", i, "instances"), format!("instances bind ports {port}..={last}: past 65535"));
             }
-            if let Some(&other) = ports.get(&port) {
-                if is_tcp(other) != is_tcp(p.program) {
-                    return fail(elem("process", i, "port"), format!("port {port} is shared by a TCP and a UDP program"));
+            for q in u32::from(port)..=last {
+                match ports.get(&q) {
+                    Some(&(other, j)) if other != p.program => {
+                        let (a, b) = (&c.processes[j].name, &p.name);
+                        let msg = if is_tcp(other) != is_tcp(p.program) {
+                            format!("port {q} is shared by a TCP and a UDP program (`{a}` and `{b}`)")
+                        } else {
+                            format!("port {q} is shared by two different programs (`{a}` and `{b}`) reading one socket: give each its own port")
+                        };
+                        return fail(elem("process", i, "port"), msg);
+                    }
+                    Some(_) => {}
+                    None => {
+                        ports.insert(q, (p.program, i));
+                    }
                 }
             }
-            ports.insert(port, p.program);
+        } else if p.port.is_some() {
+            return fail(elem("process", i, "port"), "spin and periodic read no socket: remove `port`");
         }
         if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "spin and periodic need work_ns > 0 (the burst length)");
@@ -156,55 +189,76 @@ pub fn config(c: &HostConfig) -> VResult {
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
         }
-        if is_tcp(p.program) && p.read_bytes == 0 {
-            return fail(elem("process", i, "read_bytes"), "expected at least 1 byte per read");
+        if p.program == ProgramKind::TcpEcho && p.reply_bytes > 1460 {
+            return fail(elem("process", i, "reply_bytes"), "expected at most 1460 bytes (one TCP segment)");
+        }
+    }
+    Ok(())
+}
+
+/// Frames per second one link of `link_mbps` carries with `payload`-byte frames.
+fn link_pps(link_mbps: u64, payload: u32, tcp: bool) -> f64 {
+    link_mbps as f64 * 1e6 / (8.0 * hostsim_host::wire_bytes(payload, tcp) as f64)
+}
+
+fn traffic(c: &HostConfig) -> VResult {
+    let mut ports: BTreeMap<u16, ProgramKind> = BTreeMap::new();
+    for p in &c.processes {
+        if let Some(port) = p.port {
+            for k in 0..p.instances {
+                ports.entry((u32::from(port) + k) as u16).or_insert(p.program);
+            }
         }
     }
     let mut tnames = BTreeSet::new();
     for (i, t) in c.traffic.iter().enumerate() {
+        check_name(&t.name, "traffic", true).map_err(|m| (elem("traffic", i, "name"), m))?;
         if !tnames.insert(t.name.as_str()) {
             return fail(elem("traffic", i, "name"), format!("duplicate traffic name `{}`", t.name));
         }
         if !c.nics.iter().any(|n| n.name == t.nic) {
             let have: Vec<&str> = c.nics.iter().map(|n| n.name.as_str()).collect();
-            return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {})", t.nic, have.join(", ")));
+            let have = if have.is_empty() { "none: add a [[nic]]".to_string() } else { have.join(", ") };
+            return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {have})", t.nic));
         }
-        if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) && !(t.rate_pps.is_finite() && t.rate_pps > 0.0) {
-            return fail(elem("traffic", i, "rate_pps"), "cbr and poisson traffic need rate_pps > 0");
-        }
-        if t.flows == 0 {
-            return fail(elem("traffic", i, "flows"), "expected at least 1 flow");
+        let tcp = t.kind == SourceKind::TcpWindow || t.protocol == hostsim_host::Protocol::Tcp;
+        if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) {
+            // The busiest client link carries ceil(F / C) of the F flows' frames.
+            let flows = t.flows.max(t.clients);
+            let share = f64::from(flows.div_ceil(t.clients)) / f64::from(flows);
+            let cap = link_pps(t.link_mbps, t.payload_bytes, false) / share;
+            if !(t.rate_pps >= RATE_PPS_MIN && t.rate_pps <= cap) {
+                return fail(
+                    elem("traffic", i, "rate_pps"),
+                    format!(
+                        "expected a rate in {RATE_PPS_MIN}..={cap:.0} pkt/s for {} client link(s) of {} Mbit/s with {}-byte payloads (faster than its link, a source would queue without limit), got {}",
+                        t.clients, t.link_mbps, t.payload_bytes, t.rate_pps
+                    ),
+                );
+            }
+        } else if t.rate_pps != 0.0 {
+            return fail(elem("traffic", i, "rate_pps"), "only cbr and poisson traffic take a rate (ping_pong waits for each reply, tcp_window for its window)");
         }
         if t.dst_port_per_flow && u32::from(t.dst_port) + t.flows - 1 > 65535 {
-            return fail(elem("traffic", i, "flows"), format!("dst_port_per_flow: flows go to ports {}..{}: past 65535", t.dst_port, u32::from(t.dst_port) + t.flows - 1));
-        }
-        if t.link_mbps == 0 {
-            return fail(elem("traffic", i, "link_mbps"), "expected a link rate above 0");
-        }
-        if t.clients == 0 {
-            return fail(elem("traffic", i, "clients"), "expected at least 1 client");
+            return fail(elem("traffic", i, "flows"), format!("dst_port_per_flow: flows go to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.flows - 1));
         }
         if u32::from(t.dst_port) + t.clients - 1 > 65535 {
-            return fail(elem("traffic", i, "clients"), "dst_port + clients - 1 must be a port (<= 65535)");
+            return fail(elem("traffic", i, "clients"), format!("clients send to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.clients - 1));
         }
         if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
             return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
         }
-        let tcp = t.kind == SourceKind::TcpWindow || t.protocol == hostsim_host::Protocol::Tcp;
         let max = if tcp { 1460 } else { 1472 };
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
             return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
-        }
-        if tcp && t.window_bytes == 0 {
-            return fail(elem("traffic", i, "window_bytes"), "expected a window above 0");
-        }
-        if t.kind == SourceKind::PingPong && t.timeout_ms == 0 {
-            return fail(elem("traffic", i, "timeout_ms"), "ping-pong needs a timeout above 0");
         }
         if let Some(kind) = ports.get(&t.dst_port) {
             if is_tcp(*kind) != tcp {
                 return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
             }
+        }
+        if t.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
+            return fail(elem("traffic", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never send", c.duration_ns / 1_000_000));
         }
         if t.stop_ms.is_some_and(|s| s <= t.start_ms) {
             return fail(elem("traffic", i, "stop_ms"), "expected stop_ms after start_ms");
@@ -213,15 +267,138 @@ pub fn config(c: &HostConfig) -> VResult {
     Ok(())
 }
 
+/// What a run may use for model state, at most. The model's memory is its queues (every packet
+/// the configuration lets it hold at once), one latency histogram per process and source, flow
+/// tables and the time series: all known from the configuration, so a configuration that could
+/// exhaust memory is refused here instead of aborting mid-run.
+pub const MEMORY_MAX: u64 = 2 << 30;
+
+/// Bytes per held packet: the slab entry (48 B), its queue slot, and the event that carries it
+/// while it crosses a wire (40 B in the event heap), rounded up.
+pub const PACKET_BYTES: u64 = 128;
+/// A latency histogram (HdrHistogram, 1 ns..1 h at 3 significant digits): 268 KB measured.
+pub const HISTOGRAM_BYTES: u64 = 270_000;
+/// A process (or kernel thread): its histogram and state.
+pub const PROCESS_BYTES: u64 = HISTOGRAM_BYTES + 1_024;
+/// A TCP flow: sender state, the receiver's flow entry and the reorder check.
+pub const FLOW_BYTES: u64 = 128;
+/// A time-series row: 13 numbers.
+pub const SAMPLE_BYTES: u64 = 13 * 8;
+
+/// The model's worst-case memory, part by part, each with the key that sets it.
+pub fn memory_parts(c: &HostConfig) -> Vec<(u64, Vec<Seg>, String)> {
+    let ncpu = c.profile.topology.cpus() as u64;
+    let k = &c.kernel;
+    let mut parts = Vec::new();
+    parts.push((
+        ncpu * (u64::from(k.netdev_max_backlog) + 1) * PACKET_BYTES,
+        key(&["kernel", "netdev_max_backlog"]),
+        format!("{ncpu} CPU backlogs of {} packets", k.netdev_max_backlog),
+    ));
+    parts.push((ncpu * PROCESS_BYTES, key(&["profile"]), format!("{ncpu} CPUs' ksoftirqd threads")));
+    let total_queues: u64 = c.nics.iter().map(|n| u64::from(n.queues)).sum();
+    if k.rfs {
+        parts.push((
+            u64::from(k.rfs_entries) * (4 + 16 * total_queues),
+            key(&["kernel", "rfs_entries"]),
+            format!("RFS tables of {} entries for {total_queues} queues", k.rfs_entries),
+        ));
+    }
+    let samples = c.duration_ns / c.sample_interval_ns.max(1);
+    parts.push((samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), format!("{samples} time-series samples")));
+    for (i, n) in c.nics.iter().enumerate() {
+        parts.push((
+            u64::from(n.queues) * u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8,
+            elem("nic", i, "rx_ring"),
+            format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring),
+        ));
+        let min_frame = hostsim_host::wire_bytes(0, false);
+        parts.push((
+            n.switch_buffer_bytes / min_frame * PACKET_BYTES,
+            elem("nic", i, "switch_buffer_bytes"),
+            format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame),
+        ));
+    }
+    let mut socket_ports = BTreeSet::new();
+    for (i, p) in c.processes.iter().enumerate() {
+        parts.push((
+            u64::from(p.instances) * PROCESS_BYTES,
+            elem("process", i, "instances"),
+            format!("process `{}`: {} instances", p.name, p.instances),
+        ));
+        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
+            continue;
+        }
+        let Some(port) = p.port else { continue };
+        let new = (0..p.instances).filter(|&q| socket_ports.insert(u32::from(port) + q)).count() as u64;
+        let (rcvbuf, at) = match p.rcvbuf_bytes {
+            Some(b) => (b, elem("process", i, "rcvbuf_bytes")),
+            None => (k.rcvbuf_bytes, key(&["kernel", "rcvbuf_bytes"])),
+        };
+        // The smallest packet a buffer holds is a 0-byte datagram: its truesize is the overhead.
+        let per_sock = u64::from(rcvbuf) / u64::from(k.skb_overhead_bytes.max(1)) + 1;
+        parts.push((
+            new * per_sock * PACKET_BYTES,
+            at,
+            format!("process `{}`: {new} socket(s) of {rcvbuf} bytes, {per_sock} packets of {} bytes truesize each", p.name, k.skb_overhead_bytes),
+        ));
+    }
+    for (i, t) in c.traffic.iter().enumerate() {
+        let flows = u64::from(t.flows.max(t.clients));
+        let mut b = PROCESS_BYTES + u64::from(t.clients) * 8 + flows * 8;
+        let mut at = elem("traffic", i, "flows");
+        let mut what = format!("traffic `{}`: {flows} flows", t.name);
+        if t.kind == SourceKind::TcpWindow {
+            // Every flow puts a window of segments on its client's link at once.
+            let segs = u64::from(t.window_bytes).div_ceil(u64::from(t.payload_bytes.max(1)));
+            b += flows * (FLOW_BYTES + segs * PACKET_BYTES);
+            at = elem("traffic", i, "window_bytes");
+            what = format!("traffic `{}`: {flows} flows × a window of {segs} segments in flight", t.name);
+        }
+        parts.push((b, at, what));
+    }
+    parts
+}
+
+fn memory(c: &HostConfig) -> VResult {
+    let parts = memory_parts(c);
+    let total: u64 = parts.iter().map(|p| p.0).fold(0, u64::saturating_add);
+    if total <= MEMORY_MAX {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let (bytes, at, what) = parts.into_iter().max_by_key(|p| p.0).expect("at least the backlogs");
+    fail(
+        at,
+        format!(
+            "the model could hold {:.1} GiB, above the {:.0} GiB a run may use; the largest part is {:.1} GiB for {what} (at {PACKET_BYTES} bytes a packet, {} KB a process)",
+            gib(total),
+            gib(MEMORY_MAX),
+            gib(bytes),
+            PROCESS_BYTES / 1000
+        ),
+    )
+}
+
 pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
     let at = |segs: Vec<Seg>, msg: String| {
         crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
     };
     let mut names = BTreeSet::new();
     for (i, v) in sc.variants.iter().enumerate() {
+        check_name(&v.name, "variant", true).map_err(|m| at(elem("variant", i, "name"), m))?;
         if !names.insert(v.name.as_str()) {
             return Err(at(elem("variant", i, "name"), format!("duplicate variant name `{}`", v.name)));
         }
+        for k in v.set.keys() {
+            if k.split('.').next().is_some_and(|t| crate::NOT_CONFIG.contains(&t)) {
+                let segs = vec![Seg::Key("variant".into()), Seg::Index(i), Seg::Key("set".into()), Seg::Key(k.clone())];
+                return Err(at(segs, format!("`{k}` is not part of the simulated configuration: a variant cannot set it")));
+            }
+        }
+    }
+    for (alias, _) in &sc.metric_aliases {
+        check_name(alias, "metric", false).map_err(|m| at(vec![Seg::Key("metrics".into()), Seg::Key(alias.clone())], m))?;
     }
     let swept: BTreeSet<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
     let have_swept = if swept.is_empty() {

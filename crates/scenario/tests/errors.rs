@@ -41,9 +41,9 @@ const CASES: &[Case] = &[
     case("unknown_expect_key.toml", 48, "expect[0].tolerence", "unknown key `tolerence`, expected one of"),
     case("unknown_expect_rhs_key.toml", 48, "expect[0].rhs.varient", "unknown key `varient`, expected one of `metric`, `variant`"),
     // Wrong types.
-    case("wrong_type_string_for_int.toml", 4, "duration_ms", "invalid type: string \"50\", expected a non-negative integer"),
+    case("wrong_type_string_for_int.toml", 4, "duration_ms", "invalid type: a string \"50\", expected a whole number in 1..=86_400_000 (one simulated day at most)"),
     case("wrong_type_int_for_array.toml", 15, "nic[0].irq_cpus", "expected an array"),
-    case("nice_overflows_i8.toml", 22, "process[0].nice", "expected an integer in -128..=127"),
+    case("nice_overflows_i8.toml", 22, "process[0].nice", "expected a whole number in -20..=19 (Linux nice values), got 200"),
     // Values outside an enumeration.
     case("bad_rx_path.toml", 9, "kernel.rx_path", "unknown value `fast`, expected `legacy` or `napi`"),
     case("bad_program.toml", 19, "process[0].program", "unknown value `foo`, expected one of `udp_sink`"),
@@ -66,19 +66,19 @@ const CASES: &[Case] = &[
     case("process_cpu_out_of_range.toml", 22, "process[0].cpus", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
     case("irq_cpu_out_of_range.toml", 15, "nic[0].irq_cpus", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
     case("rps_cpu_out_of_range.toml", 10, "kernel.rps_cpus", "CPU 3 does not exist"),
-    case("nice_out_of_range.toml", 22, "process[0].nice", "expected a nice value in -20..=19, got 25"),
+    case("nice_out_of_range.toml", 22, "process[0].nice", "expected a whole number in -20..=19 (Linux nice values), got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
     case("fifo_without_rt_priority.toml", 22, "process[0].sched", "SCHED_FIFO needs rt_priority in 1..=99"),
     case("udp_to_tcp_port.toml", 27, "traffic[0].dst_port", "port 9000 is served by a TCP program but this traffic is UDP"),
-    case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected at most 1472 bytes"),
+    case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected a whole number in 0..=1472 (bytes; one unfragmented frame), got 9000"),
     // Sweeps: errors point at the sweep's key, even when the bad value lands elsewhere.
     case("sweep_not_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an integer"),
     case("sweep_empty_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an empty one"),
     case("sweep_unquoted_key.toml", 32, "sweep.traffic", "write a dotted key in quotes"),
     case("sweep_unknown_key.toml", 33, "sweep.\"kernel.bogus\"", "unknown key `bogus`, expected one of"),
     case("sweep_missing_element.toml", 33, "sweep.\"traffic.flood.flows\"", "no `[[traffic]]` named `flood` (have: load)"),
-    case("sweep_wrong_type.toml", 32, "sweep.\"traffic.load.rate_pps\"", "invalid type: string \"fast\", expected a number"),
-    case("sweep_invalid_value.toml", 33, "sweep.\"traffic.load.payload_bytes\"", "expected at most 1472 bytes"),
+    case("sweep_wrong_type.toml", 32, "sweep.\"traffic.load.rate_pps\"", "invalid type: a string \"fast\", expected a number in 0..=1_000_000_000 (packets per second"),
+    case("sweep_invalid_value.toml", 33, "sweep.\"traffic.load.payload_bytes\"", "expected a whole number in 0..=1472 (bytes; one unfragmented frame), got 4000"),
     // A swept key that makes another key invalid: the line is the sweep key's, the key the failing one.
     case("sweep_breaks_base.toml", 35, "kernel.rfs", "RFS needs RPS"),
     // Variants: errors point at the variant's `set` key.
@@ -97,7 +97,7 @@ const CASES: &[Case] = &[
     case("figure_unknown_variant.toml", 54, "figure[0].variants", "no variant `polling` (have: legacy, napi)"),
     // Command-line overrides (`--set`): valid files, bad only with the override, which has no line.
     Case { file: "set_missing_element.toml", sets: &[("process.nobody.nice", "5")], line: None, key: "process.nobody.nice", message: "--set: no `[[process]]` named `nobody` (have: sink)" },
-    Case { file: "set_wrong_type.toml", sets: &[("kernel.hz", "fast")], line: None, key: "kernel.hz", message: "expected a non-negative integer (at most 4294967295) (given by --set kernel.hz=\"fast\")" },
+    Case { file: "set_wrong_type.toml", sets: &[("kernel.hz", "fast")], line: None, key: "kernel.hz", message: "invalid type: a string \"fast\", expected a whole number in 1..=10000 (timer interrupts per second; Linux offers 100..=1000) (given by --set kernel.hz=\"fast\")" },
 ];
 
 fn run(c: &Case) -> Result<ScenarioError, String> {
