@@ -32,7 +32,7 @@ fn case(name: &str, pps: f64, sim_s: u64) -> Result<BenchCase, String> {
     ];
     let sc = hostsim_scenario::load(Path::new("bench/udp-flood"), &sets).map_err(|e| e.to_string())?;
     reset_peak_rss();
-    let (out, info) = run_timed(sc.base_config().clone());
+    let (out, info) = run_timed(sc.base_config().clone())?;
     Ok(BenchCase {
         name: name.to_string(),
         pps,

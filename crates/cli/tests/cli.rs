@@ -136,3 +136,80 @@ fn bench_quick_prints_json_cases() {
         }
     }
 }
+
+/// A path always means that file: one that exists but cannot be read is an error naming it and
+/// the reason, even when its name is also a built-in scenario's.
+#[test]
+fn an_unreadable_file_is_never_replaced_by_the_builtin_of_the_same_name() {
+    let dir = tmp("shadow");
+    std::fs::create_dir_all(dir.join("udp-rtt.toml")).unwrap(); // a directory
+    let mut latin1 = std::fs::read(repo().join("scenarios/examples/livelock.toml")).unwrap();
+    latin1.splice(0..0, b"# caf\xe9\n".iter().copied()); // one Latin-1 byte in a comment
+    std::fs::write(dir.join("livelock.toml"), latin1).unwrap();
+    for (file, want) in [("udp-rtt.toml", "it is a directory"), ("livelock.toml", "livelock.toml:1: not UTF-8 text: byte 0xE9 at column 6")] {
+        let st = hostsim().args(["check", file]).current_dir(&dir).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{file}: {err}");
+        assert!(err.contains(want), "{file}: {err}");
+        let st = hostsim().args(["run", file, "--out", "o"]).current_dir(&dir).output().unwrap();
+        assert_eq!(st.status.code(), Some(1), "{file}");
+        assert!(!dir.join("o/summary.json").exists(), "{file}: the built-in was run");
+    }
+    // Only a name that is no file at all means a built-in.
+    let st = hostsim().args(["check", "udp-rtt"]).current_dir(&dir).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+}
+
+#[test]
+fn out_is_checked_before_anything_runs() {
+    let dir = tmp("out-first");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("file"), "").unwrap();
+    for cmd in ["run", "sweep"] {
+        let t0 = std::time::Instant::now();
+        let st = hostsim()
+            .args([cmd, "scenarios/examples/livelock.toml", "--out"])
+            .arg(dir.join("file/out"))
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot create output directory") && err.contains("file/out"), "{err}");
+        // Not a speed test: a sweep of livelock takes minutes, a refusal does not.
+        assert!(t0.elapsed().as_secs() < 60, "{cmd} ran before checking --out");
+    }
+}
+
+#[test]
+fn sweep_counts_runs_first_and_max_runs_raises_the_limit() {
+    let dir = tmp("maxruns");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(repo().join("scenarios/examples/livelock.toml")).unwrap();
+    let values: Vec<String> = (1..=100_000).map(|i| i.to_string()).collect();
+    let big = text.replace("[sweep]\n", &format!("[sweep]\n\"kernel.netdev_max_backlog\" = [{}]\n", values.join(", ")));
+    std::fs::write(dir.join("big.toml"), big).unwrap();
+    let st = hostsim().args(["check", "big.toml"]).current_dir(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(err.contains("key `sweep`") && err.contains("= 2_400_000 runs, more than the limit of 10000 (allow more with --max-runs N"), "{err}");
+    let st = hostsim().args(["check", "--max-runs", "24", "scenarios/examples/livelock.toml"]).current_dir(repo()).output().unwrap();
+    assert!(st.status.success());
+    let st = hostsim().args(["check", "--max-runs", "23", "scenarios/examples/livelock.toml"]).current_dir(repo()).output().unwrap();
+    assert_eq!(st.status.code(), Some(1));
+}
+
+#[test]
+fn jobs_are_an_error_or_capped_never_a_panic() {
+    let out = tmp("jobs");
+    let st = hostsim().args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "0", "--out"]).arg(&out).current_dir(repo()).output().unwrap();
+    assert_eq!(st.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&st.stderr).contains("--jobs: expected at least 1"));
+    let st = hostsim()
+        .args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "3000", "--set", "duration_ms=30", "--set", "warmup_ms=0", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+}

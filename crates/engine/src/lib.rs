@@ -14,7 +14,7 @@
 //!   Histogram / TimeSeries / Counter       statistics with fixed memory
 //! ```
 //!
-//! Public: [`Time`], [`EventQueue`], [`Timer`], [`RngStreams`] / [`Rng`], [`Histogram`],
+//! Public: [`Time`], [`EventQueue`] (and its [`Stall`]), [`Timer`], [`RngStreams`] / [`Rng`], [`Histogram`],
 //! [`TimeSeries`], [`Counter`]. Nothing else is exported.
 //!
 //! Guarantees:
@@ -24,6 +24,9 @@
 //!   nothing per event.
 //! - Random streams depend only on (root seed, stream name), so adding a component does not
 //!   change the numbers another component draws.
+//! - Time never runs backwards: scheduling before the clock panics (a model bug, with the seed),
+//!   `Time` arithmetic saturates instead of wrapping, and a clock that stops advancing stops the
+//!   run ([`Stall`]) instead of spinning.
 //!
 //! ```
 //! use hostsim_engine::{EventQueue, Time};
@@ -41,7 +44,7 @@ mod stats;
 mod time;
 mod timer;
 
-pub use queue::EventQueue;
+pub use queue::{EventQueue, Stall, STALL_EVENTS};
 pub use rng::{Rng, RngStreams};
 pub use stats::{Counter, Histogram, TimeSeries};
 pub use time::Time;

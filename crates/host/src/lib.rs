@@ -37,6 +37,7 @@ mod suppress;
 mod testutil;
 mod process;
 mod proto;
+mod run;
 mod rx;
 mod sched;
 mod sim;
@@ -53,6 +54,7 @@ pub use backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;
 pub use irq_route::IrqRouter;
 pub use nic::wire_bytes;
+pub use run::RunError;
 pub use summary::{
     CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
     TrafficSummary,
@@ -72,20 +74,21 @@ pub struct RunOutput {
 }
 
 /// Run one simulation to completion. Deterministic: the same config gives the same output.
+/// Panics with [`RunError`]'s message if the run stalls or the model has a bug: use [`try_run`]
+/// where that must be an error.
 pub fn run(cfg: HostConfig) -> RunOutput {
     run_with_progress(cfg, |_| {})
 }
 
 /// [`run`], calling `progress(simulated time)` now and then (every 2^20 events).
 pub fn run_with_progress(cfg: HostConfig, progress: impl FnMut(hostsim_engine::Time)) -> RunOutput {
-    let mut host = sim::Host::new(cfg);
-    host.run_with_progress(progress);
-    let summary = host.summary();
-    let trace = host.trace.as_ref().map(|t| t.to_json());
-    RunOutput {
-        summary,
-        timeseries: host.stats.series.clone(),
-        trace,
-        events: host.q.events_popped(),
-    }
+    try_run_with_progress(cfg, progress).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// Run one simulation; a run whose simulated time stops advancing, or a bug in the model (a
+/// panic, e.g. an event scheduled in the past), is an error naming the seed and the likely cause.
+pub fn try_run(cfg: HostConfig) -> Result<RunOutput, RunError> {
+    try_run_with_progress(cfg, |_| {})
+}
+
+pub use run::try_run_with_progress;

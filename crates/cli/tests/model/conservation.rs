@@ -5,23 +5,10 @@ use crate::repo;
 use hostsim_host::Summary;
 
 pub fn check_conservation(s: &Summary, what: &str) {
-    for c in &s.cpus {
-        let sum = c.hardirq_ns + c.softirq_ns + c.system_ns + c.user_ns + c.spin_ns + c.idle_ns;
-        assert_eq!(sum, s.sim_time_ns, "{what}: CPU {} states sum to {sum}, elapsed {}", c.id, s.sim_time_ns);
+    // The same checks every `hostsim run` and `sweep` makes before writing numbers.
+    if let Err(e) = hostsim_cli::conservation(s) {
+        panic!("{what}: {e}");
     }
-    let p = &s.packets;
-    let drops: u64 = p.drops.values().sum();
-    assert_eq!(
-        p.offered,
-        p.delivered + drops + p.in_flight,
-        "{what}: offered {} != delivered {} + drops {drops} + in flight {}",
-        p.offered,
-        p.delivered,
-        p.in_flight
-    );
-    let busy: u64 = s.processes.iter().map(|p| p.cpu_ns).sum();
-    let process_time: u64 = s.cpus.iter().map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns).sum();
-    assert!(busy <= process_time, "{what}: processes charged {busy} ns, more than the CPUs ran");
 }
 
 #[test]
