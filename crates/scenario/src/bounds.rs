@@ -180,15 +180,127 @@ pub type Violation = (Vec<Seg>, String);
 /// Check every value of the document `doc` against the first row of `table` whose pattern
 /// matches its key; `prefix` is where `doc` sits in the scenario (`profile_set` for profile keys).
 /// The first violation in document order is returned.
-pub fn check(doc: &Table, table: &[Bound], prefix: &[Seg]) -> Result<(), Violation> {
-    let rows: Vec<(Vec<&str>, &Range, &str)> = table.iter().map(|(p, r, w)| (p.split('.').collect(), r, *w)).collect();
-    let live: Vec<usize> = (0..rows.len()).collect();
+pub fn check(doc: &Table, table: &'static [Bound], prefix: &[Seg]) -> Result<(), Violation> {
+    let trie = trie(table);
     let mut at = prefix.to_vec();
-    visit_table(doc, &rows, &live, 0, &mut at)
+    visit_table(doc, trie, table, &[0], &mut at)
 }
 
-type Rows<'a> = [(Vec<&'a str>, &'a Range, &'a str)];
+/// The patterns of a table as a trie, built once: a node's children by literal segment and by
+/// wildcard (`*` or `*suffix`), and the first row whose pattern ends at the node.
+#[derive(Default)]
+struct Node {
+    lit: std::collections::BTreeMap<&'static str, usize>,
+    wild: Vec<(&'static str, usize)>,
+    ends: Option<usize>,
+}
 
+fn trie(table: &'static [Bound]) -> &'static [Node] {
+    use std::sync::OnceLock;
+    static SCEN: OnceLock<Vec<Node>> = OnceLock::new();
+    static PROF: OnceLock<Vec<Node>> = OnceLock::new();
+    let make = || {
+        let mut nodes = vec![Node::default()];
+        for (row, (pattern, _, _)) in table.iter().enumerate() {
+            let mut n = 0;
+            for seg in pattern.split('.') {
+                let next = if let Some(suffix) = seg.strip_prefix('*') {
+                    nodes[n].wild.iter().find(|(s, _)| *s == suffix).map(|w| w.1)
+                } else {
+                    nodes[n].lit.get(seg).copied()
+                };
+                n = match next {
+                    Some(c) => c,
+                    None => {
+                        nodes.push(Node::default());
+                        let c = nodes.len() - 1;
+                        match seg.strip_prefix('*') {
+                            Some(suffix) => nodes[n].wild.push((suffix, c)),
+                            None => {
+                                nodes[n].lit.insert(seg, c);
+                            }
+                        }
+                        c
+                    }
+                };
+            }
+            nodes[n].ends.get_or_insert(row);
+        }
+        nodes
+    };
+    if std::ptr::eq(table, SCENARIO) {
+        SCEN.get_or_init(make)
+    } else if std::ptr::eq(table, PROFILE) {
+        PROF.get_or_init(make)
+    } else {
+        Box::leak(make().into_boxed_slice())
+    }
+}
+
+/// The trie nodes a child reached by `seg` matches, from the nodes `at` its parent matched.
+fn step(trie: &[Node], from: &[usize], seg: Option<&str>) -> Vec<usize> {
+    let mut out = Vec::new();
+    for &n in from {
+        if let Some(k) = seg {
+            if let Some(&c) = trie[n].lit.get(k) {
+                out.push(c);
+            }
+        }
+        for &(suffix, c) in &trie[n].wild {
+            let hit = match seg {
+                Some(k) => k.ends_with(suffix),
+                None => suffix.is_empty(),
+            };
+            if hit {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn visit_table(t: &Table, trie: &[Node], table: &[Bound], nodes: &[usize], at: &mut Vec<Seg>) -> Result<(), Violation> {
+    for (k, v) in t {
+        let next = step(trie, nodes, Some(k));
+        if next.is_empty() {
+            continue;
+        }
+        at.push(Seg::Key(k.clone()));
+        let r = visit(v, trie, table, &next, at);
+        at.pop();
+        r?;
+    }
+    Ok(())
+}
+
+/// `v` is at `at`; `nodes` are the trie nodes its path matches.
+fn visit(v: &Value, trie: &[Node], table: &[Bound], nodes: &[usize], at: &mut Vec<Seg>) -> Result<(), Violation> {
+    // The first row (in table order) ending here applies to this value.
+    if let Some(row) = nodes.iter().filter_map(|&n| trie[n].ends).min() {
+        let (_, range, why) = &table[row];
+        check_value(v, range, why).map_err(|m| (at.clone(), m))?;
+    }
+    match v {
+        Value::Table(t) => visit_table(t, trie, table, nodes, at),
+        Value::Array(items) => {
+            let next = step(trie, nodes, None);
+            if next.is_empty() {
+                return Ok(());
+            }
+            for (i, item) in items.iter().enumerate() {
+                at.push(Seg::Index(i));
+                let r = visit(item, trie, table, &next, at);
+                at.pop();
+                r?;
+            }
+            Ok(())
+        }
+        // Anything else has the wrong shape: deserialisation names the type it expected.
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
 fn seg_matches(pat: &str, seg: &Seg) -> bool {
     match seg {
         Seg::Index(_) => pat == "*",
@@ -197,48 +309,6 @@ fn seg_matches(pat: &str, seg: &Seg) -> bool {
             Some(suffix) => key.ends_with(suffix),
             None => pat == key,
         },
-    }
-}
-
-fn visit_table(t: &Table, rows: &Rows, live: &[usize], depth: usize, at: &mut Vec<Seg>) -> Result<(), Violation> {
-    for (k, v) in t {
-        at.push(Seg::Key(k.clone()));
-        let r = visit(v, rows, live, depth, at);
-        at.pop();
-        r?;
-    }
-    Ok(())
-}
-
-/// `v` is at `at`, whose last segment is the pattern segment `depth`; `live` are the rows whose
-/// patterns matched the path so far.
-fn visit(v: &Value, rows: &Rows, live: &[usize], depth: usize, at: &mut Vec<Seg>) -> Result<(), Violation> {
-    let seg = at.last().expect("a segment was pushed");
-    let live: Vec<usize> = live.iter().copied().filter(|&i| rows[i].0.get(depth).is_some_and(|p| seg_matches(p, seg))).collect();
-    if live.is_empty() {
-        return Ok(());
-    }
-    // The first row ending here applies to this value.
-    if let Some(&i) = live.iter().find(|&&i| rows[i].0.len() == depth + 1) {
-        check_value(v, rows[i].1, rows[i].2).map_err(|m| (at.clone(), m))?;
-    }
-    let deeper: Vec<usize> = live.into_iter().filter(|&i| rows[i].0.len() > depth + 1).collect();
-    if deeper.is_empty() {
-        return Ok(());
-    }
-    match v {
-        Value::Table(t) => visit_table(t, rows, &deeper, depth + 1, at),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                at.push(Seg::Index(i));
-                let r = visit(item, rows, &deeper, depth + 1, at);
-                at.pop();
-                r?;
-            }
-            Ok(())
-        }
-        // Anything else has the wrong shape: deserialisation names the type it expected.
-        _ => Ok(()),
     }
 }
 
@@ -298,9 +368,9 @@ pub fn describe(range: &Range, why: &str) -> String {
 }
 
 fn check_value(v: &Value, range: &Range, why: &str) -> Result<(), String> {
-    let want = describe(range, why);
-    let bad = |got: String| Err(format!("expected {want}, got {got}"));
-    let wrong_type = || Err(format!("invalid type: {}, expected {want}", type_of(v)));
+    let want = || describe(range, why);
+    let bad = |got: String| Err(format!("expected {}, got {got}", want()));
+    let wrong_type = || Err(format!("invalid type: {}, expected {}", type_of(v), want()));
     match (range, v) {
         (Range::Int(min, max), Value::Integer(i)) => {
             if i < min || i > max {
@@ -327,7 +397,7 @@ fn check_value(v: &Value, range: &Range, why: &str) -> Result<(), String> {
         (Range::Finite, Value::Integer(_)) => {}
         (Range::Len(max), Value::Array(a)) => {
             if a.len() > *max {
-                return Err(format!("expected {want}, got {} elements", fmt_int(a.len() as i64)));
+                return Err(format!("expected {}, got {} elements", want(), fmt_int(a.len() as i64)));
             }
         }
         // A string where a name is allowed (`Finite` on a non-numeric key) is not ours to judge.

@@ -282,7 +282,7 @@ pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opt
             .map_err(|m| ScenarioError::new(path, None, k.clone(), format!("--set: {m}")))?;
         applied.push(Applied { origin: Origin::Set, key: k.clone(), target: paths::resolve(&doc, k), value });
     }
-    let file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
+    let file = deserialize(doc.clone()).map_err(|f| blame(path, src, f, &applied, None))?;
     let name = file.name.clone().unwrap_or_else(|| {
         path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
     });
@@ -422,13 +422,13 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn deserialize(doc: &Table) -> Result<File, Fail> {
+fn deserialize(doc: Table) -> Result<File, Fail> {
     // Ranges first: they say what is allowed in the file's words, before serde's types do.
-    bounds::check(doc, bounds::SCENARIO, &[]).map_err(|(segs, msg)| Fail { segs, msg })?;
+    bounds::check(&doc, bounds::SCENARIO, &[]).map_err(|(segs, msg)| Fail { segs, msg })?;
     if let Some(Value::Table(set)) = doc.get("profile_set") {
         bounds::check(set, bounds::PROFILE, &[paths::Seg::Key("profile_set".into())]).map_err(|(segs, msg)| Fail { segs, msg })?;
     }
-    let de = Value::Table(doc.clone());
+    let de = Value::Table(doc);
     serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
         let mut segs = paths::segs_of(e.path());
         let raw = e.inner().message().trim().to_string();
@@ -558,6 +558,8 @@ struct ProfileSource {
     text: String,
     table: Table,
     origin: String,
+    /// The profile built without `[profile_set]` overrides (the common case), once.
+    plain: Option<Result<Profile, String>>,
 }
 
 /// Find profile `name` for a scenario at `scenario_path` (see [`load_profile`]) and parse it.
@@ -580,21 +582,40 @@ fn find_profile(scenario_path: &Path, name: &str) -> Result<ProfileSource, Strin
         }
         match found {
             Some(f) => f,
-            None => match builtin_profiles().iter().find(|(n, _)| *n == name) {
-                Some((_, t)) => (t.to_string(), PathBuf::from(format!("<built-in>/profiles/{name}.toml"))),
-                None => {
-                    let names: Vec<&str> = builtin_profiles().iter().map(|(n, _)| *n).collect();
-                    return Err(format!("no profile `{name}` (built-in: {})", names.join(", ")));
-                }
-            },
+            None => {
+                // Built-in profiles never change: parsed once per process.
+                static BUILTIN: std::sync::OnceLock<Vec<Result<ProfileSource, String>>> = std::sync::OnceLock::new();
+                let all = BUILTIN.get_or_init(|| {
+                    builtin_profiles()
+                        .iter()
+                        .map(|(n, t)| parse_profile(n, t.to_string(), PathBuf::from(format!("<built-in>/profiles/{n}.toml"))))
+                        .collect()
+                });
+                return match builtin_profiles().iter().position(|(n, _)| *n == name) {
+                    Some(i) => all[i].clone(),
+                    None => {
+                        let names: Vec<&str> = builtin_profiles().iter().map(|(n, _)| *n).collect();
+                        Err(format!("no profile `{name}` (built-in: {})", names.join(", ")))
+                    }
+                };
+            }
         }
     };
+    parse_profile(name, text, origin)
+}
+
+/// A profile's text parsed, and built without overrides.
+fn parse_profile(name: &str, text: String, origin: PathBuf) -> Result<ProfileSource, String> {
     let origin = origin.display().to_string();
     let table: Table = text.parse().map_err(|e: toml::de::Error| {
         let line = e.span().map(|s| error::line_of(&text, s.start)).unwrap_or(0);
         format!("{origin}:{line}: not valid TOML: {}", e.message().trim())
     })?;
-    Ok(ProfileSource { name: name.to_string(), text, table, origin })
+    let mut src = ProfileSource { name: name.to_string(), text, table, origin, plain: None };
+    src.plain = Some(build_profile(&src, &Table::new()).map_err(|f| match f {
+        ProfileFail::Set(_, m) | ProfileFail::File(m) => m,
+    }));
+    Ok(src)
 }
 
 /// Profiles read once per scenario (a sweep of 10,000 points does not read the file 10,000 times).
@@ -687,10 +708,13 @@ pub fn load_profile_with(scenario_path: &Path, name: &str, set: &Table) -> Resul
 fn to_config(path: &Path, f: &File, profiles: &ProfileCache) -> Result<HostConfig, Fail> {
     let at_profile = |msg: String| Fail { segs: vec![paths::Seg::Key("profile".into())], msg };
     let src = profiles.get(path, &f.profile).map_err(at_profile)?;
-    let profile = build_profile(&src, &f.profile_set).map_err(|e| match e {
-        ProfileFail::Set(segs, msg) => Fail { segs, msg },
-        ProfileFail::File(m) => at_profile(m),
-    })?;
+    let profile = match (&src.plain, f.profile_set.is_empty()) {
+        (Some(plain), true) => plain.clone().map_err(at_profile)?,
+        _ => build_profile(&src, &f.profile_set).map_err(|e| match e {
+            ProfileFail::Set(segs, msg) => Fail { segs, msg },
+            ProfileFail::File(m) => at_profile(m),
+        })?,
+    };
     // Bounds keep every time below a day, so these products cannot overflow.
     let ms = 1_000_000u64;
     let cfg = HostConfig {
@@ -737,7 +761,7 @@ impl Scenario {
             set_path(&mut doc, k, val.clone()).map_err(|m| err_at(&self.path, &self.src, &["sweep", k], sweep_key(k), m))?;
             applied.push(Applied { origin: Origin::Sweep, key: k.clone(), value: val.clone(), target: paths::resolve(&doc, k) });
         }
-        deserialize(&doc).and_then(|file| to_config(&self.path, &file, &self.profiles)).map_err(|f| {
+        deserialize(doc).and_then(|file| to_config(&self.path, &file, &self.profiles)).map_err(|f| {
             // The file (with --set) is valid on its own, so if nothing applied is at the failing
             // key, a combination is at fault (e.g. a variant turning off a key another one needs).
             // Blame the variant if it is invalid without the sweep point, else the first sweep

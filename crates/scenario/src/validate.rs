@@ -12,7 +12,7 @@ use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
 use hostsim_host::{HostConfig, IrqRouting, Profile, SchedPolicy};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 type VResult = Result<(), (Vec<Seg>, String)>;
 
@@ -135,10 +135,21 @@ fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
     check_cpu_list(&k.rps_cpus, ncpu, key(&["kernel", "rps_cpus"]), false)
 }
 
+/// The ports each socket-reading `[[process]]` entry binds: (first, last, program, entry), sorted.
+fn port_ranges(c: &HostConfig) -> Vec<(u32, u32, ProgramKind, usize)> {
+    let mut r: Vec<(u32, u32, ProgramKind, usize)> = c
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic))
+        .filter_map(|(i, p)| p.port.map(|port| (u32::from(port), u32::from(port) + p.instances.max(1) - 1, p.program, i)))
+        .collect();
+    r.sort_by_key(|&(first, _, _, i)| (first, i));
+    r
+}
+
 fn processes(c: &HostConfig, ncpu: usize) -> VResult {
     let mut pnames = BTreeSet::new();
-    // Port → (program, the [[process]] entry that binds it first).
-    let mut ports: BTreeMap<u32, (ProgramKind, usize)> = BTreeMap::new();
     for (i, p) in c.processes.iter().enumerate() {
         check_name(&p.name, "process", true).map_err(|m| (elem("process", i, "name"), m))?;
         if !pnames.insert(p.name.as_str()) {
@@ -163,23 +174,6 @@ fn processes(c: &HostConfig, ncpu: usize) -> VResult {
             if last > 65535 {
                 return fail(elem("process", i, "instances"), format!("instances bind ports {port}..={last}: past 65535"));
             }
-            for q in u32::from(port)..=last {
-                match ports.get(&q) {
-                    Some(&(other, j)) if other != p.program => {
-                        let (a, b) = (&c.processes[j].name, &p.name);
-                        let msg = if is_tcp(other) != is_tcp(p.program) {
-                            format!("port {q} is shared by a TCP and a UDP program (`{a}` and `{b}`)")
-                        } else {
-                            format!("port {q} is shared by two different programs (`{a}` and `{b}`) reading one socket: give each its own port")
-                        };
-                        return fail(elem("process", i, "port"), msg);
-                    }
-                    Some(_) => {}
-                    None => {
-                        ports.insert(q, (p.program, i));
-                    }
-                }
-            }
         } else if p.port.is_some() {
             return fail(elem("process", i, "port"), "spin and periodic read no socket: remove `port`");
         }
@@ -193,6 +187,31 @@ fn processes(c: &HostConfig, ncpu: usize) -> VResult {
             return fail(elem("process", i, "reply_bytes"), "expected at most 1460 bytes (one TCP segment)");
         }
     }
+    // Processes naming the same port share its socket: threads of one program may, two
+    // different programs may not (each would read the other's messages).
+    let ranges = port_ranges(c);
+    let mut conflict: Option<(usize, usize, u32)> = None;
+    let mut reach: Option<(u32, ProgramKind, usize)> = None; // furthest-reaching range so far
+    for &(first, last, prog, i) in &ranges {
+        if let Some((end, other, j)) = reach {
+            if first <= end && other != prog {
+                let pair = (j.min(i), j.max(i), first);
+                conflict = Some(conflict.map_or(pair, |c| c.min(pair)));
+            }
+        }
+        if reach.is_none_or(|(end, _, _)| last > end) {
+            reach = Some((last, prog, i));
+        }
+    }
+    if let Some((j, i, q)) = conflict {
+        let (a, b) = (&c.processes[j], &c.processes[i]);
+        let msg = if is_tcp(a.program) != is_tcp(b.program) {
+            format!("port {q} is shared by a TCP and a UDP program (`{}` and `{}`)", a.name, b.name)
+        } else {
+            format!("port {q} is shared by two different programs (`{}` and `{}`) reading one socket: give each its own port", a.name, b.name)
+        };
+        return fail(elem("process", i, "port"), msg);
+    }
     Ok(())
 }
 
@@ -202,14 +221,11 @@ fn link_pps(link_mbps: u64, payload: u32, tcp: bool) -> f64 {
 }
 
 fn traffic(c: &HostConfig) -> VResult {
-    let mut ports: BTreeMap<u16, ProgramKind> = BTreeMap::new();
-    for p in &c.processes {
-        if let Some(port) = p.port {
-            for k in 0..p.instances {
-                ports.entry((u32::from(port) + k) as u16).or_insert(p.program);
-            }
-        }
-    }
+    let ranges = port_ranges(c);
+    let program_at = |port: u16| {
+        let q = u32::from(port);
+        ranges.iter().filter(|&&(first, last, _, _)| first <= q && q <= last).min_by_key(|r| r.3).map(|r| r.2)
+    };
     let mut tnames = BTreeSet::new();
     for (i, t) in c.traffic.iter().enumerate() {
         check_name(&t.name, "traffic", true).map_err(|m| (elem("traffic", i, "name"), m))?;
@@ -252,8 +268,8 @@ fn traffic(c: &HostConfig) -> VResult {
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
             return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
         }
-        if let Some(kind) = ports.get(&t.dst_port) {
-            if is_tcp(*kind) != tcp {
+        if let Some(kind) = program_at(t.dst_port) {
+            if is_tcp(kind) != tcp {
                 return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
             }
         }
@@ -285,89 +301,74 @@ pub const FLOW_BYTES: u64 = 128;
 /// A time-series row: 13 numbers.
 pub const SAMPLE_BYTES: u64 = 13 * 8;
 
-/// The model's worst-case memory, part by part, each with the key that sets it.
-pub fn memory_parts(c: &HostConfig) -> Vec<(u64, Vec<Seg>, String)> {
+/// The model's worst-case memory, part by part, each with the key that sets it (and, when
+/// `describe`, what the part is, for the message).
+pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, String)> {
     let ncpu = c.profile.topology.cpus() as u64;
     let k = &c.kernel;
-    let mut parts = Vec::new();
-    parts.push((
-        ncpu * (u64::from(k.netdev_max_backlog) + 1) * PACKET_BYTES,
-        key(&["kernel", "netdev_max_backlog"]),
-        format!("{ncpu} CPU backlogs of {} packets", k.netdev_max_backlog),
-    ));
-    parts.push((ncpu * PROCESS_BYTES, key(&["profile"]), format!("{ncpu} CPUs' ksoftirqd threads")));
+    let mut parts = Vec::with_capacity(8 + c.nics.len() * 2 + c.processes.len() * 2 + c.traffic.len());
+    let mut push = |bytes: u64, at: Vec<Seg>, what: &dyn Fn() -> String| parts.push((bytes, at, if describe { what() } else { String::new() }));
+    push(ncpu * (u64::from(k.netdev_max_backlog) + 1) * PACKET_BYTES, key(&["kernel", "netdev_max_backlog"]), &|| {
+        format!("{ncpu} CPU backlogs of {} packets", k.netdev_max_backlog)
+    });
+    push(ncpu * PROCESS_BYTES, key(&["profile"]), &|| format!("{ncpu} CPUs' ksoftirqd threads"));
     let total_queues: u64 = c.nics.iter().map(|n| u64::from(n.queues)).sum();
     if k.rfs {
-        parts.push((
-            u64::from(k.rfs_entries) * (4 + 16 * total_queues),
-            key(&["kernel", "rfs_entries"]),
-            format!("RFS tables of {} entries for {total_queues} queues", k.rfs_entries),
-        ));
+        push(u64::from(k.rfs_entries) * (4 + 16 * total_queues), key(&["kernel", "rfs_entries"]), &|| {
+            format!("RFS tables of {} entries for {total_queues} queues", k.rfs_entries)
+        });
     }
     let samples = c.duration_ns / c.sample_interval_ns.max(1);
-    parts.push((samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), format!("{samples} time-series samples")));
+    push(samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), &|| format!("{samples} time-series samples"));
+    let min_frame = hostsim_host::wire_bytes(0, false);
     for (i, n) in c.nics.iter().enumerate() {
-        parts.push((
-            u64::from(n.queues) * u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8,
-            elem("nic", i, "rx_ring"),
-            format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring),
-        ));
-        let min_frame = hostsim_host::wire_bytes(0, false);
-        parts.push((
-            n.switch_buffer_bytes / min_frame * PACKET_BYTES,
-            elem("nic", i, "switch_buffer_bytes"),
-            format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame),
-        ));
+        push(u64::from(n.queues) * u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8, elem("nic", i, "rx_ring"), &|| {
+            format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring)
+        });
+        push(n.switch_buffer_bytes / min_frame * PACKET_BYTES, elem("nic", i, "switch_buffer_bytes"), &|| {
+            format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame)
+        });
     }
-    let mut socket_ports = BTreeSet::new();
     for (i, p) in c.processes.iter().enumerate() {
-        parts.push((
-            u64::from(p.instances) * PROCESS_BYTES,
-            elem("process", i, "instances"),
-            format!("process `{}`: {} instances", p.name, p.instances),
-        ));
-        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
+        push(u64::from(p.instances) * PROCESS_BYTES, elem("process", i, "instances"), &|| format!("process `{}`: {} instances", p.name, p.instances));
+        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) || p.port.is_none() {
             continue;
         }
-        let Some(port) = p.port else { continue };
-        let new = (0..p.instances).filter(|&q| socket_ports.insert(u32::from(port) + q)).count() as u64;
         let (rcvbuf, at) = match p.rcvbuf_bytes {
             Some(b) => (b, elem("process", i, "rcvbuf_bytes")),
             None => (k.rcvbuf_bytes, key(&["kernel", "rcvbuf_bytes"])),
         };
         // The smallest packet a buffer holds is a 0-byte datagram: its truesize is the overhead.
+        // Instances sharing a port share a socket; counting one per instance overestimates.
         let per_sock = u64::from(rcvbuf) / u64::from(k.skb_overhead_bytes.max(1)) + 1;
-        parts.push((
-            new * per_sock * PACKET_BYTES,
-            at,
-            format!("process `{}`: {new} socket(s) of {rcvbuf} bytes, {per_sock} packets of {} bytes truesize each", p.name, k.skb_overhead_bytes),
-        ));
+        let socks = u64::from(p.instances);
+        push(socks * per_sock * PACKET_BYTES, at, &|| {
+            format!("process `{}`: {socks} socket(s) of {rcvbuf} bytes, {per_sock} packets of {} bytes truesize each", p.name, k.skb_overhead_bytes)
+        });
     }
     for (i, t) in c.traffic.iter().enumerate() {
         let flows = u64::from(t.flows.max(t.clients));
-        let mut b = PROCESS_BYTES + u64::from(t.clients) * 8 + flows * 8;
-        let mut at = elem("traffic", i, "flows");
-        let mut what = format!("traffic `{}`: {flows} flows", t.name);
+        let base = PROCESS_BYTES + u64::from(t.clients) * 8 + flows * 8;
         if t.kind == SourceKind::TcpWindow {
             // Every flow puts a window of segments on its client's link at once.
             let segs = u64::from(t.window_bytes).div_ceil(u64::from(t.payload_bytes.max(1)));
-            b += flows * (FLOW_BYTES + segs * PACKET_BYTES);
-            at = elem("traffic", i, "window_bytes");
-            what = format!("traffic `{}`: {flows} flows × a window of {segs} segments in flight", t.name);
+            push(base + flows * (FLOW_BYTES + segs * PACKET_BYTES), elem("traffic", i, "window_bytes"), &|| {
+                format!("traffic `{}`: {flows} flows × a window of {segs} segments in flight", t.name)
+            });
+        } else {
+            push(base, elem("traffic", i, "flows"), &|| format!("traffic `{}`: {flows} flows", t.name));
         }
-        parts.push((b, at, what));
     }
     parts
 }
 
 fn memory(c: &HostConfig) -> VResult {
-    let parts = memory_parts(c);
-    let total: u64 = parts.iter().map(|p| p.0).fold(0, u64::saturating_add);
+    let total: u64 = memory_parts(c, false).iter().map(|p| p.0).fold(0, u64::saturating_add);
     if total <= MEMORY_MAX {
         return Ok(());
     }
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-    let (bytes, at, what) = parts.into_iter().max_by_key(|p| p.0).expect("at least the backlogs");
+    let (bytes, at, what) = memory_parts(c, true).into_iter().max_by_key(|p| p.0).expect("at least the backlogs");
     fail(
         at,
         format!(
