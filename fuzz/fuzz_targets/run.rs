@@ -19,9 +19,8 @@ fuzz_target!(|input: Input| {
     show(&text, &[]);
     let Some(sc) = hostsim_cli::fuzzing::check_load(Path::new(PATH), &text, &[], 64) else { return };
     // The last run: with variants, the most overridden one.
-    for i in [sc.run_count() as u64 - 1] {
-        let (variant, point) = sc.nth_run(i).expect("below the run count");
-        let cfg = sc.config_with(variant, &point).expect("every run was validated at load");
+    for i in [sc.run_count() - 1] {
+        let cfg = sc.run_config(i).expect("every run was validated at load").config;
         if hostsim_cli::fuzzing::run_cost(&cfg) > EVENTS_MAX {
             continue;
         }

@@ -16,7 +16,7 @@ use std::path::Path;
 pub fn check_load(path: &Path, text: &str, sets: &[(String, String)], max_runs: u64) -> Option<Scenario> {
     match hostsim_scenario::load_str_with(path, text, sets, &Options { max_runs }) {
         Ok(sc) => {
-            assert!(sc.run_count() >= 1 && sc.run_count() <= u128::from(max_runs), "accepted {} runs with max_runs {max_runs}", sc.run_count());
+            assert!(sc.run_count() >= 1 && sc.run_count() as u64 <= max_runs, "accepted {} runs with max_runs {max_runs}", sc.run_count());
             Some(sc)
         }
         Err(e) => {

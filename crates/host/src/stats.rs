@@ -25,6 +25,7 @@ pub(crate) struct Snapshot {
     pub(crate) irq_suppressions: u64,
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
+    pub(crate) src_drops: Vec<[u64; N_DROPS]>,
 }
 
 pub struct Stats {

@@ -69,22 +69,38 @@ fn fingerprint(sc: &Scenario, cfg: &hostsim_host::HostConfig) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What Python needs to know about a scenario: name, description, sweep, variants, claims,
-/// figures, and every run (variant × point, with its fingerprint) in `hostsim sweep`'s order.
+/// What Python needs to know about a scenario: name, description, sweep, variants, seeds, claims,
+/// figures, calibration parameters and overlay, and every run (variant × point × seed, with its
+/// fingerprint) in `hostsim sweep`'s order.
 #[pyfunction]
 #[pyo3(signature = (path, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
 fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<String> {
     guard(|| {
+        // Loading validated every run's configuration (as `hostsim check` does).
         let sc = load(path, text, &sets, max_runs)?;
-        let mut runs: Vec<serde_json::Value> = Vec::new();
-        sc.for_each_run(|r| {
-            let point: serde_json::Map<String, serde_json::Value> =
-                r.point.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
-            let fp = fingerprint(&sc, &r.config);
-            runs.push(serde_json::json!({ "variant": r.variant, "point": point, "seed": r.config.seed, "fingerprint": fp }));
+        let mut runs: Vec<serde_json::Value> = Vec::with_capacity(sc.run_count());
+        sc.for_each_point(|variant, point, config| {
+            let point_json: serde_json::Map<String, serde_json::Value> =
+                point.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
+            for k in 0..u64::from(sc.seeds.max(1)) {
+                let mut c = config.clone();
+                c.seed = config.seed.wrapping_add(k);
+                let fp = fingerprint(&sc, &c);
+                runs.push(serde_json::json!({ "variant": variant.unwrap_or("base"), "point": point_json, "seed": c.seed, "fingerprint": fp }));
+            }
             Ok(())
         })
         .map_err(err)?;
+        let calibrate: Vec<serde_json::Value> = sc
+            .calibrate
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "name": p.name, "key": p.key, "min": p.bounds().map(|b| b.0), "max": p.bounds().map(|b| b.1),
+                    "integer": p.integer(), "offset": p.offset_f64(), "source": p.source,
+                })
+            })
+            .collect();
         let sweep: Vec<serde_json::Value> = sc.sweep.iter().map(|(k, v)| serde_json::json!([k, v])).collect();
         let variants: Vec<&str> = sc.variants.iter().map(|v| v.name.as_str()).collect();
         json(&serde_json::json!({
@@ -94,6 +110,11 @@ fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> P
             "variants": variants,
             "expects": sc.expects,
             "figures": sc.figures,
+            "seeds": sc.seeds,
+            "seed_list": sc.seed_list(),
+            "calibrate": calibrate,
+            "calibration": sc.calibration,
+            "calibration_runs": sc.runs_for_role(hostsim_scenario::Role::Calibration),
             "runs": runs,
         }))
     })
@@ -129,15 +150,13 @@ fn run(
 /// its fingerprint.
 #[pyfunction]
 #[pyo3(signature = (path, index, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
-fn run_point(py: Python<'_>, path: &str, index: u64, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
+fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
     guard(|| {
         let sc = load(path, text, &sets, max_runs)?;
-        let (variant, point) = sc
-            .nth_run(index)
-            .ok_or_else(|| err(format!("run {index} out of range: the sweep has {} runs", sc.run_count())))?;
-        let cfg = sc.config_with(variant, &point).map_err(err)?;
-        let fp = fingerprint(&sc, &cfg);
-        let what = hostsim_cli::describe_run(&hostsim_scenario::RunSpec { variant: variant.unwrap_or("base").to_string(), point, config: cfg.clone() });
+        let spec = sc.run_config(index).map_err(err)?;
+        let fp = fingerprint(&sc, &spec.config);
+        let what = hostsim_cli::describe_run(&spec);
+        let cfg = spec.config;
         let mut out = py
             .allow_threads(|| guard(|| hostsim_cli::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}")))))?;
         sc.derive_metrics(&mut out.summary.metrics);
@@ -151,6 +170,28 @@ fn prepare_out(dir: &str) -> PyResult<()> {
     guard(|| hostsim_cli::prepare_out(Path::new(dir)).map_err(err))
 }
 
+fn rows_of(sc: &Scenario, indices: &[usize], summaries: &[String]) -> PyResult<Vec<Row>> {
+    if indices.len() != summaries.len() {
+        return Err(err(format!("{} summaries for {} runs", summaries.len(), indices.len())));
+    }
+    let mut rows = Vec::with_capacity(indices.len());
+    for (&i, s) in indices.iter().zip(summaries) {
+        let (variant, point, seed) =
+            sc.run_at(i).ok_or_else(|| err(format!("run {i} out of range: the sweep has {} runs", sc.run_count())))?;
+        let v: serde_json::Value = serde_json::from_str(s).map_err(|e| err(format!("summary of run {i}: {e}")))?;
+        let metrics = v
+            .get("metrics")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| err(format!("summary of run {i} has no `metrics` table")))?
+            .iter()
+            // summary.json writes NaN (e.g. a stalled RTT measurement) as null.
+            .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(f64::NAN)))
+            .collect();
+        rows.push(Row { variant: variant.unwrap_or("base").to_string(), point, seed, metrics });
+    }
+    Ok(rows)
+}
+
 /// From every run's summary.json (in run order): results.csv and the claims' verdicts as JSON,
 /// exactly as `hostsim sweep` writes them.
 #[pyfunction]
@@ -158,26 +199,32 @@ fn prepare_out(dir: &str) -> PyResult<()> {
 fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
     guard(|| {
         let sc = load(path, text, &sets, max_runs)?;
-        let count = sc.run_count();
-        if count != summaries.len() as u128 {
-            return Err(err(format!("{} summaries for {count} runs", summaries.len())));
-        }
-        let mut rows = Vec::with_capacity(summaries.len());
-        for (i, s) in summaries.iter().enumerate() {
-            let (variant, point) = sc.nth_run(i as u64).expect("index below the run count");
-            let v: serde_json::Value = serde_json::from_str(s).map_err(|e| err(format!("summary of run {i}: {e}")))?;
-            let metrics = v
-                .get("metrics")
-                .and_then(|m| m.as_object())
-                .ok_or_else(|| err(format!("summary of run {i} has no `metrics` table")))?
-                .iter()
-                // summary.json writes NaN (e.g. a stalled RTT measurement) as null.
-                .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(f64::NAN)))
-                .collect();
-            rows.push(Row { variant: variant.unwrap_or("base").to_string(), point, metrics });
-        }
+        let all: Vec<usize> = (0..sc.run_count()).collect();
+        let rows = rows_of(&sc, &all, &summaries)?;
         let expectations = sc.evaluate(&rows);
         Ok((hostsim_cli::results_csv(&sc, &rows), serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n"))
+    })
+}
+
+/// The calibration claims judged on the runs `indices` (`scenario_info`'s `calibration_runs`),
+/// as JSON: `{"claims": [...verdicts...], "loss": [per claim], "objective": sum}`.
+#[pyfunction]
+#[pyo3(signature = (path, indices, summaries, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
+fn evaluate_calibration(
+    path: &str,
+    indices: Vec<usize>,
+    summaries: Vec<String>,
+    text: Option<&str>,
+    sets: Sets,
+    max_runs: u64,
+) -> PyResult<String> {
+    guard(|| {
+        let sc = load(path, text, &sets, max_runs)?;
+        let rows = rows_of(&sc, &indices, &summaries)?;
+        let claims = sc.evaluate_role(&rows, hostsim_scenario::Role::Calibration);
+        let loss: Vec<f64> = claims.iter().map(|c| c.calibration_loss()).collect();
+        let objective: f64 = loss.iter().sum();
+        json(&serde_json::json!({ "claims": claims, "loss": loss, "objective": objective }))
     })
 }
 
@@ -192,5 +239,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_point, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_out, m)?)?;
     m.add_function(wrap_pyfunction!(finish, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate_calibration, m)?)?;
     Ok(())
 }

@@ -77,6 +77,7 @@ pub const SCENARIO: &[Bound] = &[
     ("duration_ms", int(1, DAY_MS), TIME),
     ("warmup_ms", int(0, DAY_MS), TIME),
     ("seed", int(0, I64_MAX), "any non-negative 64-bit integer"),
+    ("seeds", int(1, 1_000), "seeds per sweep point and variant"),
     ("sample_interval_ms", int(1, DAY_MS), TIME),
     ("nic", len(64), "NICs; 64 ports are more than any server has"),
     ("process", len(4_096), "[[process]] entries (use `instances` for many copies)"),
@@ -84,6 +85,10 @@ pub const SCENARIO: &[Bound] = &[
     ("variant", len(1_000), "variants"),
     ("expect", len(10_000), "claims"),
     ("figure", len(1_000), "figures"),
+    ("calibrate", len(100), "calibration parameters"),
+    ("calibrate.*.min", finite(), ""),
+    ("calibrate.*.max", finite(), ""),
+    ("calibrate.*.offset", finite(), ""),
     // [kernel]
     ("kernel.hz", int(1, 10_000), "timer interrupts per second; Linux offers 100..=1000"),
     ("kernel.netdev_max_backlog", int(1, 1_048_576), "packets per CPU backlog; 2^20 is 4x the 250,000 that 100 GbE tuning guides set"),
