@@ -8,7 +8,7 @@
 //! cargo run -p hostsim-scenario --example hostile_corpus
 //! ```
 
-use hostsim_scenario::bounds::{describe, fmt_int, Range, PROFILE, SCENARIO};
+use hostsim_scenario::bounds::{describe, fmt_float, fmt_int, Range, PROFILE, SCENARIO};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -96,7 +96,7 @@ fn cases_for(pattern: &str, range: Range, why: &str) -> Vec<Case> {
             }
         }
         Range::Float(min, max) => {
-            push("above", format!("{pattern} ten times its largest allowed value"), format!("{:e}", max * 10.0), format!("{}", max * 10.0));
+            push("above", format!("{pattern} ten times its largest allowed value"), format!("{:e}", max * 10.0), fmt_float(max * 10.0));
             push("nan", format!("{pattern} not a number"), "nan".into(), "nan".into());
             let _ = min;
         }
@@ -209,7 +209,7 @@ fn profile_cases() -> Vec<Case> {
         };
         let got = match range {
             Range::Int(_, max) => int(max + 1),
-            Range::Float(_, max) => format!("{}", max * 10.0),
+            Range::Float(_, max) => fmt_float(max * 10.0),
             _ => continue,
         };
         let (header, tail) = if table.is_empty() { ("[profile_set]".to_string(), key.clone()) } else { (format!("[profile_set.{table}]"), key.clone()) };

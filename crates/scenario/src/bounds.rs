@@ -329,7 +329,8 @@ fn type_of(v: &Value) -> String {
     }
 }
 
-fn fmt_float(f: f64) -> String {
+/// A number as messages show it: whole numbers like `fmt_int`, `nan`, `inf`.
+pub fn fmt_float(f: f64) -> String {
     if f.is_nan() {
         "nan".into()
     } else if f.is_infinite() {
