@@ -10,6 +10,7 @@ mod queueing;
 mod rfs;
 mod scheduler;
 mod seeds;
+mod transmit;
 
 use hostsim_host::Summary;
 use hostsim_scenario::Scenario;
