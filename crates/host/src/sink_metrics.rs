@@ -63,7 +63,9 @@ pub fn insert(m: &mut BTreeMap<String, f64>, name: &str, s: &SinkStats) {
     put("long_gaps", long as f64);
     put("long_gap_frac_400_800", frac(count_range(g, 400, 800), long));
     put("long_gap_frac_450_650", frac(count_range(g, 450, 650), long));
+    put("lengthened_gaps", lengthened as f64);
     put("lengthened_frac", frac(lengthened, long));
+    put("kept_frac", frac(long - lengthened, long));
     put("long_gap_mode_us", mode_us(g, 400, 1000));
     put("lengthened_mode_us", mode_us(g, 1000, 5000));
 }

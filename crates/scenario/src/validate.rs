@@ -319,6 +319,21 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
                 return Err(at(elem("figure", i, "x"), format!("`{x}` is not a swept key ({have_swept})")));
             }
         }
+        if let Some(x) = &f.series {
+            if !swept.contains(x.as_str()) {
+                return Err(at(elem("figure", i, "series"), format!("`{x}` is not a swept key ({have_swept})")));
+            }
+        }
+        for k in f.at.keys() {
+            if !swept.contains(k.as_str()) {
+                let mut ks = elem("figure", i, "at");
+                ks.push(Seg::Key(k.clone()));
+                return Err(at(ks, format!("`{k}` is not a swept key ({have_swept})")));
+            }
+        }
+        if f.kind == Some(crate::figure::FigureKind::Histogram) && f.x.is_some() {
+            return Err(at(elem("figure", i, "x"), "a histogram's horizontal axis is its bins: give `series`, not `x`".into()));
+        }
         for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref())) {
             if !known_variant(v) {
                 let key = if f.variants.contains(v) { "variants" } else { "marks" };
