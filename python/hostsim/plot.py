@@ -55,7 +55,7 @@ def histogram_columns(df: pd.DataFrame, y: str) -> list[tuple[float, str]]:
 def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[str] | None = None,
            title: str | None = None, marks: Iterable[Mapping[str, Any]] = (), xlabel: str | None = None,
            ylabel: str | None = None, paper: str | None = None, ax=None, kind: str | None = None,
-           at: Mapping[str, Any] | None = None, series: str | None = None, **_ignored):
+           at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False, **_ignored):
     """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
     ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
     ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. Returns the Figure."""
@@ -68,6 +68,8 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
     vs = [v for v in (list(variants) if variants else allv) if v in allv]
     if kind == "histogram":
         _histogram(ax, df, y, vs, series, list(marks or []))
+        if log_y:
+            ax.set_yscale("symlog", linthresh=1.0)
         ax.set_xlabel(xlabel or y)
         ax.set_ylabel(ylabel or "count")
         if title:

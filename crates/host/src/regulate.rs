@@ -72,7 +72,12 @@ impl Host {
                 self.procs[pid as usize].state = ProcState::Runnable;
                 let plan = self.procs[pid as usize].speed.expect("regulated");
                 self.speed_arm_end(pid, plan.slot_of(self.now));
-                self.enqueue_woken(pid);
+                let cpu = self.procs[pid as usize].cpu as usize;
+                if self.cpus[cpu].curr != Some(pid) {
+                    self.enqueue_woken(pid);
+                }
+                // Else it was throttled while an interrupt held its CPU and has not been
+                // switched out yet: being runnable again, schedule() keeps it queued.
             }
             ProcState::Runnable => {
                 // Its run of allocated slots ends: off the CPU or out of its run queue.

@@ -64,6 +64,11 @@ impl Host {
         let seq = self.enq_seq;
         let latency = self.cfg.kernel.sched_latency_us * 1000;
         let minv = self.cpus[cpu].min_vruntime;
+        debug_assert!(
+            self.cpus[cpu].curr != Some(pid) && !self.cpus[cpu].rq_cfs.contains(&pid) && !self.cpus[cpu].rq_rt.contains(&pid),
+            "task {pid} queued twice on cpu {cpu} (seed {})",
+            self.cfg.seed
+        );
         let p = &mut self.procs[pid as usize];
         p.enq_seq = seq;
         p.cpu = cpu as u32;

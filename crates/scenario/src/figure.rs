@@ -45,6 +45,9 @@ pub struct Figure {
     /// Histogram: a swept key whose values are drawn as separate series.
     #[serde(default)]
     pub series: Option<String>,
+    /// A logarithmic vertical axis (for histograms whose bins differ by orders of magnitude).
+    #[serde(default)]
+    pub log_y: bool,
     /// Variants drawn (default: all, in file order).
     #[serde(default)]
     pub variants: Vec<String>,
