@@ -161,6 +161,8 @@ pub struct Source {
     outstanding: Option<(u64, u64)>, // (seq, sent_at)
     tcp: Vec<TcpFlow>,
     sink: Vec<SinkState>,
+    /// Flows with an ACK due, by due time: O(log flows) per frame with thousands of flows.
+    sink_due: std::collections::BTreeSet<(u64, u32)>,
     pub stats: SourceStats,
 }
 
@@ -181,7 +183,7 @@ impl Source {
             stats.sink.gaps = vec![0; GAP_BINS];
             stats.sink.short_gap_sizes = vec![0; SIZE_BINS];
         }
-        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, stats }
+        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), stats }
     }
     pub fn config(&self) -> &SourceConfig {
         &self.cfg
@@ -206,21 +208,36 @@ impl Source {
 
     /// The sink's next timed action (an ACK leaving, a delayed ACK due).
     fn sink_next_wake(&self) -> Option<Time> {
-        self.sink.iter().flat_map(|f| [f.ack_at, f.delack_at]).flatten().min().map(Time)
+        self.sink_due.first().map(|&(t, _)| Time(t))
+    }
+
+    /// Flow `f`'s due time changed from `old` to its current one: keep `sink_due` in step.
+    fn sink_reschedule(&mut self, f: usize, old: Option<u64>) {
+        let st = &self.sink[f];
+        let new = st.ack_at.or(st.delack_at);
+        if old != new {
+            if let Some(t) = old {
+                self.sink_due.remove(&(t, f as u32));
+            }
+            if let Some(t) = new {
+                self.sink_due.insert((t, f as u32));
+            }
+        }
     }
 
     /// Send what is due at `now`; returns the next wake-up.
     fn sink_wake(&mut self, now_ns: u64, out: &mut Vec<Emit>) -> Option<Time> {
-        for f in 0..self.sink.len() {
-            let st = &mut self.sink[f];
-            let due = st.ack_at.is_some_and(|t| t <= now_ns) || st.delack_at.is_some_and(|t| t <= now_ns);
-            if due {
-                st.ack_at = None;
-                st.delack_at = None;
-                st.unacked = 0;
-                let ack = st.rcv_nxt;
-                self.emit_ack(out, f as u32, ack);
+        while let Some(&(t, f)) = self.sink_due.first() {
+            if t > now_ns {
+                break;
             }
+            self.sink_due.pop_first();
+            let st = &mut self.sink[f as usize];
+            st.ack_at = None;
+            st.delack_at = None;
+            st.unacked = 0;
+            let ack = st.rcv_nxt;
+            self.emit_ack(out, f, ack);
         }
         self.sink_next_wake()
     }
@@ -230,6 +247,7 @@ impl Source {
         let record = now_ns >= self.cfg.record_from_ns;
         let stack = self.cfg.client_stack_ns;
         let f = flow as usize % self.sink.len().max(1);
+        let old_due = self.sink[f].ack_at.or(self.sink[f].delack_at);
         let st = &mut self.sink[f];
         let prev = st.last_arrival.replace(now_ns);
         if record {
@@ -285,6 +303,7 @@ impl Source {
         } else if st.delack_at.is_none() && st.ack_at.is_none() {
             st.delack_at = Some(now_ns + DELACK_NS);
         }
+        self.sink_reschedule(f, old_due);
         self.sink_next_wake()
     }
 
