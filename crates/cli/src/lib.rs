@@ -54,9 +54,35 @@ pub fn conservation(s: &Summary) -> Result<(), String> {
     }
     let p = &s.packets;
     let drops: u64 = p.drops.values().fold(0u64, |a, &b| a.saturating_add(b));
-    let accounted = p.delivered.saturating_add(drops).saturating_add(p.in_flight);
+    let accounted = p.delivered.saturating_add(p.acks_consumed).saturating_add(drops).saturating_add(p.in_flight);
     if p.offered != accounted {
-        return Err(format!("{} packets offered but {} delivered + {drops} dropped + {} in flight", p.offered, p.delivered, p.in_flight));
+        return Err(format!(
+            "{} packets offered but {} delivered + {} ACKs consumed + {drops} dropped + {} in flight",
+            p.offered, p.delivered, p.acks_consumed, p.in_flight
+        ));
+    }
+    let tx_accounted = p.tx_delivered.saturating_add(p.tx_ring_drops).saturating_add(p.tx_in_flight);
+    if p.tx_frames != tx_accounted {
+        return Err(format!(
+            "{} frames sent but {} delivered + {} device drops + {} in flight",
+            p.tx_frames, p.tx_delivered, p.tx_ring_drops, p.tx_in_flight
+        ));
+    }
+    if p.tx_delivered_bytes > p.tx_bytes {
+        return Err(format!("{} bytes arrived but {} were sent", p.tx_delivered_bytes, p.tx_bytes));
+    }
+    if p.tx_in_flight == 0 && p.tx_ring_drops == 0 && p.tx_delivered_bytes != p.tx_bytes {
+        return Err(format!("{} bytes sent but {} delivered, none lost or in flight", p.tx_bytes, p.tx_delivered_bytes));
+    }
+    let t = &s.tcp;
+    if t.written_bytes != t.acked_bytes.saturating_add(t.unacked_bytes) {
+        return Err(format!("TCP: {} bytes written but {} acknowledged + {} held", t.written_bytes, t.acked_bytes, t.unacked_bytes));
+    }
+    if t.sent_bytes < t.acked_bytes {
+        return Err(format!("TCP acknowledged {} bytes but sent {}", t.acked_bytes, t.sent_bytes));
+    }
+    if s.speed_violations != 0 {
+        return Err(format!("a speed-regulated process ran outside its slots {} times", s.speed_violations));
     }
     let busy: u64 = s.processes.iter().map(|p| p.cpu_ns).fold(0u64, |a, b| a.saturating_add(b));
     let ran: u64 = s.cpus.iter().map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns).fold(0u64, |a, b| a.saturating_add(b));
@@ -307,7 +333,16 @@ pub fn claims_table(results: &[ExpectResult]) -> String {
                 hostsim_scenario::Op::Le => "<=".to_string(),
                 hostsim_scenario::Op::Gt => ">".to_string(),
                 hostsim_scenario::Op::Ge => ">=".to_string(),
-                hostsim_scenario::Op::Approx => format!("~(±{}%)", r.tolerance.unwrap_or(0.05) * 100.0),
+                hostsim_scenario::Op::Approx | hostsim_scenario::Op::Outside => {
+                    let sign = if r.op == hostsim_scenario::Op::Approx { "~" } else { "outside" };
+                    let t = r.tolerance.unwrap_or(0.05);
+                    // An absolute tolerance is judged on `sim - target`, a relative one on the ratio.
+                    if r.judged == "sim - target" {
+                        format!("{sign}(±{t})")
+                    } else {
+                        format!("{sign}(±{}%)", t * 100.0)
+                    }
+                }
             };
             let _ = write!(s, "      sim {} {op} {}", with_ci(r.sim, r.sim_ci, r.seeds), with_ci(r.rhs, r.rhs_ci, r.seeds));
             if r.seeds > 1 {

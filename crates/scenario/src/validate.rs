@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 type VResult = Result<(), (Vec<Seg>, String)>;
 
 fn is_tcp(p: ProgramKind) -> bool {
-    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho)
+    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend)
 }
 
 fn key(parts: &[&str]) -> Vec<Seg> {
@@ -109,6 +109,9 @@ pub fn config(c: &HostConfig) -> VResult {
         if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
             return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
         }
+        if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
+            return fail(elem("nic", i, "tx_irq_ring_level"), format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring));
+        }
         if n.coalesce_frames > n.rx_ring && n.coalesce_usecs == 0 {
             return fail(
                 elem("nic", i, "coalesce_frames"),
@@ -131,6 +134,9 @@ fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
     }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
+    }
+    if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
+        return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
     }
     check_cpu_list(&k.rps_cpus, ncpu, key(&["kernel", "rps_cpus"]), false)
 }
@@ -186,6 +192,39 @@ fn processes(c: &HostConfig, ncpu: usize) -> VResult {
         if p.program == ProgramKind::TcpEcho && p.reply_bytes > 1460 {
             return fail(elem("process", i, "reply_bytes"), "expected at most 1460 bytes (one TCP segment)");
         }
+        if p.sndbuf_bytes == Some(0) {
+            return fail(elem("process", i, "sndbuf_bytes"), "expected a send buffer of at least 1 byte");
+        }
+        if p.program == ProgramKind::StreamSend {
+            if p.unit_bytes == 0 {
+                return fail(elem("process", i, "unit_bytes"), format!("expected a send() unit in 1..={} bytes, got 0 (stream_send needs unit_bytes)", u32::MAX));
+            }
+            if p.total_bytes == 0 {
+                return fail(elem("process", i, "total_bytes"), "expected at least 1 byte to send");
+            }
+            let Some(to) = &p.connect else {
+                return fail(elem("process", i, "program"), "stream_send needs `connect`: the name of a stream_sink [[traffic]]");
+            };
+            match c.traffic.iter().find(|t| &t.name == to) {
+                None => {
+                    let have: Vec<&str> = c.traffic.iter().map(|t| t.name.as_str()).collect();
+                    return fail(elem("process", i, "connect"), format!("no [[traffic]] named `{to}` (have: {})", have.join(", ")));
+                }
+                Some(t) if t.kind != SourceKind::StreamSink => {
+                    return fail(elem("process", i, "connect"), format!("`{to}` is a {:?} source; a connection needs a stream_sink", t.kind));
+                }
+                Some(t) if t.flows < p.instances => {
+                    return fail(elem("process", i, "instances"), format!("{} instances need {} flows on `{to}` (it has {})", p.instances, p.instances, t.flows));
+                }
+                Some(_) => {}
+            }
+        } else {
+            for (k, set) in [("connect", p.connect.is_some()), ("unit_bytes", p.unit_bytes != 0)] {
+                if set {
+                    return fail(elem("process", i, k), "only a stream_send program takes this key");
+                }
+            }
+        }
     }
     // Processes naming the same port share its socket: threads of one program may, two
     // different programs may not (each would read the other's messages).
@@ -237,7 +276,7 @@ fn traffic(c: &HostConfig) -> VResult {
             let have = if have.is_empty() { "none: add a [[nic]]".to_string() } else { have.join(", ") };
             return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {have})", t.nic));
         }
-        let tcp = t.kind == SourceKind::TcpWindow || t.protocol == hostsim_host::Protocol::Tcp;
+        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink) || t.protocol == hostsim_host::Protocol::Tcp;
         if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) {
             // The busiest client link carries ceil(F / C) of the F flows' frames.
             let flows = t.flows.max(t.clients);
@@ -448,6 +487,21 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
             if !swept.contains(x.as_str()) {
                 return Err(at(elem("figure", i, "x"), format!("`{x}` is not a swept key ({have_swept})")));
             }
+        }
+        if let Some(x) = &f.series {
+            if !swept.contains(x.as_str()) {
+                return Err(at(elem("figure", i, "series"), format!("`{x}` is not a swept key ({have_swept})")));
+            }
+        }
+        for k in f.at.keys() {
+            if !swept.contains(k.as_str()) {
+                let mut ks = elem("figure", i, "at");
+                ks.push(Seg::Key(k.clone()));
+                return Err(at(ks, format!("`{k}` is not a swept key ({have_swept})")));
+            }
+        }
+        if f.kind == Some(crate::figure::FigureKind::Histogram) && f.x.is_some() {
+            return Err(at(elem("figure", i, "x"), "a histogram's horizontal axis is its bins: give `series`, not `x`".into()));
         }
         for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref())) {
             if !known_variant(v) {
