@@ -116,6 +116,10 @@ pub enum BacklogKind {
     Fifo,
     /// Priority-Based Queues (`ozaki-pbq`, paper 000) under high load.
     Pbq,
+    /// Linux's RPS flow limit (3.11+, `skb_flow_limit`): Linux's NAPI-era FIFO, and once a
+    /// backlog is at least half full, packets of a flow holding more than half of the enqueuing
+    /// CPU's recent history are dropped (`flow_limit.rs`). Needs `rx_path = "napi"`.
+    FlowLimit,
 }
 
 /// Wake-up placement policy (`select_task_rq`). `linux` is the placement of the kernel's
@@ -178,6 +182,14 @@ pub struct KernelConfig {
     pub backlog: BacklogKind,
     /// PBQ: packets the top-priority queue keeps from eviction; level l keeps this × (l+1)/40.
     pub pbq_min_packets: u32,
+    /// Flow limit: the CPUs with a flow table (`net.core.flow_limit_cpu_bitmap`). Linux consults
+    /// the table of the CPU doing the enqueue (with RPS, the one polling the NIC), so these are
+    /// the CPUs that handle receive interrupts (Documentation/networking/scaling.rst). Empty =
+    /// every CPU.
+    pub flow_limit_cpus: Vec<u32>,
+    /// Flow limit: buckets per CPU's flow table (`net.core.flow_limit_table_len`; Linux's default
+    /// 4096; a power of two, at most 65536).
+    pub flow_limit_table_len: u32,
     /// `ozaki-pbq` interrupt suppression at context switch: under high load, when the incoming
     /// process's socket buffer is over half full and a draw weighted by its priority succeeds,
     /// take its CPU out of the NICs' IRQ affinity (never the last CPU); restore afterwards.
@@ -239,6 +251,8 @@ impl Default for KernelConfig {
             irq_frames_max: 64,
             backlog: BacklogKind::Fifo,
             pbq_min_packets: 30,
+            flow_limit_cpus: Vec::new(),
+            flow_limit_table_len: crate::flow_limit::FLOW_LIMIT_TABLE_LEN,
             irq_suppression: false,
             rps: false,
             rps_cpus: Vec::new(),

@@ -104,7 +104,16 @@ impl Host {
         m.pbq_branch_ns + if b.high_load() { m.pbq_classify_ns } else { 0 }
     }
 
+    /// `enqueue_to_backlog(skb, target)` run on CPU `from`.
     fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
+        // `qlen <= netdev_max_backlog && !skb_flow_limit(skb, qlen)`: the flow-limit table is the
+        // enqueuing CPU's (`this_cpu_ptr`), the queue length the target's.
+        let target_len = self.cpus[target].backlog.len();
+        let hash = self.pkts[pkt as usize].hash;
+        if self.cpus[from].backlog.limit(hash, target_len) {
+            self.stats.flow_limit_drops[from] += 1;
+            return self.drop_pkt(pkt, DropPlace::FlowLimit);
+        }
         let prio = if self.cpus[target].backlog.needs_priority() { self.packet_level(pkt) } else { 0 };
         let res = self.cpus[target].backlog.enqueue(pkt, prio);
         if let Enqueue::Evicted { victim } = res {

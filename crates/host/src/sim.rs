@@ -344,7 +344,7 @@ impl Host {
                 next_balance: Time::ZERO,
                 core,
                 llc,
-                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel, streams.stream(&format!("backlog/{c}"))),
+                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel, c as usize, streams.stream(&format!("backlog/{c}"))),
                 poll_list: VecDeque::with_capacity(8),
                 napi_quota: 0,
                 backlog_scheduled: false,

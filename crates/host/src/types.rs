@@ -55,10 +55,12 @@ pub enum DropPlace {
     TcpOutOfOrder = 5,
     /// Evicted from a lower-priority PBQ by a higher-priority arrival.
     PbqEvict = 6,
+    /// Refused by the enqueuing CPU's RPS flow limit (`skb_flow_limit`).
+    FlowLimit = 7,
 }
-pub const N_DROPS: usize = 7;
+pub const N_DROPS: usize = 8;
 pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict"];
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

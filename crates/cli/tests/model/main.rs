@@ -3,6 +3,7 @@
 
 mod conservation;
 mod determinism;
+mod flow_limit;
 mod goda;
 mod livelock;
 mod profiles;
