@@ -35,6 +35,9 @@ pub struct MechanismCosts {
     pub irq_suppress_check_ns: u64,
     /// Interrupt suppression: rewriting one NIC queue's IRQ affinity (IO-APIC) when it changes.
     pub irq_affinity_write_ns: u64,
+    /// Flow limit: `skb_flow_limit`'s table work (history and bucket update) per packet enqueued
+    /// by a CPU with a table while the target backlog is at least half full.
+    pub flow_limit_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -102,6 +102,11 @@ impl FlowLimit {
         FlowLimit { fifo: Fifo::new(max, false), max, table: table_len.map(|n| Box::new(SdFlowLimit::new(n))) }
     }
 
+    /// Does `limit` do the table work for an enqueue onto a backlog of `target_len`?
+    pub fn engaged(&self, target_len: usize) -> bool {
+        self.table.is_some() && target_len <= self.max && target_len >= self.max >> 1
+    }
+
     /// This CPU's table, if it has one.
     #[cfg(test)]
     pub fn table(&self) -> Option<&SdFlowLimit> {
@@ -160,6 +165,8 @@ mod tests {
             assert!(!f.limit(7, MAX / 2));
         }
         assert!(f.limit(7, MAX / 2), "at half full (qlen = max >> 1) the table is consulted");
+        assert!(f.engaged(MAX / 2) && f.engaged(MAX) && !f.engaged(MAX / 2 - 1) && !f.engaged(MAX + 1));
+        assert!(!FlowLimit::new(MAX, None).engaged(MAX / 2), "no table, no table work");
     }
 
     #[test]

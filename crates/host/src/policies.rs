@@ -45,6 +45,11 @@ impl Backlog {
             }
         }
     }
+    /// Does this (enqueuing CPU's) policy do table work in `limit` for a target backlog of
+    /// `target_len` (flow limit: it has a table and the backlog is at least half full)?
+    pub fn limit_engaged(&self, target_len: usize) -> bool {
+        matches!(self, Backlog::FlowLimit(f) if f.engaged(target_len))
+    }
     /// Does this policy need each packet's priority (a port → priority lookup)?
     pub fn needs_priority(&self) -> bool {
         matches!(self, Backlog::Pbq(_))

@@ -104,6 +104,16 @@ impl Host {
         m.pbq_branch_ns + if b.high_load() { m.pbq_classify_ns } else { 0 }
     }
 
+    /// Extra cost of the enqueuing CPU's `limit` check on CPU `from` for an enqueue onto
+    /// `target`'s backlog (flow limit: the table work once that backlog is at least half full).
+    pub fn backlog_limit_cost(&self, from: usize, target: usize) -> u64 {
+        if self.cpus[from].backlog.limit_engaged(self.cpus[target].backlog.len()) {
+            self.cfg.profile.mechanisms.flow_limit_ns
+        } else {
+            0
+        }
+    }
+
     /// `enqueue_to_backlog(skb, target)` run on CPU `from`.
     fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
         // `qlen <= netdev_max_backlog && !skb_flow_limit(skb, qlen)`: the flow-limit table is the
@@ -229,8 +239,10 @@ impl Host {
                     c.napi_quota += 1;
                     let driver = self.cfg.profile.costs.driver_rx_frame_ns;
                     let extra = self.rps_extra_cost(cpu, pkt);
-                    if self.pkts[pkt as usize].rx_cpu != NONE {
-                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra;
+                    let rx_cpu = self.pkts[pkt as usize].rx_cpu;
+                    if rx_cpu != NONE {
+                        let limit = self.backlog_limit_cost(cpu, rx_cpu as usize);
+                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + limit;
                         self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
                     } else {
                         self.pkts[pkt as usize].rx_cpu = cpu as u32;

@@ -90,6 +90,17 @@ fn the_table_consulted_is_the_enqueuing_cpus_not_the_targets() {
     assert!(s.packets.drops["backlog"] > 0);
 }
 
+#[test]
+fn the_table_work_is_charged_to_the_enqueuing_cpu() {
+    let text = two_flows("flow_limit", "[]");
+    let free = run(&load_text("fl", &text, &[]));
+    let costly = run(&load_text("fl", &text, &[("profile_set.mechanisms.flow_limit_ns", "500")]));
+    let sirq = |s: &Summary, c: usize| s.cpus[c].softirq_ns as f64;
+    // CPU 0 polls the NIC and does every enqueue; CPU 1 only runs its backlog.
+    assert!(sirq(&costly, 0) > sirq(&free, 0) * 1.05, "CPU 0: {} vs {}", sirq(&costly, 0), sirq(&free, 0));
+    assert!(costly.packets.drops["flow_limit"] > 0);
+}
+
 /// Random NAPI/RPS hosts under flow limit: `flows` flows of one source plus a second source,
 /// RSS over `queues` queues, an RPS map, tables on some CPUs.
 fn random_host(queues: u32, rps_mask: u8, table_mask: u8, max_backlog: u32, rate: u32, flows: u32, seed: u64) -> String {
