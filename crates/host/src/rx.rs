@@ -94,7 +94,8 @@ impl Host {
     }
 
     /// Extra cost of the backlog policy's enqueue on `target` (PBQ: the branch, plus the
-    /// priority lookup under high load).
+    /// priority lookup under high load), charged where the enqueue runs: the legacy hard-IRQ
+    /// handler's frame (`nic.rs`) or the NAPI poll that steers the packet (`softirq_next`).
     pub fn backlog_enqueue_cost(&self, target: usize) -> u64 {
         let b = &self.cpus[target].backlog;
         if !b.needs_priority() {
@@ -241,8 +242,10 @@ impl Host {
                     let extra = self.rps_extra_cost(cpu, pkt);
                     let rx_cpu = self.pkts[pkt as usize].rx_cpu;
                     if rx_cpu != NONE {
-                        let limit = self.backlog_limit_cost(cpu, rx_cpu as usize);
-                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + limit;
+                        // enqueue_to_backlog runs here, in the poll: the enqueuing CPU's check
+                        // and the target policy's enqueue work are charged to this unit.
+                        let backlog = self.backlog_limit_cost(cpu, rx_cpu as usize) + self.backlog_enqueue_cost(rx_cpu as usize);
+                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + backlog;
                         self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
                     } else {
                         self.pkts[pkt as usize].rx_cpu = cpu as u32;

@@ -6,6 +6,7 @@ mod determinism;
 mod flow_limit;
 mod goda;
 mod livelock;
+mod pbq;
 mod profiles;
 mod queueing;
 mod rfs;
