@@ -210,6 +210,12 @@ pub struct KernelConfig {
     pub rfs_no_reorder_rule: bool,
     /// Entries of the RFS socket and device flow tables (power of two).
     pub rfs_entries: u32,
+    /// Key the flow hash per boot. Linux >= 3.19 fills the RSS key with random bytes at boot
+    /// (`netdev_rss_key_fill`) and keys its software flow hash with a random `hashrnd`, so which
+    /// flows share a NIC queue, a polling CPU, an RPS CPU or a flow-limit bucket changes from
+    /// boot to boot. `true`: the run's seed draws the key (a seed is a boot). `false` (default):
+    /// one fixed hash, the same in every run.
+    pub rss_key_per_boot: bool,
     /// Default socket receive buffer (`rmem_default`), bytes of truesize.
     pub rcvbuf_bytes: u32,
     /// Truesize overhead added to each queued packet's payload (sk_buff + slab rounding).
@@ -262,6 +268,7 @@ impl Default for KernelConfig {
             rfs: false,
             rfs_no_reorder_rule: true,
             rfs_entries: 32768,
+            rss_key_per_boot: false,
             rcvbuf_bytes: 212_992,
             skb_overhead_bytes: 256,
             wake_policy: WakePolicy::Linux,

@@ -96,9 +96,10 @@ pub fn cpu_mask(cpus: &[u32], n: usize) -> u128 {
     }
 }
 
-/// A fixed 32-bit mix of a flow's identity (stands in for the NIC's Toeplitz hash).
-pub fn flow_hash(src: u32, flow: u32, dst_port: u16) -> u32 {
-    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port);
+/// A 32-bit mix of a flow's identity under `key` (stands in for the NIC's Toeplitz hash with
+/// its RSS key; key 0 is the model's fixed hash).
+pub fn flow_hash(key: u64, src: u32, flow: u32, dst_port: u16) -> u32 {
+    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port) ^ key;
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
