@@ -227,6 +227,12 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
     let at = |segs: Vec<Seg>, msg: String| {
         crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
     };
+    if let Some(id) = &sc.extends {
+        let ok = !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !ok {
+            return Err(at(key(&["extends"]), format!("expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `{id}`")));
+        }
+    }
     let mut names = BTreeSet::new();
     for (i, v) in sc.variants.iter().enumerate() {
         if !names.insert(v.name.as_str()) {

@@ -58,6 +58,7 @@ const CASES: &[Case] = &[
     case("missing_traffic_nic.toml", 23, "traffic[0].nic", "missing required key `nic` (in this [[traffic]])"),
     // Meaning.
     case("unknown_profile.toml", 3, "profile", "no profile `pentium5-9000` (built-in: "),
+    case("extends_not_a_paper_id.toml", 3, "extends", "expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `paper 000`"),
     case("warmup_not_shorter.toml", 5, "warmup_ms", "expected warm-up shorter than duration_ms"),
     case("duplicate_process.toml", 24, "process[1].name", "duplicate process name `sink`"),
     case("duplicate_nic.toml", 18, "nic[1].name", "duplicate NIC name `eth0`"),
