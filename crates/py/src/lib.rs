@@ -106,6 +106,7 @@ fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> P
         json(&serde_json::json!({
             "name": sc.name,
             "description": sc.description,
+            "extends": sc.extends,
             "sweep": sweep,
             "variants": variants,
             "expects": sc.expects,

@@ -112,11 +112,20 @@ pub const SCENARIO: &[Bound] = &[
     ("kernel.balance_interval_ms", int(1, 60_000), "ms between load balancing passes"),
     ("kernel.timer_slack_ns", int(0, 1_000_000_000), "ns; at most 1 s"),
     ("kernel.delack_ms", int(0, 60_000), "ms; Linux's delayed ACK is 40..=200 ms"),
+    ("kernel.sndbuf_bytes", int(1, 1 << 30), "bytes; Linux's sk_sndbuf is an int and SO_SNDBUF doubles it, so 2^30"),
+    ("kernel.tcp_mss_bytes", int(1, 65_495), "bytes; 65,535 less the IP and TCP headers (the largest MSS, loopback's)"),
+    ("kernel.speed_slot_us", int(1, 1_000_000), "us per Tender slot; at most 1 s"),
+    ("kernel.speed_block_ms", int(1, 3_600_000), "ms per Tender block; at most an hour, so slots per block stay below 2^32 and slots.rs's products fit in u64"),
+    ("kernel.flow_limit_table_len", int(1, 65_536), "buckets; Linux's history holds u16 bucket numbers, so at most 2^16 (a power of two)"),
+    ("kernel.flow_limit_cpus", len(128), "CPUs in net.core.flow_limit_cpu_bitmap"),
+    ("kernel.flow_limit_cpus.*", int(0, 127), CPU_ID),
     // [[nic]]
     ("nic.*.rate_mbps", int(1, 1_000_000), "Mbit/s; 1 Tbit/s is above the fastest Ethernet port (800 Gbit/s)"),
     ("nic.*.queues", int(1, 128), "RX queues"),
     ("nic.*.rx_ring", int(1, 8_192), "RX descriptors per queue; the largest rings of real NICs (mlx5, ice) hold 8,192"),
     ("nic.*.tx_ring", int(1, 8_192), "TX descriptors; the largest rings of real NICs (mlx5, ice) hold 8,192"),
+    ("nic.*.tx_queue_len", int(0, 1_048_576), "frames in the device queue (txqueuelen); 2^20 is 100x the largest common setting"),
+    ("nic.*.tx_irq_ring_level", int(1, 8_192), "TX descriptors, at most a ring"),
     ("nic.*.coalesce_frames", int(1, 8_192), "frames per interrupt, at most a ring"),
     ("nic.*.coalesce_usecs", int(0, 1_000_000), "us; at most 1 s"),
     ("nic.*.irq_cpus", len(128), "CPUs"),
@@ -141,6 +150,11 @@ pub const SCENARIO: &[Bound] = &[
     ("process.*.rcvbuf_bytes", int(1, 1 << 30), "bytes; Linux's sk_rcvbuf is an int and SO_RCVBUF doubles it, so 2^30"),
     ("process.*.start_ms", int(0, DAY_MS), TIME),
     ("process.*.instances", int(1, 65_535), "copies, one port each"),
+    ("process.*.unit_bytes", int(0, 4_294_967_295), "bytes per send() (0 = not a stream_send)"),
+    ("process.*.total_bytes", int(0, 1 << 50), "bytes to send; at most 1 PiB"),
+    ("process.*.sndbuf_bytes", int(1, 1 << 30), "bytes; Linux's sk_sndbuf is an int and SO_SNDBUF doubles it, so 2^30"),
+    ("process.*.speed_pct", int(1, 100), "percent of full speed (Tender)"),
+    ("process.*.start_jitter_us", int(0, DAY_US), TIME),
     // [[traffic]]
     ("traffic.*.dst_port", int(1, 65_535), PORT),
     ("traffic.*.clients", int(1, 65_535), "client machines, one port each"),
@@ -159,6 +173,8 @@ pub const SCENARIO: &[Bound] = &[
     ("expect.*.paper_value", finite(), ""),
     ("expect.*.value", finite(), ""),
     ("expect.*.factor", finite(), ""),
+    ("expect.*.offset", finite(), ""),
+    ("expect.*.tolerance_abs", float(0.0, 1e15), "an absolute tolerance, in the metric's unit"),
     ("expect.*.tolerance", float(0.0, 1e6), "a relative tolerance"),
     ("figure.*.marks", len(10_000), "marks"),
     ("figure.*.marks.*.x", finite(), ""),
@@ -453,11 +469,12 @@ mod tests {
         for k in ["duration_ms", "warmup_ms", "seed", "sample_interval_ms"] {
             doc.insert(k.into(), Value::Integer(1));
         }
-        doc.insert("kernel".into(), Value::try_from(KernelConfig::default()).unwrap());
-        let nic: NicConfig = toml::from_str("name = \"a\"\nrate_mbps = 1\nbalance_irq_interval_us = 1\nirq_cpus = [0]").unwrap();
-        let process: ProcessConfig = toml::from_str("name = \"a\"\nprogram = \"udp_sink\"\nport = 1\ncpus = [0]\nrenice = [{ at_ms = 1, nice = 0 }]\nrcvbuf_bytes = 1").unwrap();
+        let kernel = KernelConfig { rps_cpus: vec![0], flow_limit_cpus: vec![0], ..KernelConfig::default() };
+        doc.insert("kernel".into(), Value::try_from(kernel).unwrap());
+        let nic: NicConfig = toml::from_str("name = \"a\"\nrate_mbps = 1\nbalance_irq_interval_us = 1\nirq_cpus = [0]\ntx_irq_ring_level = 1").unwrap();
+        let process: ProcessConfig = toml::from_str("name = \"a\"\nprogram = \"udp_sink\"\nport = 1\ncpus = [0]\nrenice = [{ at_ms = 1, nice = 0 }]\nrcvbuf_bytes = 1\nsndbuf_bytes = 1\nspeed_pct = 50").unwrap();
         let traffic: TrafficConfig = toml::from_str("name = \"a\"\nkind = \"cbr\"\nnic = \"a\"\ndst_port = 1\nstop_ms = 1").unwrap();
-        let expect: crate::Expect = toml::from_str("claim = \"\"\nmetric = \"m\"\nop = \"<\"\nvalue = 1\npaper_value = 1\ntolerance = 1").unwrap();
+        let expect: crate::Expect = toml::from_str("claim = \"\"\nmetric = \"m\"\nop = \"<\"\nvalue = 1\npaper_value = 1\ntolerance = 1\ntolerance_abs = 1").unwrap();
         let figure: crate::Figure = toml::from_str("title = \"\"\ny = \"m\"\nmarks = [{ x = 1, y = 1 }]").unwrap();
         for (k, v) in [("nic", Value::try_from(nic).unwrap()), ("process", Value::try_from(process).unwrap()), ("traffic", Value::try_from(traffic).unwrap()), ("expect", Value::try_from(expect).unwrap()), ("figure", Value::try_from(figure).unwrap())] {
             doc.insert(k.into(), Value::Array(vec![v]));

@@ -61,6 +61,11 @@ struct File {
     name: Option<String>,
     #[serde(default)]
     description: String,
+    /// The paper id (`ozaki-pbq`, …) whose experiment this scenario carries beyond the paper (to
+    /// another machine, kernel or mechanism). Such a scenario is not a reproduction: the report
+    /// draws it in its "Extensions" section.
+    #[serde(default)]
+    extends: Option<String>,
     /// A profile name (`profiles/<name>.toml`) or a path relative to the scenario file.
     profile: String,
     duration_ms: u64,
@@ -144,6 +149,8 @@ pub struct Scenario {
     pub path: PathBuf,
     pub name: String,
     pub description: String,
+    /// `extends`: the paper whose experiment this carries further (not a reproduction).
+    pub extends: Option<String>,
     src: String,
     /// The file with `--set` applied, without the tables that are not a run's configuration
     /// (`NOT_CONFIG`): what each run's variant and sweep values are applied to.
@@ -364,6 +371,7 @@ pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opt
         path: path.to_path_buf(),
         name,
         description: file.description.clone(),
+        extends: file.extends.clone(),
         src: src.to_string(),
         base: to_config(path, &file, &profiles).map_err(|f| blame(path, src, f, &applied, None))?,
         doc: config_doc,

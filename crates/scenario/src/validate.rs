@@ -10,7 +10,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{HostConfig, IrqRouting, Profile, SchedPolicy};
+use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -135,6 +135,14 @@ fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
+    if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
+        return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");
+    }
+    // History entries are u16 bucket numbers (struct sd_flow_limit); Linux's sysctl requires a power of two.
+    if !k.flow_limit_table_len.is_power_of_two() || k.flow_limit_table_len > 1 << 16 {
+        return fail(key(&["kernel", "flow_limit_table_len"]), format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len));
+    }
+    check_cpu_list(&k.flow_limit_cpus, ncpu, key(&["kernel", "flow_limit_cpus"]), false)?;
     if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
         return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
     }
@@ -364,6 +372,9 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
         push(u64::from(n.queues) * u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8, elem("nic", i, "rx_ring"), &|| {
             format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring)
         });
+        push(u64::from(n.tx_queue_len) * PACKET_BYTES, elem("nic", i, "tx_queue_len"), &|| {
+            format!("NIC `{}`: a device queue of {} frames", n.name, n.tx_queue_len)
+        });
         push(n.switch_buffer_bytes / min_frame * PACKET_BYTES, elem("nic", i, "switch_buffer_bytes"), &|| {
             format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame)
         });
@@ -424,6 +435,12 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
     let at = |segs: Vec<Seg>, msg: String| {
         crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
     };
+    if let Some(id) = &sc.extends {
+        let ok = !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !ok {
+            return Err(at(key(&["extends"]), format!("expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `{id}`")));
+        }
+    }
     let mut names = BTreeSet::new();
     for (i, v) in sc.variants.iter().enumerate() {
         check_name(&v.name, "variant", true).map_err(|m| at(elem("variant", i, "name"), m))?;
