@@ -46,6 +46,8 @@ pub fn run_cost(cfg: &HostConfig) -> f64 {
             // One request outstanding: a round trip takes at least a microsecond.
             hostsim_workload::SourceKind::PingPong => link.min(2e6),
             hostsim_workload::SourceKind::TcpWindow => link,
+            // The host's sending TCP into this sink: data frames in, ACKs out, at most its link.
+            hostsim_workload::SourceKind::StreamSink => link,
         };
         // Each packet: arrival, interrupt, softirq, protocol, wake-up, recv, maybe a reply.
         events += pps * secs * 12.0;

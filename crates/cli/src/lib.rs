@@ -215,7 +215,7 @@ pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, Str
             .par_iter()
             .map(|s| {
                 let mut out = run_checked(s.config.clone()).map_err(|e| format!("{}: run {}: {e}", sc.path.display(), describe_run(s)))?;
-                sc.derive_metrics(&mut out.summary.metrics);
+                sc.derive_metrics(&mut out.summary.metrics)?;
                 pb.inc(1);
                 Ok(out.summary)
             })

@@ -149,7 +149,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let res = hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000));
             pb.finish_and_clear();
             let (mut output, info) = res?;
-            sc.derive_metrics(&mut output.summary.metrics);
+            sc.derive_metrics(&mut output.summary.metrics)?;
             write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
             let m = &output.summary.metrics;
             eprintln!(

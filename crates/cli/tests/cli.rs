@@ -214,3 +214,50 @@ fn jobs_are_an_error_or_capped_never_a_panic() {
         .unwrap();
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
 }
+
+/// `[metrics]` aliases cannot replace a model metric or name one the run lacks (issue 15: they
+/// silently made `cpu_util` 1000 or produced null columns).
+#[test]
+fn metric_aliases_that_replace_or_dangle_are_errors() {
+    let base = std::fs::read_to_string(repo().join("crates/scenario/tests/good/minimal.toml")).unwrap();
+    for (alias, from, want) in [("cpu_util", "delivered_pps", "one of the model's own metrics"), ("throughput", "no_such_metric", "no metric named `no_such_metric`")] {
+        let dir = tmp(&format!("alias-{alias}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = base.replace("[sweep]", &format!("[metrics]\n{alias} = \"{from}\"\n\n[sweep]"));
+        let file = dir.join("s.toml");
+        std::fs::write(&file, text).unwrap();
+        let st = hostsim().args(["run"]).arg(&file).args(["--set", "duration_ms=20", "--set", "warmup_ms=5", "--out"]).arg(dir.join("out")).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{alias}: {err}");
+        assert!(err.contains(want) && err.contains(&format!("metrics.{alias}")), "{alias}: {err}");
+        assert!(!dir.join("out/summary.json").exists(), "{alias}: numbers written");
+    }
+}
+
+/// A process with instances reports its CPU share per instance (a fraction of one CPU) and the
+/// sum in CPUs separately.
+#[test]
+fn cpu_frac_of_a_process_with_instances_is_a_fraction() {
+    let out = tmp("cpufrac");
+    let st = hostsim()
+        .args(["run", "scenarios/ozaki-pbq-throughput.toml", "--set", "duration_ms=200", "--set", "warmup_ms=50", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let m = s["metrics"].as_object().unwrap();
+    let mut seen = 0;
+    for (k, v) in m {
+        if let Some(name) = k.strip_suffix("_cpu_frac") {
+            let f = v.as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&f), "{k} = {f}");
+            if let Some(sum) = m.get(&format!("{name}_cpus")) {
+                seen += 1;
+                assert!(sum.as_f64().unwrap() >= f, "{name}_cpus below its per-instance mean");
+            }
+        }
+    }
+    assert!(seen > 0, "no process with instances reported <name>_cpus");
+}

@@ -108,7 +108,13 @@ impl Host {
         for (p, g) in self.cfg.processes.iter().zip(&groups) {
             m.insert(format!("{}_rx_pps", p.name), rate(g[0], 0));
             m.insert(format!("{}_rx_mbps", p.name), rate(g[1], 0) * 8e-6);
-            m.insert(format!("{}_cpu_frac", p.name), rate(g[2], 0) * 1e-9);
+            // A fraction of one CPU: with several instances, their mean (each is one thread, so
+            // it stays in 0..=1); the sum, in CPUs, is `<name>_cpus` (0..=instances).
+            let cpus = rate(g[2], 0) * 1e-9;
+            m.insert(format!("{}_cpu_frac", p.name), cpus / f64::from(p.instances.max(1)));
+            if p.instances > 1 {
+                m.insert(format!("{}_cpus", p.name), cpus);
+            }
             if p.program == hostsim_workload::ProgramKind::StreamSend {
                 // Segments put out and bytes that send() took, per second of the window.
                 m.insert(format!("{}_tx_pps", p.name), rate(g[3], 0));

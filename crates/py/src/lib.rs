@@ -142,7 +142,7 @@ fn run(
         };
         cfg.trace = trace;
         let (mut out, info) = py.allow_threads(|| guard(|| hostsim_cli::run_timed(cfg).map_err(err)))?;
-        sc.derive_metrics(&mut out.summary.metrics);
+        sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
         Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, out.trace))
     })
 }
@@ -160,7 +160,7 @@ fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets:
         let cfg = spec.config;
         let mut out = py
             .allow_threads(|| guard(|| hostsim_cli::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}")))))?;
-        sc.derive_metrics(&mut out.summary.metrics);
+        sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
         Ok((hostsim_cli::summary_json(&out.summary), fp))
     })
 }

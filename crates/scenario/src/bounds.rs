@@ -153,7 +153,7 @@ pub const SCENARIO: &[Bound] = &[
     ("process.*.unit_bytes", int(0, 4_294_967_295), "bytes per send() (0 = not a stream_send)"),
     ("process.*.total_bytes", int(0, 1 << 50), "bytes to send; at most 1 PiB"),
     ("process.*.sndbuf_bytes", int(1, 1 << 30), "bytes; Linux's sk_sndbuf is an int and SO_SNDBUF doubles it, so 2^30"),
-    ("process.*.speed_pct", int(1, 100), "percent of full speed (Tender)"),
+    ("process.*.speed_pct", int(1, 100), "a speed in percent, Tender's regulation"),
     ("process.*.start_jitter_us", int(0, DAY_US), TIME),
     // [[traffic]]
     ("traffic.*.dst_port", int(1, 65_535), PORT),
@@ -353,6 +353,9 @@ pub fn fmt_float(f: f64) -> String {
         if f > 0.0 { "inf".into() } else { "-inf".into() }
     } else if f.fract() == 0.0 && f.abs() < 1e15 {
         fmt_int(f as i64)
+    } else if f != 0.0 && (f.abs() < 1e-3 || f.abs() >= 1e15) {
+        // 1e-300 as `1e-300`, not three hundred zeros.
+        format!("{f:e}")
     } else {
         format!("{f}")
     }

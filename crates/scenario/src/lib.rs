@@ -1010,12 +1010,25 @@ impl Scenario {
         Ok(out)
     }
 
-    /// Add the `[metrics]` aliases to a run's metrics (NaN where the aliased metric is missing).
-    pub fn derive_metrics(&self, m: &mut std::collections::BTreeMap<String, f64>) {
+    /// Add the `[metrics]` aliases to a run's metrics. An alias copies its metric exactly (so its
+    /// values stay in that metric's range); an alias that would replace one of the model's own
+    /// metrics, or that names a metric the run does not have, is an error naming the
+    /// `[metrics]` line (the set of metrics is known only once the configuration has run).
+    pub fn derive_metrics(&self, m: &mut std::collections::BTreeMap<String, f64>) -> Result<(), String> {
         for (alias, from) in &self.metric_aliases {
-            let v = m.get(from).copied().unwrap_or(f64::NAN);
+            let segs = [paths::Seg::Key("metrics".into()), paths::Seg::Key(alias.clone())];
+            let fail = |msg: String| err_segs(&self.path, &self.src, &segs, paths::render(&segs), msg).to_string();
+            if m.contains_key(alias) {
+                return Err(fail(format!("`{alias}` is one of the model's own metrics; an alias may not replace it (choose another name)")));
+            }
+            let Some(&v) = m.get(from) else {
+                let near: Vec<&str> = m.keys().filter(|k| k.contains(from.split('_').next().unwrap_or(""))).take(8).map(String::as_str).collect();
+                let hint = if near.is_empty() { String::new() } else { format!(" (similar: {})", near.join(", ")) };
+                return Err(fail(format!("no metric named `{from}` in this run's results{hint}")));
+            };
             m.insert(alias.clone(), v);
         }
+        Ok(())
     }
 
     /// Evaluate the scenario's claims against sweep results (every seed's rows).

@@ -294,8 +294,16 @@ fn traffic(c: &HostConfig) -> VResult {
                 return fail(
                     elem("traffic", i, "rate_pps"),
                     format!(
-                        "expected a rate in {RATE_PPS_MIN}..={cap:.0} pkt/s for {} client link(s) of {} Mbit/s with {}-byte payloads (faster than its link, a source would queue without limit), got {}",
-                        t.clients, t.link_mbps, t.payload_bytes, t.rate_pps
+                        "expected a rate in {RATE_PPS_MIN}..={cap:.0} pkt/s for {} client link(s) of {} Mbit/s with {}-byte payloads ({}), got {}",
+                        t.clients,
+                        t.link_mbps,
+                        t.payload_bytes,
+                        if t.rate_pps > cap {
+                            "faster than its link, a source would queue without limit"
+                        } else {
+                            "slower than a packet per 1000 s, its gaps would run past any simulated time"
+                        },
+                        crate::bounds::fmt_float(t.rate_pps)
                     ),
                 );
             }
