@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub mod bench;
+pub mod live;
 pub mod report;
 
 /// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
