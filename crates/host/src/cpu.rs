@@ -52,7 +52,9 @@ impl Host {
                         let nic = &self.nics[nq.nic as usize];
                         format!("irq {}-q{}", nic.cfg.name, q - nic.first_queue)
                     }
-                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => "NET_RX".to_string(),
+                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::XdpDrop { .. } => {
+                        "NET_RX".to_string()
+                    }
                     Work::Switch | Work::ProcUnit => {
                         curr.map_or("?".to_string(), |p| self.procs[p as usize].name.clone())
                     }
@@ -175,6 +177,10 @@ impl Host {
             }
             Work::Proto { pkt } => {
                 self.protocol_deliver(cpu, pkt);
+                self.softirq_next(cpu);
+            }
+            Work::XdpDrop { pkt } => {
+                self.drop_pkt(pkt, DropPlace::Xdp);
                 self.softirq_next(cpu);
             }
             Work::Switch | Work::ProcUnit => self.proc_unit_done(cpu),

@@ -16,7 +16,8 @@
 //! `types` the small shared types; `policies` the closed enums selecting each policy;
 //! `backlog` backlog policies (`pbq` paper 000's); `proto` UDP/TCP input and sockets; `sched` the scheduler;
 //! `wake` wake-up placement policies (`wake_goda` paper 001's); `migration_class` classifies
-//! migrations (paper 001's unintended ping-pong); `process` system-call semantics; `stats` the
+//! migrations (paper 001's unintended ping-pong); `xdp_pbq` the driver-entry priority drop of
+//! `hostsim live` and its agent's high-load detector (shared with crates/live); `process` system-call semantics; `stats` the
 //! counters; `summary` metrics and `summary.json`.
 //!
 //! Mechanisms are policies selected in [`KernelConfig`] (closed enums, static dispatch), never
@@ -48,6 +49,7 @@ mod trace;
 mod types;
 mod wake;
 mod wake_goda;
+pub mod xdp_pbq;
 
 pub use backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;

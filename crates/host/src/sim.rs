@@ -5,7 +5,7 @@
 
 use crate::config::*;
 use crate::irq_route::IrqRouter;
-use crate::policies::{Backlog, WakePlacement};
+use crate::policies::{Backlog, WakePlacement, Xdp};
 use crate::stats::Stats;
 use crate::trace::Trace;
 use crate::types::*;
@@ -36,6 +36,8 @@ pub enum Ev {
     DelAck { sock: u32, gen: u32 },
     /// A scheduled nice change.
     Renice { pid: Pid, nice: i8 },
+    /// The XDP agent's periodic poll of the counters (`kernel.xdp = "pbq"`).
+    XdpPoll,
     Sample,
     WarmupEnd,
     End,
@@ -52,6 +54,8 @@ pub enum Work {
     Poll { pkt: PktId, proto: bool },
     /// Protocol processing of a packet taken from the backlog.
     Proto { pkt: PktId },
+    /// NAPI poll of one frame that the XDP program drops (driver + program run).
+    XdpDrop { pkt: PktId },
     /// Context switch into the CPU's current process.
     Switch,
     /// The current process's unit (see `Proc::unit`).
@@ -69,7 +73,7 @@ impl Frame {
     pub fn level(&self) -> Level {
         match self.work {
             Work::IrqEntry(_) | Work::IrqFrame { .. } => Level::Hardirq,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => Level::Softirq,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::XdpDrop { .. } => Level::Softirq,
             Work::Switch | Work::ProcUnit => Level::Process,
         }
     }
@@ -232,6 +236,8 @@ pub struct Sock {
     /// Priority level (19 − nice) of the highest-priority process bound to the socket: the
     /// port → priority table of `ozaki-pbq`, filled at bind() and updated at nice().
     pub level: u8,
+    /// Packets dropped at this socket (receive buffer full).
+    pub drops: u64,
     pub delack: Timer,
     pub enqueued: u64,
     pub len_area: u128,
@@ -290,6 +296,10 @@ pub struct Host {
     pub rng_suppress: Rng,
     /// CPUs currently taken out of the NICs' IRQ affinity by interrupt suppression.
     pub suppressed: u128,
+    /// The program at the driver's entry point (`kernel.xdp`).
+    pub xdp: Xdp,
+    /// Counters at the XDP agent's previous poll: backlog drops, top-level socket drops.
+    pub xdp_last_poll: (u64, u64),
     pub tick_ns: u64,
     pub enq_seq: u64,
     pub ended: bool,
@@ -414,6 +424,7 @@ impl Host {
                         hash: 0,
                         flows: BTreeMap::new(),
                         level: 0,
+                        drops: 0,
                         delack: Timer::new(),
                         enqueued: 0,
                         len_area: 0,
@@ -517,6 +528,8 @@ impl Host {
             rng_route: streams.stream("irq-routing"),
             rng_suppress: streams.stream("irq-suppression"),
             suppressed: 0,
+            xdp: Xdp::new(&cfg.kernel),
+            xdp_last_poll: (0, 0),
             tick_ns,
             enq_seq: 0,
             ended: false,
@@ -551,6 +564,9 @@ impl Host {
             }
         }
         self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
+        if self.xdp.polled() {
+            self.q.schedule(Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
+        }
         self.q.schedule(Time(self.cfg.warmup_ns), Ev::WarmupEnd);
         self.q.schedule(Time(self.cfg.duration_ns), Ev::End);
         while let Some((t, ev)) = self.q.pop() {
@@ -596,6 +612,10 @@ impl Host {
             Ev::Sample => {
                 self.sample();
                 self.q.schedule(self.now + Time(self.cfg.sample_interval_ns), Ev::Sample);
+            }
+            Ev::XdpPoll => {
+                self.xdp_poll();
+                self.q.schedule(self.now + Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
             }
             Ev::WarmupEnd => self.warmup_end(),
             Ev::End => {

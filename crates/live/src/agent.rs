@@ -25,6 +25,9 @@
 //! levels): high load ends when that rate has fallen below `release_frac` of the rate at which
 //! it began, or, to probe whether a transient set it, after `probe_ms` without any overload sign.
 //!
+//! The state machine is `hostsim_host::xdp_pbq::Detector`: the model's twin of this mechanism
+//! runs the same code on the model's counters.
+//!
 //! **Lower priorities first.** On entering high load the agent sheds only the lowest priority
 //! level that has traffic (`shed_below` = that level + 1). While the counters still show
 //! overload it raises `shed_below` to the next active level every `escalate_ms`, never above the
@@ -34,6 +37,7 @@
 use crate::procfs;
 use crate::sys;
 use crate::xdp::{level_of_nice, Ctl, LevelStats, PbqXdp, Unsupported, LEVELS};
+use hostsim_host::xdp_pbq::{Detector, DetectorConfig, Observation};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
@@ -97,19 +101,13 @@ pub fn scan_ports(ns_inode: u64) -> std::io::Result<BTreeMap<u16, PortOwner>> {
     Ok(out)
 }
 
-/// The agent's parameters.
+/// The agent's parameters. The detector's are the model's `[kernel] xdp_*` keys, with the
+/// same defaults (`hostsim_host::xdp_pbq::DetectorConfig`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentConfig {
     pub poll_ms: u64,
     pub rescan_ms: u64,
-    /// A backlog this long counts as overload even before it drops (the 2.4 limit was its max).
-    pub backlog_len_high: u64,
-    /// Leave high load when the arrival rate falls below this fraction of the rate at entry.
-    pub release_frac: f64,
-    /// Raise the shed threshold to the next level after this long in overload while shedding.
-    pub escalate_ms: u64,
-    /// Leave high load after this long without any overload sign, to probe.
-    pub probe_ms: u64,
+    pub detector: DetectorConfig,
     /// The program's minimum share: packets per window for the top level (level l: ·(l+1)/40).
     pub min_share_top: u32,
     pub window_ms: u64,
@@ -117,117 +115,7 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> AgentConfig {
-        AgentConfig {
-            poll_ms: 10,
-            rescan_ms: 250,
-            backlog_len_high: 500,
-            release_frac: 0.8,
-            escalate_ms: 100,
-            probe_ms: 2000,
-            min_share_top: 400,
-            window_ms: 10,
-        }
-    }
-}
-
-/// What one poll saw (counter increments since the previous poll).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Observation {
-    pub t_ns: u64,
-    pub backlog_drops: u64,
-    pub backlog_len_max: u64,
-    /// Drops on sockets of the highest active level.
-    pub top_socket_drops: u64,
-    /// Arrivals per level seen by the program (before it drops), this poll.
-    pub arrivals: [u64; LEVELS],
-}
-
-impl Default for Observation {
-    fn default() -> Observation {
-        Observation { t_ns: 0, backlog_drops: 0, backlog_len_max: 0, top_socket_drops: 0, arrivals: [0; LEVELS] }
-    }
-}
-
-/// The high-load state machine (pure: fed observations, returns the program's settings).
-#[derive(Clone, Debug)]
-pub struct Detector {
-    cfg: AgentConfig,
-    pub high: bool,
-    pub shed_below: u8,
-    entry_rate_pps: f64,
-    rate_pps: f64,
-    last_t_ns: Option<u64>,
-    last_overload_ns: u64,
-    last_escalate_ns: u64,
-    /// Times high load was entered.
-    pub entries: u64,
-}
-
-impl Detector {
-    pub fn new(cfg: AgentConfig) -> Detector {
-        Detector {
-            cfg,
-            high: false,
-            shed_below: 0,
-            entry_rate_pps: 0.0,
-            rate_pps: 0.0,
-            last_t_ns: None,
-            last_overload_ns: 0,
-            last_escalate_ns: 0,
-            entries: 0,
-        }
-    }
-
-    /// Is the poll's evidence an overload?
-    fn overload(&self, o: &Observation) -> bool {
-        o.backlog_drops > 0 || o.backlog_len_max >= self.cfg.backlog_len_high || o.top_socket_drops > 0
-    }
-
-    pub fn observe(&mut self, o: &Observation) {
-        let dt_s = self.last_t_ns.map_or(0.0, |t| o.t_ns.saturating_sub(t) as f64 * 1e-9);
-        self.last_t_ns = Some(o.t_ns);
-        if dt_s > 0.0 {
-            let r = o.arrivals.iter().sum::<u64>() as f64 / dt_s;
-            self.rate_pps = if self.rate_pps == 0.0 { r } else { 0.7 * self.rate_pps + 0.3 * r };
-        }
-        let lowest = o.arrivals.iter().position(|&a| a > 0);
-        let top = o.arrivals.iter().rposition(|&a| a > 0);
-        let overload = self.overload(o);
-        if overload {
-            self.last_overload_ns = o.t_ns;
-        }
-        if !self.high {
-            if overload {
-                self.high = true;
-                self.entries += 1;
-                self.entry_rate_pps = self.rate_pps;
-                self.last_escalate_ns = o.t_ns;
-                // Shed the lowest active level only (none if a single level is active).
-                self.shed_below = match (lowest, top) {
-                    (Some(lo), Some(hi)) if lo < hi => (lo + 1) as u8,
-                    _ => 0,
-                };
-            }
-            return;
-        }
-        let quiet_ns = o.t_ns.saturating_sub(self.last_overload_ns);
-        if !overload
-            && (self.rate_pps < self.cfg.release_frac * self.entry_rate_pps || quiet_ns >= self.cfg.probe_ms * 1_000_000)
-        {
-            self.high = false;
-            self.shed_below = 0;
-            return;
-        }
-        if overload && o.t_ns.saturating_sub(self.last_escalate_ns) >= self.cfg.escalate_ms * 1_000_000 {
-            // Still overloaded while shedding: shed the next active level too, never the top one.
-            let next = (self.shed_below as usize..LEVELS).find(|&l| o.arrivals[l] > 0);
-            if let (Some(next), Some(hi)) = (next, top) {
-                if next < hi {
-                    self.shed_below = (next + 1) as u8;
-                }
-            }
-            self.last_escalate_ns = o.t_ns;
-        }
+        AgentConfig { poll_ms: 10, rescan_ms: 250, detector: DetectorConfig::default(), min_share_top: 400, window_ms: 10 }
     }
 }
 
@@ -363,7 +251,7 @@ fn agent_thread(
     let _ = ready.send(Ok(()));
 
     let t0 = Instant::now();
-    let mut det = Detector::new(cfg.clone());
+    let mut det = Detector::new(cfg.detector);
     let mut last_rescan = Instant::now();
     let mut prev_sn = procfs::read_softnet().unwrap_or_default();
     let mut prev_xdp = x.stats();
@@ -442,84 +330,4 @@ fn agent_thread(
         }
     }
     x.detach_all();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn obs(t_ms: u64, drops: u64, lo: u64, hi: u64) -> Observation {
-        let mut a = [0; LEVELS];
-        a[0] = lo;
-        a[38] = hi;
-        Observation { t_ns: t_ms * 1_000_000, backlog_drops: drops, arrivals: a, ..Observation::default() }
-    }
-
-    #[test]
-    fn enters_on_backlog_drops_and_sheds_the_lowest_level_only() {
-        let mut d = Detector::new(AgentConfig::default());
-        d.observe(&obs(0, 0, 100, 10));
-        d.observe(&obs(10, 0, 100, 10));
-        assert!(!d.high);
-        d.observe(&obs(20, 5, 4000, 340));
-        assert!(d.high);
-        assert_eq!(d.shed_below, 1, "level 0 shed, level 38 kept");
-    }
-
-    #[test]
-    fn stays_while_the_arrival_rate_holds_and_leaves_when_it_falls() {
-        let mut d = Detector::new(AgentConfig::default());
-        d.observe(&obs(0, 0, 4000, 340));
-        d.observe(&obs(10, 3, 4000, 340));
-        assert!(d.high);
-        for t in 2..50 {
-            d.observe(&obs(t * 10, 0, 4000, 340)); // counters quiet: we are shedding
-            assert!(d.high, "still the rate that overloaded at {t}");
-        }
-        for t in 50..60 {
-            d.observe(&obs(t * 10, 0, 0, 340)); // the flood stops
-        }
-        assert!(!d.high);
-        assert_eq!(d.shed_below, 0);
-    }
-
-    #[test]
-    fn probes_after_a_quiet_period() {
-        let cfg = AgentConfig { probe_ms: 200, ..AgentConfig::default() };
-        let mut d = Detector::new(cfg);
-        d.observe(&obs(0, 0, 4000, 340));
-        d.observe(&obs(10, 3, 4000, 340));
-        for t in 2..=21 {
-            d.observe(&obs(t * 10, 0, 4000, 340));
-        }
-        assert!(!d.high, "released after 200 ms without overload");
-    }
-
-    #[test]
-    fn escalates_to_the_next_level_but_never_sheds_the_top() {
-        let mut d = Detector::new(AgentConfig::default());
-        let mut o = obs(0, 0, 100, 100);
-        o.arrivals[10] = 100;
-        d.observe(&o);
-        o.t_ns = 10_000_000;
-        o.backlog_drops = 1;
-        d.observe(&o);
-        assert_eq!(d.shed_below, 1);
-        for t in 2..40 {
-            o.t_ns = t * 10_000_000;
-            d.observe(&o);
-        }
-        assert_eq!(d.shed_below, 11, "levels 0 and 10 shed after escalation, 38 never");
-    }
-
-    #[test]
-    fn top_socket_drops_count_as_overload() {
-        let mut d = Detector::new(AgentConfig::default());
-        let mut o = obs(0, 0, 100, 10);
-        d.observe(&o);
-        o.t_ns = 10_000_000;
-        o.top_socket_drops = 2;
-        d.observe(&o);
-        assert!(d.high);
-    }
 }

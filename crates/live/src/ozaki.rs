@@ -303,6 +303,11 @@ fn metrics(
     let flood_sent = sent.get("floodclients").map_or(0.0, win);
     let bw_rx = got.get("bw").map_or(0.0, win);
     let flood_rx: f64 = got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| win(r)).sum();
+    let count = |r: Option<&WorkerReport>| r.and_then(WorkerReport::in_window).unwrap_or(0) as f64;
+    m.insert("bwclient_sent_count".into(), count(sent.get("bwclient")));
+    m.insert("floodclients_sent_count".into(), count(sent.get("floodclients")));
+    m.insert("bw_rx_count".into(), count(got.get("bw")));
+    m.insert("flood_rx_count".into(), got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| count(Some(r))).sum());
     m.insert("bwclient_sent_pps".into(), bw_sent);
     m.insert("floodclients_sent_pps".into(), flood_sent);
     m.insert("offered_pps".into(), bw_sent + flood_sent);

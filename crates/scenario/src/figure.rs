@@ -16,6 +16,12 @@
 //! ```
 //!
 //! Rows that differ only in keys other than `x` (e.g. seeds) are averaged, with their spread drawn.
+//!
+//! `measured = "FILE.csv"` (a path relative to the scenario file) overlays measurements taken
+//! outside the model on the same axes, e.g. a `hostsim live` sweep: a CSV shaped like
+//! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
+//! drawn dashed with `measured_label` in its legend. `hostsim reproduce` copies the file next to
+//! the results so the report finds it.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +47,12 @@ pub struct Figure {
     /// The paper's published values on the same axes.
     #[serde(default)]
     pub marks: Vec<PaperMark>,
+    /// Measurements to overlay (CSV like results.csv), relative to the scenario file.
+    #[serde(default)]
+    pub measured: Option<String>,
+    /// Legend name of the measurements (default "measured").
+    #[serde(default)]
+    pub measured_label: Option<String>,
 }
 
 /// A published value: a point (`x` and `y`), a vertical line (`x` only), a horizontal line (`y`

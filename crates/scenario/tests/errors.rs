@@ -68,6 +68,8 @@ const CASES: &[Case] = &[
     case("rps_cpu_out_of_range.toml", 10, "kernel.rps_cpus", "CPU 3 does not exist"),
     case("nice_out_of_range.toml", 22, "process[0].nice", "expected a nice value in -20..=19, got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
+    case("xdp_on_legacy_path.toml", 10, "kernel.xdp", "needs kernel.rx_path = \"napi\""),
+    case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "strictly between 0 and 1, got 1.5"),
     case("fifo_without_rt_priority.toml", 22, "process[0].sched", "SCHED_FIFO needs rt_priority in 1..=99"),
     case("udp_to_tcp_port.toml", 27, "traffic[0].dst_port", "port 9000 is served by a TCP program but this traffic is UDP"),
     case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected at most 1472 bytes"),
