@@ -99,7 +99,7 @@ enum LiveCmd {
         /// Repetitions of the whole sweep (default 3).
         #[arg(long)]
         reps: Option<u32>,
-        /// Flood rates, pkt/s, comma-separated (default 0,50000,...,400000).
+        /// Flood rates, pkt/s, comma-separated (default 1000,25000,...,400000).
         #[arg(long, value_delimiter = ',')]
         rates: Option<Vec<f64>>,
         /// Measurement window per point, seconds (default 2).
@@ -304,7 +304,11 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 for n in &gone {
                     println!("deleted namespace {n}");
                 }
-                println!("{} left-over namespace(s) deleted", gone.len());
+                let groups = hostsim_live::cgroup::clean_stale();
+                for g in &groups {
+                    println!("deleted cgroup {g}");
+                }
+                println!("{} left-over namespace(s) and {} cgroup(s) deleted", gone.len(), groups.len());
                 Ok(ExitCode::SUCCESS)
             }
         },

@@ -54,7 +54,13 @@ fn orphan_programs() -> Vec<String> {
         .collect()
 }
 
+fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    let p = format!("hsl-{pid}-");
+    hostsim_live::cgroup::list().into_iter().filter(|g| g.file_name().unwrap().to_string_lossy().starts_with(&p)).collect()
+}
+
 fn assert_clean(pid: u32, when: &str) {
+    assert_eq!(cgroups_of(pid), Vec::<PathBuf>::new(), "cgroups left after {when}");
     assert_eq!(netns_of(pid), Vec::<String>::new(), "namespaces left after {when}");
     assert_eq!(hostsim_live::netns::root_links(), Vec::<String>::new(), "links left in the root namespace after {when}");
     assert_eq!(orphan_programs(), Vec::<String>::new(), "XDP programs left after {when}");

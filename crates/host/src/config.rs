@@ -187,9 +187,10 @@ pub struct KernelConfig {
     /// XDP `pbq`: a backlog this long counts as overload (live default 500 = half of 6.x's
     /// `netdev_max_backlog`).
     pub xdp_backlog_len_high: u32,
-    /// XDP `pbq`: high load ends when the arrival rate falls below this fraction of the rate at
-    /// which it began (0..1).
+    /// XDP `pbq`: high load ends when the arrival rate has stayed below this fraction of the
+    /// rate at which it began (0..1) for `xdp_hold_ms`.
     pub xdp_release_frac: f64,
+    pub xdp_hold_ms: u64,
     /// XDP `pbq`: while overload persists, shed the next priority level after this long.
     pub xdp_escalate_ms: u64,
     /// XDP `pbq`: high load ends after this long without a sign of overload (a probe).
@@ -257,6 +258,7 @@ impl Default for KernelConfig {
             xdp_poll_ms: 10,
             xdp_backlog_len_high: 500,
             xdp_release_frac: 0.8,
+            xdp_hold_ms: 100,
             xdp_escalate_ms: 100,
             xdp_probe_ms: 2000,
             xdp_min_share_top: 400,

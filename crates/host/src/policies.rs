@@ -126,6 +126,7 @@ impl Xdp {
                 let cfg = DetectorConfig {
                     backlog_len_high: u64::from(k.xdp_backlog_len_high),
                     release_frac: k.xdp_release_frac,
+                    hold_ms: k.xdp_hold_ms,
                     escalate_ms: k.xdp_escalate_ms,
                     probe_ms: k.xdp_probe_ms,
                 };

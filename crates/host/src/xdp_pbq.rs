@@ -33,8 +33,10 @@ use crate::types::LEVELS;
 pub struct DetectorConfig {
     /// A backlog this long counts as overload before it drops.
     pub backlog_len_high: u64,
-    /// Leave high load when the arrival rate falls below this fraction of the rate at entry.
+    /// Leave high load when the arrival rate has stayed below this fraction of the rate at
+    /// entry for `hold_ms`.
     pub release_frac: f64,
+    pub hold_ms: u64,
     /// While overloaded and shedding, shed the next active level after this long.
     pub escalate_ms: u64,
     /// Leave high load after this long without any sign of overload (a probe).
@@ -43,7 +45,7 @@ pub struct DetectorConfig {
 
 impl Default for DetectorConfig {
     fn default() -> DetectorConfig {
-        DetectorConfig { backlog_len_high: 500, release_frac: 0.8, escalate_ms: 100, probe_ms: 2000 }
+        DetectorConfig { backlog_len_high: 500, release_frac: 0.8, hold_ms: 100, escalate_ms: 100, probe_ms: 2000 }
     }
 }
 
@@ -73,8 +75,8 @@ impl Default for Observation {
 /// packets: the backlog overflowed or is longer than `backlog_len_high` (the paper's condition,
 /// §2.1.1, on today's backlog), or a socket of the highest active priority dropped packets.
 /// Once the program sheds, those counters go quiet, so they cannot tell when the overload ends:
-/// high load ends when the arrival rate counted by the program before dropping falls below
-/// `release_frac` of the rate at entry, or after `probe_ms` without any overload sign (a probe,
+/// high load ends when the arrival rate counted by the program before dropping has stayed below
+/// `release_frac` of the rate at entry for `hold_ms`, or after `probe_ms` without any overload sign (a probe,
 /// in case a transient set it). On entry only the lowest active level is shed; while overload
 /// persists, every `escalate_ms` the next active level is shed too; the highest active level never.
 #[derive(Clone, Debug)]
@@ -89,6 +91,8 @@ pub struct Detector {
     last_t_ns: Option<u64>,
     last_overload_ns: u64,
     last_escalate_ns: u64,
+    /// Since when the rate has been below the release threshold (None: it is not).
+    below_since_ns: Option<u64>,
 }
 
 impl Detector {
@@ -103,6 +107,7 @@ impl Detector {
             last_t_ns: None,
             last_overload_ns: 0,
             last_escalate_ns: 0,
+            below_since_ns: None,
         }
     }
 
@@ -135,12 +140,17 @@ impl Detector {
             return;
         }
         let quiet_ns = o.t_ns.saturating_sub(self.last_overload_ns);
-        if !overload
-            && (self.rate_pps < self.cfg.release_frac * self.entry_rate_pps
-                || quiet_ns >= self.cfg.probe_ms * 1_000_000)
-        {
+        // A sender that stalls for a poll must not end high load: the rate has to stay low.
+        if self.rate_pps < self.cfg.release_frac * self.entry_rate_pps {
+            self.below_since_ns.get_or_insert(o.t_ns);
+        } else {
+            self.below_since_ns = None;
+        }
+        let held = self.below_since_ns.is_some_and(|t| o.t_ns.saturating_sub(t) >= self.cfg.hold_ms * 1_000_000);
+        if !overload && (held || quiet_ns >= self.cfg.probe_ms * 1_000_000) {
             self.high = false;
             self.shed_below = 0;
+            self.below_since_ns = None;
             return;
         }
         if overload && o.t_ns.saturating_sub(self.last_escalate_ns) >= self.cfg.escalate_ms * 1_000_000 {
@@ -255,11 +265,27 @@ mod tests {
             d.observe(&obs(t * 10, 0, 4000, 340)); // counters quiet: we are shedding
             assert!(d.high, "still the rate that overloaded at {t}");
         }
-        for t in 50..60 {
-            d.observe(&obs(t * 10, 0, 0, 340)); // the flood stops
+        for t in 50..70 {
+            d.observe(&obs(t * 10, 0, 0, 340)); // the flood stops (released after hold_ms)
         }
         assert!(!d.high);
         assert_eq!(d.shed_below, 0);
+    }
+
+    #[test]
+    fn a_one_poll_dip_of_the_rate_does_not_end_high_load() {
+        let mut d = Detector::new(DetectorConfig::default());
+        d.observe(&obs(0, 0, 4000, 340));
+        d.observe(&obs(10, 3, 4000, 340));
+        for t in 2..6 {
+            d.observe(&obs(t * 10, 0, 4000, 340));
+        }
+        d.observe(&obs(60, 0, 0, 340)); // the sender stalls for one poll
+        d.observe(&obs(70, 0, 0, 340));
+        for t in 8..20 {
+            d.observe(&obs(t * 10, 0, 4000, 340));
+        }
+        assert!(d.high, "a 20 ms stall is shorter than hold_ms");
     }
 
     #[test]

@@ -152,12 +152,18 @@ pub struct Agent {
 impl Agent {
     /// Start: enter `netns`, load the program, attach it to `ifaces`, fill the port table once.
     /// Returns when all that has succeeded (or why it failed).
-    pub fn start(netns: File, ifaces: Vec<String>, cfg: AgentConfig) -> Result<Agent, Unsupported> {
+    /// With `cgroup_tasks`, the thread first joins that CPU cgroup (see [`crate::cgroup`]).
+    pub fn start(netns: File, ifaces: Vec<String>, cfg: AgentConfig, cgroup_tasks: Option<std::path::PathBuf>) -> Result<Agent, Unsupported> {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("hostsim-agent".into())
-            .spawn(move || agent_thread(netns, ifaces, cfg, rx, ready_tx))
+            .spawn(move || {
+                if let Some(t) = cgroup_tasks {
+                    let _ = std::fs::write(t, "0"); // best effort: v2 moves whole processes only
+                }
+                agent_thread(netns, ifaces, cfg, rx, ready_tx)
+            })
             .map_err(|e| Unsupported(format!("starting the agent thread: {e}")))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Agent { tx, handle: Some(handle) }),

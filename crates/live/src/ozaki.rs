@@ -17,6 +17,8 @@
 //! the kernel's counters, and stop everything. Results use the model's metric names.
 
 use crate::agent::{Agent, AgentConfig, Snapshot};
+use crate::cgroup::CpuGroup;
+use std::fs::File;
 use crate::netns::{Topology, Veth};
 use crate::procfs::{self, CpuTimes, Softnet};
 use crate::sys::{self, Interrupted};
@@ -47,6 +49,8 @@ pub struct OzakiConfig {
     pub server_cpu: usize,
     pub client_cpu: usize,
     pub agent: AgentConfig,
+    /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
+    pub cgroup: bool,
     /// The program to run as a worker (`hostsim`) and the arguments before the worker's own.
     pub worker_exe: PathBuf,
     pub worker_args: Vec<String>,
@@ -55,7 +59,10 @@ pub struct OzakiConfig {
 impl OzakiConfig {
     pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> OzakiConfig {
         OzakiConfig {
-            rates_pps: vec![0.0, 50_000.0, 100_000.0, 150_000.0, 200_000.0, 250_000.0, 300_000.0, 400_000.0],
+            // Flood rates: the server's CPU saturates near 100,000 pkt/s with the mechanism off;
+            // past ~150,000 the flood sender's own CPU (shared with both veths' receive polls)
+            // limits what it achieves (floodclients_sent_pps).
+            rates_pps: vec![1_000.0, 25_000.0, 50_000.0, 75_000.0, 100_000.0, 150_000.0, 200_000.0, 400_000.0],
             reps: 3,
             modes: vec![false, true],
             bw_rate_pps: 34_000.0,
@@ -65,6 +72,7 @@ impl OzakiConfig {
             server_cpu: 0,
             client_cpu: 1,
             agent: AgentConfig::default(),
+            cgroup: true,
             worker_exe,
             worker_args,
         }
@@ -118,10 +126,14 @@ pub fn variant_name(on: bool) -> &'static str {
     }
 }
 
-/// The namespaces and agent of one run.
+/// The namespaces, agent and CPU group of one run. Dropped in this order: the agent detaches
+/// the program, the namespaces go (with their veths and RPS masks), then the empty group.
 pub struct Setup {
-    pub topo: Topology,
     pub agent: Agent,
+    pub topo: Topology,
+    pub group: Option<CpuGroup>,
+    /// The group's `cgroup.procs`, open for the workers to join.
+    group_procs: Option<File>,
 }
 
 /// Check privileges, create the namespaces and veths, set RPS, start the agent (loading and
@@ -137,7 +149,23 @@ pub fn setup(cfg: &OzakiConfig) -> Result<Setup, LiveError> {
             cfg.server_cpu, cfg.client_cpu
         )));
     }
+    crate::cgroup::clean_stale();
     let topo = Topology::create(&["srv", "bwc", "fld"]).map_err(LiveError::Unsupported)?;
+    let group = if cfg.cgroup {
+        match CpuGroup::create(&topo.run) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                eprintln!("hostsim live: running without a CPU cgroup: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let group_procs = match &group {
+        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(e.to_string()))?),
+        None => None,
+    };
     let (srv, bwc, fld) = (topo.ns("srv"), topo.ns("bwc"), topo.ns("fld"));
     for (ns_b, a, n) in [(&bwc, "eth0", 0), (&fld, "eth1", 1)] {
         topo.add_veth(&Veth {
@@ -152,9 +180,10 @@ pub fn setup(cfg: &OzakiConfig) -> Result<Setup, LiveError> {
         topo.set_rps(&srv, a, 1 << cfg.server_cpu).map_err(LiveError::Unsupported)?;
     }
     let netns = topo.ns_file("srv").map_err(failed)?;
-    let agent = Agent::start(netns, vec!["eth0".into(), "eth1".into()], cfg.agent.clone())
+    let tasks = group.as_ref().map(|g| g.path().join("tasks"));
+    let agent = Agent::start(netns, vec!["eth0".into(), "eth1".into()], cfg.agent.clone(), tasks)
         .map_err(|e| LiveError::Unsupported(e.0))?;
-    Ok(Setup { topo, agent })
+    Ok(Setup { agent, topo, group, group_procs })
 }
 
 /// Counters at one instant.
@@ -242,7 +271,8 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
     agent.enable(on);
     let secs = cfg.warmup_s + cfg.window_s + 5.0; // the workers' own time limit
     let srv = topo.ns_file("srv").map_err(failed)?;
-    let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice };
+    let cg = s.group_procs.as_ref();
+    let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, cgroup: cg };
     let mut sinks = Vec::new();
     sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs), &on_server(BW_NICE)).map_err(failed)?);
     for (i, &p) in FLOOD_PORTS.iter().enumerate() {
@@ -254,14 +284,19 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
     let bwc = topo.ns_file("bwc").map_err(failed)?;
     let fld = topo.ns_file("fld").map_err(failed)?;
     let mut senders = Vec::new();
-    let client = |f| Placement { netns: f, cpu: Some(cfg.client_cpu), nice: 0 };
+    let client = |f, nice| Placement { netns: f, cpu: Some(cfg.client_cpu), nice, cgroup: cg };
+    // The bw client stands for the paper's separate measurement machine: here it shares CPU 1
+    // with the flood client and with both veths' receive polls (whose softirq time the
+    // scheduler charges to whichever sender is running), so at nice 0 the flood would starve
+    // it and bw would lose packets before they exist. At nice -19 it sends its rate whatever
+    // the flood does, and what bw loses is lost at the server.
     senders.push(
-        worker::spawn("bwclient", &cfg.worker_exe, &sender_args(cfg, "198.18.0.1", &[BW_PORT], cfg.bw_rate_pps, secs), &client(&bwc))
+        worker::spawn("bwclient", &cfg.worker_exe, &sender_args(cfg, "198.18.0.1", &[BW_PORT], cfg.bw_rate_pps, secs), &client(&bwc, BW_NICE))
             .map_err(failed)?,
     );
     if rate_pps > 0.0 {
         senders.push(
-            worker::spawn("floodclients", &cfg.worker_exe, &sender_args(cfg, "198.18.1.1", &FLOOD_PORTS, rate_pps, secs), &client(&fld))
+            worker::spawn("floodclients", &cfg.worker_exe, &sender_args(cfg, "198.18.1.1", &FLOOD_PORTS, rate_pps, secs), &client(&fld, 0))
                 .map_err(failed)?,
         );
     }

@@ -170,6 +170,8 @@ pub struct Placement<'a> {
     pub netns: &'a File,
     pub cpu: Option<usize>,
     pub nice: i32,
+    /// A cgroup's `cgroup.procs`, opened for writing: the worker joins it.
+    pub cgroup: Option<&'a File>,
 }
 
 /// A running worker.
@@ -199,6 +201,7 @@ pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Resu
     let ns_fd = place.netns.as_raw_fd();
     let cpu = place.cpu;
     let nice = place.nice;
+    let cg_fd = place.cgroup.map(|f| f.as_raw_fd());
     let mut cmd = Command::new(exe);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     // SAFETY: only async-signal-safe system calls between fork and exec.
@@ -219,6 +222,11 @@ pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Resu
             }
             if libc::setpriority(libc::PRIO_PROCESS, 0, nice) < 0 {
                 return Err(io::Error::last_os_error());
+            }
+            if let Some(fd) = cg_fd {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
             Ok(())
         });

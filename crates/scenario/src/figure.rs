@@ -20,7 +20,8 @@
 //! `measured = "FILE.csv"` (a path relative to the scenario file) overlays measurements taken
 //! outside the model on the same axes, e.g. a `hostsim live` sweep: a CSV shaped like
 //! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
-//! drawn dashed with `measured_label` in its legend. `hostsim reproduce` copies the file next to
+//! drawn dashed with `measured_label` in its legend; `measured_x` names the CSV column to use as
+//! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce` copies the file next to
 //! the results so the report finds it.
 
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,10 @@ pub struct Figure {
     /// Legend name of the measurements (default "measured").
     #[serde(default)]
     pub measured_label: Option<String>,
+    /// The measured CSV's column to use as x (default: `x`), e.g. what a live sender achieved
+    /// where the model's swept key is what its source sends.
+    #[serde(default)]
+    pub measured_x: Option<String>,
 }
 
 /// A published value: a point (`x` and `y`), a vertical line (`x` only), a horizontal line (`y`
