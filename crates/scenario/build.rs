@@ -1,5 +1,6 @@
-//! Embeds every machine profile (`profiles/*.toml`) and built-in scenario (`scenarios/**/*.toml`)
-//! into the library, so the `hostsim` binary works from any directory.
+//! Embeds every machine profile (`profiles/*.toml`), built-in scenario (`scenarios/**/*.toml`) and
+//! calibration overlay (`calibration/*.toml`) into the library, so the `hostsim` binary works from
+//! any directory.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let mut code = String::new();
-    for (var, sub) in [("PROFILES", "profiles"), ("SCENARIOS", "scenarios")] {
+    for (var, sub) in [("PROFILES", "profiles"), ("SCENARIOS", "scenarios"), ("CALIBRATIONS", "calibration")] {
         let dir = root.join(sub);
         println!("cargo:rerun-if-changed={}", dir.display());
         let mut files = Vec::new();

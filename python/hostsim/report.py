@@ -1,6 +1,9 @@
 """The HTML report of `hostsim reproduce`: for each paper, what its mechanism does, each of its
-figures and tables re-drawn from the simulation with the paper's values on the same axes, and
-its claims with pass/fail (failing claims shown, never hidden). Static files; opens from disk.
+figures and tables re-drawn from the simulation with the paper's values on the same axes, how its
+baseline was calibrated, and its claims in two tables, calibration claims (fitted to) apart from
+prediction claims (never tuned against), each with its verdict over seeds, 95% intervals, the
+fraction of seeds on which it holds, and what was found about it (failing claims shown, never
+hidden). Static files; opens from disk.
 
     python -m hostsim.report out          # reads out/<scenario>/results.csv, out/expectations.json
                                           # writes out/report/index.html and out/report/figures/*.svg
@@ -36,6 +39,11 @@ table.claims { border-collapse: collapse; width: 100%; font-size: .85em; margin:
 table.claims th, table.claims td { border: 1px solid #ccc; padding: .25em .4em; text-align: left; vertical-align: top; }
 tr.pass td.verdict { background: #d7f5d7; font-weight: bold; }
 tr.fail td.verdict { background: #f8d0d0; font-weight: bold; }
+tr.inconclusive td.verdict { background: #fbeecb; font-weight: bold; }
+tr.not_applicable td.verdict { background: #e4e4e4; font-weight: bold; }
+td .finding { color: #444; font-size: .95em; }
+table.calib { border-collapse: collapse; font-size: .85em; margin: .3em 0 1em; }
+table.calib th, table.calib td { border: 1px solid #ccc; padding: .2em .4em; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-family: monospace; white-space: nowrap; }
 .summary { font-size: 1.1em; }
 """
@@ -77,23 +85,94 @@ def auto_figures(inf: dict) -> list[dict]:
     return list(figs.values())
 
 
+VERDICTS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_applicable": "N/A"}
+
+
+def verdict_of(c: dict) -> str:
+    """A claim's verdict (older expectations.json files only have `pass`)."""
+    return c.get("verdict") or ("pass" if c.get("pass") else "fail")
+
+
+def tally(claims: list[dict]) -> str:
+    n = {v: sum(verdict_of(c) == v for c in claims) for v in VERDICTS}
+    s = f"{n['pass']} pass, {n['fail']} fail"
+    if n["inconclusive"]:
+        s += f", {n['inconclusive']} inconclusive"
+    if n["not_applicable"]:
+        s += f", {n['not_applicable']} not applicable"
+    return s
+
+
+def _ci(v, ci, seeds) -> str:
+    if v is None:
+        return "–"
+    if ci and (seeds or 1) > 1 and ci[0] != ci[1]:
+        return f"{_fmt(v)}<br><small>[{_fmt(ci[0])}, {_fmt(ci[1])}]</small>"
+    return _fmt(v)
+
+
 def _claims_table(claims: list[dict], tid: str) -> str:
     rows = []
     for c in claims:
-        cls = "pass" if c["pass"] else "fail"
-        note = f"<br><i>{html.escape(c['error'])}</i>" if c.get("error") else ""
+        v = verdict_of(c)
+        notes = ""
+        if c.get("finding") and v != "pass":
+            label = "why not applicable" if v == "not_applicable" else "finding"
+            notes += f'<br><span class="finding"><b>{label}:</b> {html.escape(c["finding"])}</span>'
+        if c.get("error"):
+            notes += f"<br><i>{html.escape(c['error'])}</i>"
+        op = OPS.get(c.get("op"), html.escape(str(c.get("op"))))
+        if c.get("op") == "approx" and c.get("tolerance") is not None:
+            op += f" (±{c['tolerance'] * 100:g}%)"
+        seeds = c.get("seeds") or 1
+        judged = ""
+        if c.get("paired") and seeds > 1 and c.get("judged_mean") is not None:
+            judged = (f"<br><small>paired {html.escape(c.get('judged', ''))}: "
+                      f"{_ci(c['judged_mean'], c.get('judged_ci'), seeds)}</small>")
+        held = c.get("held")
+        held_s = "–" if held is None else f"{held * 100:.0f}% of {seeds}"
         rows.append(
-            f'<tr class="{cls}"><td class="verdict">{"PASS" if c["pass"] else "FAIL"}</td>'
-            f"<td>{html.escape(c['scenario'])}</td><td>{html.escape(c['claim'])}{note}</td>"
+            f'<tr class="{v}"><td class="verdict">{VERDICTS[v]}</td>'
+            f"<td>{html.escape(c['scenario'])}</td><td>{html.escape(c['claim'])}{notes}</td>"
             f"<td>{html.escape(c.get('paper') or '')}</td><td class=\"num\">{_fmt(c.get('paper_value'))}</td>"
-            f"<td class=\"num\">{_fmt(c.get('sim'))}</td>"
-            f"<td class=\"num\">{OPS.get(c.get('op'), html.escape(str(c.get('op'))))} {_fmt(c.get('rhs'))}</td></tr>"
+            f"<td class=\"num\">{_ci(c.get('sim'), c.get('sim_ci'), seeds)}</td>"
+            f"<td class=\"num\">{op} {_ci(c.get('rhs'), c.get('rhs_ci'), seeds)}{judged}</td>"
+            f"<td class=\"num\">{held_s}</td></tr>"
         )
     return (
         f'<table class="claims" id="{tid}"><thead><tr><th>verdict</th><th>scenario</th><th>claim</th>'
-        "<th>paper</th><th>paper value</th><th>simulated</th><th>compared with</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        "<th>paper</th><th>paper value</th><th>simulated (mean [95% CI])</th><th>compared with</th>"
+        f"<th>holds on seeds</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
+
+
+def _calibration_html(inf: dict) -> str:
+    """How a scenario's baseline was calibrated: the fitted parameters, their bounds and sources,
+    and the overlay's record of the fit (or that it was not calibrated)."""
+    params = inf.get("calibrate") or []
+    cal = inf.get("calibration")
+    if not params or not cal:
+        return ""
+    ov = cal.get("overlay")
+    values = (ov or {}).get("values", {})
+    fit = (ov or {}).get("fit", {})
+    rows = []
+    for p in params:
+        v = values.get(p["name"])
+        off = f" (+{_fmt(p['offset'])})" if p.get("offset") else ""
+        rows.append(f"<tr><td><code>{html.escape(p['name'])}</code></td><td><code>{html.escape(p['key'])}</code>{off}</td>"
+                    f"<td class=\"num\">{_fmt(p['min'])} … {_fmt(p['max'])}</td><td class=\"num\">{_fmt(v) if v is not None else 'not fitted'}</td>"
+                    f"<td>{html.escape(p.get('source') or '')}</td></tr>")
+    if ov:
+        how = ", ".join(f"{html.escape(str(k))}: {html.escape(str(fit[k]))}" for k in
+                        ["date", "optimizer", "evaluations", "objective", "objective_start", "seeds"] if k in fit)
+        head = (f"<p><b>Calibration</b> (overlay <code>{html.escape(ov['path'])}</code>): fitted to this scenario's and "
+                f"its siblings' <i>calibration</i> claims only. {how}</p>")
+    else:
+        head = (f"<p><b>Calibration: not calibrated</b> (no overlay <code>calibration/{html.escape(cal['name'])}.toml</code>; "
+                "the scenario's own values were used; run <code>hostsim calibrate</code>).</p>")
+    return (head + '<table class="calib"><thead><tr><th>parameter</th><th>key</th><th>bounds</th><th>value</th>'
+            f"<th>source of the bounds</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _scenario_info(d: Path) -> dict:
@@ -132,6 +211,7 @@ def build(out: str | Path, log=None) -> Path:
             inf = _scenario_info(d)
             df = pd.read_csv(d / "results.csv")
             body.append(f"<h3>{html.escape(d.name)}</h3><p>{html.escape(inf['description'])}</p>")
+            body.append(_calibration_html(inf))
             figs = inf["figures"] or auto_figures(inf)
             for k, spec in enumerate(figs):
                 spec = dict(spec)
@@ -154,15 +234,26 @@ def build(out: str | Path, log=None) -> Path:
                     log(f"  figure {name}")
             pclaims += [c for c in claims if c["scenario"] in (d.name, inf["name"])]
         if pclaims:
-            npass = sum(c["pass"] for c in pclaims)
-            body.append(f"<h3>Claims: {npass} pass, {len(pclaims) - npass} fail</h3>")
-            body.append(_claims_table(pclaims, f"claims-{pid or 'other'}"))
+            tid = pid or "other"
+            body.append(f'<h3 id="claims-{tid}">Claims: {tally(pclaims)}</h3>')
+            for role, title, note in [
+                ("calibration", "Calibration claims", "about the baseline system; the calibrated parameters were fitted to "
+                 "these, so agreement here is by construction, not a reproduction"),
+                ("prediction", "Prediction claims", "everything else: nothing was tuned against these"),
+            ]:
+                rc = [c for c in pclaims if c.get("role", "prediction") == role]
+                if rc:
+                    body.append(f"<h4>{title} ({tally(rc)})</h4><p><small>{note}.</small></p>")
+                    body.append(_claims_table(rc, f"claims-{tid}-{role}"))
         body.append("</section>")
-    npass = sum(c["pass"] for c in claims)
+    pred = [c for c in claims if c.get("role", "prediction") == "prediction"]
+    cal = [c for c in claims if c.get("role") == "calibration"]
     head = (
         f"<h1>hostsim: the papers re-run</h1><p class=\"summary\" id=\"summary\">{len(scen_dirs)} experiments, "
-        f"{nfig} figures, {len(claims)} claims: <b>{npass} pass, {len(claims) - npass} fail</b>. "
-        "Every claim the model does not reproduce is listed as failing.</p>"
+        f"{nfig} figures, {len(claims)} claims: <b>{tally(claims)}</b> "
+        f"(predictions: {tally(pred)}; calibration: {tally(cal)}). "
+        "Every claim the model does not reproduce is listed as failing. Claims are judged over seeds: "
+        "<i>inconclusive</i> means the 95% confidence interval straddles the claim's boundary.</p>"
     )
     page = (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>hostsim report</title>"

@@ -1,5 +1,7 @@
 """The report of `hostsim reproduce`, opened from disk in headless Chromium (Debian's package):
-every figure of every reproduced scenario loads and every claim is in a claims table."""
+every figure of every reproduced scenario loads and every claim is in a claims table, calibration
+claims apart from predictions. The reproduce runs 1 seed per point (`--seeds 1`) to stay within
+the test budget; `hostsim reproduce` proper uses each scenario's own seed count."""
 
 import json
 import os
@@ -28,14 +30,17 @@ def chromium(*args, timeout=120) -> subprocess.CompletedProcess:
 def reproduced(hostsim_bin, tmp_path_factory):
     out = tmp_path_factory.mktemp("repro") / "out"
     env = dict(os.environ, HOSTSIM_PYTHON=__import__("sys").executable)
-    r = cli(hostsim_bin, "reproduce", "--out", out, env=env, timeout=1800)
+    r = cli(hostsim_bin, "reproduce", "--seeds", "1", "--out", out, env=env, timeout=1800)
     assert "report ->" in r.stderr, r.stderr
     return out
 
 
 def test_reproduce_writes_results_claims_and_report(reproduced):
     claims = json.loads((reproduced / "expectations.json").read_text())
-    assert claims and all({"scenario", "claim", "paper", "sim", "pass"} <= c.keys() for c in claims)
+    keys = {"scenario", "claim", "paper", "sim", "sim_ci", "rhs", "held", "seeds", "role", "verdict", "pass", "finding"}
+    assert claims and all(keys <= c.keys() for c in claims)
+    assert all(c["seeds"] == 1 for c in claims if c["verdict"] != "not_applicable" and not c["error"])
+    assert {"calibration", "prediction"} <= {c["role"] for c in claims}
     for name in ["ozaki-pbq-throughput", "ozaki-pbq-latency", "ozaki-pbq-micro", "goda-rfs-migrations", "livelock"]:
         assert (reproduced / name / "results.csv").exists()
         assert (reproduced / name / "scenario.toml").exists()
@@ -61,12 +66,15 @@ def test_every_figure_and_the_claims_table_render_in_chromium(reproduced, tmp_pa
     unloaded = [i for i in imgs if 'data-loaded="1"' not in i]
     assert not unloaded, f"{len(unloaded)} figures did not load: {unloaded[:2]}"
     # The claims, failing ones included, each in a claims table row.
-    rows = re.findall(r'<tr class="(pass|fail)">', dom)
+    rows = re.findall(r'<tr class="(pass|fail|inconclusive|not_applicable)">', dom)
     assert len(rows) == len(claims)
-    assert rows.count("fail") == sum(not c["pass"] for c in claims)
+    for v in ["pass", "fail", "inconclusive", "not_applicable"]:
+        assert rows.count(v) == sum(c["verdict"] == v for c in claims), v
     assert len(re.findall(r'<table class="claims"', dom)) >= 3
     for pid in ["ozaki-pbq", "goda-rfs"]:
         assert f'id="paper-{pid}"' in dom and f'id="claims-{pid}"' in dom
+        # Calibration claims and predictions in separate tables.
+        assert f'id="claims-{pid}-calibration"' in dom and f'id="claims-{pid}-prediction"' in dom
 
 
 def test_screenshot(reproduced, tmp_path):

@@ -2,7 +2,7 @@
 //! The binary (`main.rs`) only parses arguments; tests call these functions directly.
 
 use hostsim_host::{run, RunOutput, Summary};
-use hostsim_scenario::{ExpectResult, Row, RunSpec, Scenario};
+use hostsim_scenario::{ExpectResult, Role, Row, RunSpec, Scenario, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
@@ -115,7 +115,7 @@ pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, hos
     let rows: Vec<Row> = specs
         .iter()
         .zip(&summaries)
-        .map(|(s, sum)| Row { variant: s.variant.clone(), point: s.point.clone(), metrics: sum.metrics.clone() })
+        .map(|(s, sum)| Row { variant: s.variant.clone(), point: s.point.clone(), seed: s.seed, metrics: sum.metrics.clone() })
         .collect();
     let expectations = sc.evaluate(&rows);
     let csv = results_csv(sc, &rows);
@@ -139,14 +139,19 @@ fn fmt_metric(v: f64) -> String {
     }
 }
 
-/// `results.csv`: `variant`, one column per swept key (named by its key path), then metrics.
+/// `results.csv`: `variant`, one column per swept key (named by its key path), `seed` (unless it
+/// is swept), then metrics.
 pub fn results_csv(sc: &Scenario, rows: &[Row]) -> String {
     let keys: Vec<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
+    let seed_col = !keys.contains(&"seed");
     let metrics: BTreeSet<&str> = rows.iter().flat_map(|r| r.metrics.keys().map(String::as_str)).collect();
     let mut s = String::from("variant");
     for k in &keys {
         s.push(',');
         s.push_str(k);
+    }
+    if seed_col {
+        s.push_str(",seed");
     }
     for m in &metrics {
         s.push(',');
@@ -161,6 +166,9 @@ pub fn results_csv(sc: &Scenario, rows: &[Row]) -> String {
                 s.push_str(&fmt_value(v));
             }
         }
+        if seed_col {
+            let _ = write!(s, ",{}", r.seed);
+        }
         for m in &metrics {
             s.push(',');
             if let Some(v) = r.metrics.get(*m) {
@@ -172,18 +180,82 @@ pub fn results_csv(sc: &Scenario, rows: &[Row]) -> String {
     s
 }
 
-/// A plain-text table of claims for the terminal.
+/// A number for the claims table: 4 significant digits, thousands without decimals.
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        format!("{v}")
+    } else if v.abs() >= 1e4 {
+        format!("{v:.0}")
+    } else {
+        let digits = (3 - v.abs().max(1e-12).log10().floor() as i32).clamp(0, 8) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+/// `mean [lo, hi]` of a side of a claim.
+fn with_ci(v: Option<f64>, ci: Option<[f64; 2]>, seeds: usize) -> String {
+    match (v, ci) {
+        (Some(v), Some([lo, hi])) if seeds > 1 => format!("{} [{}, {}]", num(v), num(lo), num(hi)),
+        (Some(v), _) => num(v),
+        (None, _) => "-".to_string(),
+    }
+}
+
+/// A plain-text table of claims for the terminal: calibration claims first, then predictions;
+/// each with its verdict, the simulated mean and the target with 95% intervals over the seeds,
+/// and the fraction of seeds on which it holds.
 pub fn claims_table(results: &[ExpectResult]) -> String {
     let mut s = String::new();
-    for r in results {
-        let verdict = if r.pass { "PASS" } else { "FAIL" };
-        let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
-        let _ = writeln!(s, "{verdict}  {}  [{}]", r.claim, r.paper);
-        let _ = write!(s, "      sim {} {:?} {}", num(r.sim), r.op, num(r.rhs));
-        if let Some(e) = &r.error {
-            let _ = write!(s, "  ({e})");
+    for role in [Role::Calibration, Role::Prediction] {
+        let rs: Vec<&ExpectResult> = results.iter().filter(|r| r.role == role).collect();
+        if rs.is_empty() {
+            continue;
         }
-        s.push('\n');
+        let _ = writeln!(s, "== {} claims ==", if role == Role::Calibration { "calibration" } else { "prediction" });
+        for r in rs {
+            let verdict = match r.verdict {
+                Verdict::Pass => "PASS",
+                Verdict::Fail => "FAIL",
+                Verdict::Inconclusive => "INCONCLUSIVE",
+                Verdict::NotApplicable => "N/A",
+            };
+            let _ = writeln!(s, "{verdict}  {}: {}  [{}]", r.scenario, r.claim, r.paper);
+            let op = match r.op {
+                hostsim_scenario::Op::Lt => "<".to_string(),
+                hostsim_scenario::Op::Le => "<=".to_string(),
+                hostsim_scenario::Op::Gt => ">".to_string(),
+                hostsim_scenario::Op::Ge => ">=".to_string(),
+                hostsim_scenario::Op::Approx => format!("~(±{}%)", r.tolerance.unwrap_or(0.05) * 100.0),
+            };
+            let _ = write!(s, "      sim {} {op} {}", with_ci(r.sim, r.sim_ci, r.seeds), with_ci(r.rhs, r.rhs_ci, r.seeds));
+            if r.seeds > 1 {
+                if r.paired {
+                    let _ = write!(s, "; paired {} = {}", r.judged, with_ci(r.judged_mean, r.judged_ci, r.seeds));
+                }
+                if let Some(h) = r.held {
+                    let _ = write!(s, "; holds on {:.0}% of {} seeds", h * 100.0, r.seeds);
+                }
+            }
+            if let Some(e) = &r.error {
+                let _ = write!(s, "  ({e})");
+            }
+            s.push('\n');
+            if !r.finding.is_empty() && r.verdict != Verdict::Pass {
+                let _ = writeln!(s, "      finding: {}", r.finding);
+            }
+        }
+    }
+    s
+}
+
+/// `N pass, M fail, …` over a set of verdicts.
+pub fn tally(results: &[ExpectResult]) -> String {
+    let count = |v: Verdict| results.iter().filter(|r| r.verdict == v).count();
+    let mut s = format!("{} pass, {} fail", count(Verdict::Pass), count(Verdict::Fail));
+    for (v, name) in [(Verdict::Inconclusive, "inconclusive"), (Verdict::NotApplicable, "not applicable")] {
+        if count(v) > 0 {
+            let _ = write!(s, ", {} {name}", count(v));
+        }
     }
     s
 }
@@ -202,10 +274,47 @@ pub fn reproducible(ids: &[String]) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// Which seeds `reproduce` runs: each scenario's own (`seed`, `seeds`), or overridden.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SeedChoice {
+    /// Seeds per point × variant instead of the scenario's `seeds`.
+    pub seeds: Option<u32>,
+    /// Shift every scenario's first seed by this much (a disjoint seed set for a large enough
+    /// shift; see [`seed_check`]).
+    pub shift: u64,
+}
+
+/// Load a built-in experiment: the file on disk wins (so edits take effect without a rebuild),
+/// else the built-in copy; with the seed choice applied.
+fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenario, std::path::PathBuf), String> {
+    let path = Path::new("scenarios").join(format!("{name}.toml"));
+    let plain = if path.exists() { hostsim_scenario::load(&path, &[]) } else { hostsim_scenario::load_str(&path, text, &[]) }
+        .map_err(|e| e.to_string())?;
+    let mut sets = Vec::new();
+    if let Some(n) = seeds.seeds {
+        sets.push(("seeds".to_string(), n.to_string()));
+    }
+    if seeds.shift > 0 {
+        let base = plain.seed_list().first().copied().unwrap_or(1);
+        sets.push(("seed".to_string(), (base + seeds.shift).to_string()));
+    }
+    if sets.is_empty() {
+        return Ok((plain, path));
+    }
+    let sc = if path.exists() { hostsim_scenario::load(&path, &sets) } else { hostsim_scenario::load_str(&path, text, &sets) }
+        .map_err(|e| e.to_string())?;
+    Ok((sc, path))
+}
+
 /// `hostsim reproduce`: sweep every reproducible scenario into `out/<scenario>/results.csv`
 /// (with the `scenario.toml` it ran, for the report) and write all verdicts to
 /// `out/expectations.json`. The HTML report is [`report::build`]'s.
 pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result<Vec<ExpectResult>, String> {
+    reproduce_with(ids, jobs, quiet, out, SeedChoice::default())
+}
+
+/// [`reproduce`] with a choice of seeds.
+pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: SeedChoice) -> Result<Vec<ExpectResult>, String> {
     let list = reproducible(ids);
     if list.is_empty() {
         return Err(format!("no built-in experiment matches {ids:?} (see `hostsim scenarios`)"));
@@ -215,14 +324,7 @@ pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result
         if !quiet {
             eprintln!("[{}/{}] {name}", i + 1, list.len());
         }
-        // The file on disk wins (so edits take effect without a rebuild); else the built-in copy.
-        let path = Path::new("scenarios").join(format!("{name}.toml"));
-        let sc = if path.exists() {
-            hostsim_scenario::load(&path, &[])
-        } else {
-            hostsim_scenario::load_str(&path, text, &[])
-        }
-        .map_err(|e| e.to_string())?;
+        let (sc, path) = load_experiment(name, text, seeds)?;
         let res = sweep(&sc, jobs, quiet).map_err(|e| e.to_string())?;
         let dir = out.join(name.rsplit('/').next().unwrap_or(name));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -242,4 +344,90 @@ pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
     std::fs::write(out.join("expectations.json"), json).map_err(|e| e.to_string())?;
     Ok(all)
+}
+
+/// One claim's verdicts on two disjoint seed sets.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SeedCheck {
+    pub scenario: String,
+    pub claim: String,
+    pub seeds_a: Vec<u64>,
+    pub seeds_b: Vec<u64>,
+    pub a: ExpectResult,
+    pub b: ExpectResult,
+    pub same: bool,
+}
+
+/// The acceptance check of claims judged over seeds: run every reproducible scenario (matching
+/// `ids`) on its own seeds (set A: `seed` .. `seed + seeds - 1`) and on the next, disjoint block
+/// (set B: `seed + seeds` ..), and compare every claim's verdict. Writes `out/a`, `out/b` (as
+/// `reproduce` does) and `out/seedcheck.json`.
+pub fn seed_check(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: Option<u32>) -> Result<Vec<SeedCheck>, String> {
+    let list = reproducible(ids);
+    if list.is_empty() {
+        return Err(format!("no built-in experiment matches {ids:?} (see `hostsim scenarios`)"));
+    }
+    let mut checks = Vec::new();
+    for (name, text) in &list {
+        let (sc, _) = load_experiment(name, text, SeedChoice { seeds, shift: 0 })?;
+        let n = u64::from(sc.seeds);
+        let (sb, _) = load_experiment(name, text, SeedChoice { seeds, shift: n })?;
+        if !quiet {
+            eprintln!("{name}: seeds {:?} vs {:?}", sc.seed_list(), sb.seed_list());
+        }
+        checks.extend(seed_check_pair(&sc, &sb, jobs, quiet, Some(out))?);
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = serde_json::to_string_pretty(&checks).expect("serialises") + "\n";
+    std::fs::write(out.join("seedcheck.json"), json).map_err(|e| e.to_string())?;
+    Ok(checks)
+}
+
+/// Sweep one scenario loaded with two seed sets (`a` and `b`, which must not share a seed) and
+/// pair their claims' verdicts; with `out`, write each sweep's results.csv to `out/{a,b}/NAME/`.
+pub fn seed_check_pair(a: &Scenario, b: &Scenario, jobs: usize, quiet: bool, out: Option<&Path>) -> Result<Vec<SeedCheck>, String> {
+    let (la, lb) = (a.seed_list(), b.seed_list());
+    if la.iter().any(|s| lb.contains(s)) {
+        return Err(format!("{}: the seed sets {la:?} and {lb:?} overlap", a.name));
+    }
+    let ra = sweep(a, jobs, quiet).map_err(|e| e.to_string())?;
+    let rb = sweep(b, jobs, quiet).map_err(|e| e.to_string())?;
+    if let Some(out) = out {
+        for (d, r) in [("a", &ra), ("b", &rb)] {
+            let dir = out.join(d).join(&a.name);
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::write(dir.join("results.csv"), &r.csv).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(ra
+        .expectations
+        .into_iter()
+        .zip(rb.expectations)
+        .map(|(x, y)| SeedCheck {
+            scenario: x.scenario.clone(),
+            claim: x.claim.clone(),
+            seeds_a: la.clone(),
+            seeds_b: lb.clone(),
+            same: x.verdict == y.verdict,
+            a: x,
+            b: y,
+        })
+        .collect())
+}
+
+/// The seed check as a table: one line per claim with both verdicts.
+pub fn seed_check_table(checks: &[SeedCheck]) -> String {
+    let mut s = String::new();
+    for c in checks {
+        let mark = if c.same { "same" } else { "DIFFERENT" };
+        let _ = writeln!(
+            s,
+            "{mark:9}  {:12} {:12}  {}: {}",
+            c.a.verdict.as_str(),
+            c.b.verdict.as_str(),
+            c.scenario,
+            c.claim
+        );
+    }
+    s
 }

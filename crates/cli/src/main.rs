@@ -56,6 +56,22 @@ enum Cmd {
         /// Skip DIR/report/index.html (drawn by the Python package; see scripts/setup.sh).
         #[arg(long)]
         no_report: bool,
+        /// Seeds per point × variant for every scenario instead of each scenario's `seeds`.
+        #[arg(long)]
+        seeds: Option<u32>,
+    },
+    /// Acceptance check of the claims' verdicts: reproduce every experiment (or those matching
+    /// IDs) on two disjoint seed sets and compare every claim's verdict. Exit code 1 if any
+    /// verdict differs. Writes DIR/seedcheck.json.
+    Seedcheck {
+        ids: Vec<String>,
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long)]
+        out: PathBuf,
+        /// Seeds per set instead of each scenario's `seeds`.
+        #[arg(long)]
+        seeds: Option<u32>,
     },
     /// Validate scenario files; errors name the file, line, key and what was expected.
     Check { files: Vec<PathBuf> },
@@ -225,13 +241,22 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Reproduce { ids, jobs, out, no_report } => {
+        Cmd::Seedcheck { ids, jobs, out, seeds } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
-            let results = hostsim_cli::reproduce(&ids, jobs, quiet, &out)?;
+            let checks = hostsim_cli::seed_check(&ids, jobs, quiet, &out, seeds)?;
+            print!("{}", hostsim_cli::seed_check_table(&checks));
+            let differ = checks.iter().filter(|c| !c.same).count();
+            eprintln!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
+            Ok(if differ == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Cmd::Reproduce { ids, jobs, out, no_report, seeds } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let quiet = !std::io::stderr().is_terminal();
+            let choice = hostsim_cli::SeedChoice { seeds, shift: 0 };
+            let results = hostsim_cli::reproduce_with(&ids, jobs, quiet, &out, choice)?;
             print!("{}", claims_table(&results));
-            let failed = results.iter().filter(|r| !r.pass).count();
-            eprintln!("{} claims: {} pass, {failed} fail -> {}", results.len(), results.len() - failed, out.join("expectations.json").display());
+            eprintln!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
             if !no_report {
                 match hostsim_cli::report::build(&out)? {
                     Ok(index) => eprintln!("report -> {}", index.display()),

@@ -135,14 +135,33 @@ pub enum XdpKind {
     Pbq,
 }
 
-/// Wake-up placement policy (`select_task_rq`). `linux` is `select_task_rq_fair` of Linux 3.2;
-/// `goda_rfs` is paper 001's change to it: a task that moved stays where it is on wake-ups from
-/// another CPU until its flow's receive processing (RFS) has followed it there.
+/// Wake-up placement policy (`select_task_rq`). `linux` is the placement of the kernel's
+/// `scheduler` (Linux 3.2's `select_task_rq_fair`, or 2.4 O(1)'s `try_to_wake_up`); `goda_rfs`
+/// is paper 001's change to it: a task that moved stays where it is on wake-ups from another CPU
+/// until its flow's receive processing (RFS) has followed it there.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum WakePolicy {
     Linux,
     GodaRfs,
+}
+
+/// The scheduler a kernel era ships: it decides wake-up placement and load balancing (the
+/// per-CPU pick of the next task is the CFS-like one in both; see `sched.rs`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduler {
+    /// Linux 3.2's CFS (kernel/sched_fair.c): `select_task_rq_fair` (wake_affine on WF_SYNC
+    /// socket wake-ups, `select_idle_sibling`), periodic and new-idle balancing by weighted load.
+    #[default]
+    Cfs,
+    /// The O(1) scheduler of Red Hat's 2.4.18 kernels (Ingo Molnar's, as in 2.5; e.g. RHL 8.0's
+    /// 2.4.18-14, kernel/sched.c): `try_to_wake_up` moves a woken task to the waking CPU only on
+    /// a sync wake-up, and a socket's is not (2.4's `sock_def_readable` calls
+    /// `wake_up_interruptible`); `load_balance` by run-queue length when a CPU goes idle, on every
+    /// tick of an idle CPU and every HZ/4 ticks of a busy one (with a 25% imbalance), never moving
+    /// a running or cache-hot task. See `sched_o1.rs`.
+    O1,
 }
 
 /// Kernel options. Defaults are Linux 3.x-like; the 2.4 scenarios override a few.
@@ -218,6 +237,10 @@ pub struct KernelConfig {
     /// Truesize overhead added to each queued packet's payload (sk_buff + slab rounding).
     pub skb_overhead_bytes: u32,
     pub wake_policy: WakePolicy,
+    /// The scheduler of the kernel's era: `cfs` (Linux 3.2, default) or `o1` (Red Hat 2.4.18's).
+    /// Wake-up placement and load balancing follow it; `wake_policy = "goda_rfs"` wraps its
+    /// placement.
+    pub scheduler: Scheduler,
     /// CFS targeted preemption latency.
     pub sched_latency_us: u64,
     pub sched_min_granularity_us: u64,
@@ -271,6 +294,7 @@ impl Default for KernelConfig {
             rcvbuf_bytes: 212_992,
             skb_overhead_bytes: 256,
             wake_policy: WakePolicy::Linux,
+            scheduler: Scheduler::Cfs,
             sched_latency_us: 6000,
             sched_min_granularity_us: 750,
             sched_wakeup_granularity_us: 1000,

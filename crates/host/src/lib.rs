@@ -15,7 +15,9 @@
 //! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
 //! `types` the small shared types; `policies` the closed enums selecting each policy;
 //! `backlog` backlog policies (`pbq` paper 000's); `proto` UDP/TCP input and sockets; `sched` the scheduler;
-//! `wake` wake-up placement policies (`wake_goda` paper 001's); `migration_class` classifies
+//! `wake` Linux 3.2 wake-up placement, `sched_o1` the 2.4 O(1) scheduler's placement and
+//! balancing, `placement` the era's placement (`wake_goda` paper 001's wraps it);
+//! `migration_class` classifies
 //! migrations (paper 001's unintended ping-pong); `xdp_pbq` the driver-entry priority drop of
 //! `hostsim live` and its agent's high-load detector (shared with crates/live); `process` system-call semantics; `stats` the
 //! counters; `summary` metrics and `summary.json`.
@@ -32,6 +34,7 @@ mod irq_route;
 mod migration_class;
 mod nic;
 mod pbq;
+mod placement;
 mod policies;
 mod suppress;
 #[cfg(test)]
@@ -40,6 +43,7 @@ mod process;
 mod proto;
 mod rx;
 mod sched;
+mod sched_o1;
 mod sim;
 mod stats;
 mod summary;

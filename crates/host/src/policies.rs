@@ -5,7 +5,8 @@
 //! | hook (trait / functions)                        | enum             | selected by           | implementations                    |
 //! |-------------------------------------------------|------------------|-----------------------|------------------------------------|
 //! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`)   | [`Backlog`]      | `kernel.backlog`      | `backlog::Fifo`, `pbq::Pbq`        |
-//! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.wake_policy`  | `wake` (Linux), `wake_goda::GodaRfs` |
+//! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
+//! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_o1::O1Balance` |
 //! | driver entry (XDP): `verdict`, `poll`            | [`Xdp`]          | `kernel.xdp`          | none, count, `xdp_pbq::XdpPbq`     |
 //!
 //! The IRQ router (`irq_route.rs`, `nic.irq_routing`) and interrupt suppression (`suppress.rs`,
@@ -14,10 +15,12 @@
 //! This module imports the policies; none of them imports it or the `Host` hub (`sim.rs`).
 
 use crate::backlog::{BacklogPolicy, Enqueue, Fifo};
-use crate::config::{BacklogKind, KernelConfig, RxPath, WakePolicy, XdpKind};
+use crate::config::{BacklogKind, KernelConfig, RxPath, Scheduler, WakePolicy, XdpKind};
 use crate::pbq::Pbq;
+use crate::placement::BasePlacement;
+use crate::sched_o1::O1Balance;
 use crate::types::{Pid, PktId};
-use crate::wake::{linux_select_task_rq, WakeView};
+use crate::wake::WakeView;
 use crate::wake_goda::GodaRfs;
 use crate::xdp_pbq::{DetectorConfig, Observation, Verdict, XdpPbq};
 use hostsim_engine::Rng;
@@ -73,37 +76,62 @@ impl Backlog {
 /// The closed set of wake-up placement policies (`select_task_rq`).
 #[derive(Clone, Debug)]
 pub enum WakePlacement {
-    Linux,
-    GodaRfs(GodaRfs),
+    /// The kernel's own placement.
+    Linux(BasePlacement),
+    /// Paper 001's, wrapping the kernel's.
+    GodaRfs(GodaRfs, BasePlacement),
 }
 
 impl WakePlacement {
-    pub fn new(p: WakePolicy, nprocs: usize) -> WakePlacement {
+    pub fn new(p: WakePolicy, sched: Scheduler, nprocs: usize) -> WakePlacement {
+        let base = match sched {
+            Scheduler::Cfs => BasePlacement::Cfs,
+            Scheduler::O1 => BasePlacement::O1,
+        };
         match p {
-            WakePolicy::Linux => WakePlacement::Linux,
-            WakePolicy::GodaRfs => WakePlacement::GodaRfs(GodaRfs::new(nprocs)),
+            WakePolicy::Linux => WakePlacement::Linux(base),
+            WakePolicy::GodaRfs => WakePlacement::GodaRfs(GodaRfs::new(nprocs), base),
         }
     }
 
     /// The CPU to queue `pid` on when `waker` wakes it; `prev` is where it last ran.
     pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> usize {
         match self {
-            WakePlacement::Linux => linux_select_task_rq(h, pid, prev, waker),
-            WakePlacement::GodaRfs(g) => g.select_task_rq(h, pid, prev, waker),
+            WakePlacement::Linux(base) => base.select_task_rq(h, pid, prev, waker),
+            WakePlacement::GodaRfs(g, base) => g.select_task_rq(h, pid, prev, waker, *base),
         }
     }
 
     /// `pid` was woken by `waker` while its CPU was `prev` (after `select_task_rq`).
     pub fn task_woken(&mut self, pid: Pid, waker: usize, prev: usize) {
-        if let WakePlacement::GodaRfs(g) = self {
+        if let WakePlacement::GodaRfs(g, _) = self {
             g.task_woken(pid, waker, prev);
         }
     }
 
     /// `pid` moved to another CPU (any cause).
     pub fn task_migrated(&mut self, pid: Pid) {
-        if let WakePlacement::GodaRfs(g) = self {
+        if let WakePlacement::GodaRfs(g, _) = self {
             g.task_migrated(pid);
+        }
+    }
+}
+
+/// The closed set of load balancers (`kernel.scheduler`).
+#[derive(Clone, Debug)]
+pub enum Balancer {
+    /// Linux 3.2 CFS: periodic balancing every `kernel.balance_interval_ms` and new-idle
+    /// balancing, by weighted load (`sched.rs`).
+    Cfs,
+    /// 2.4 O(1) `load_balance` (`sched_o1.rs`).
+    O1(O1Balance),
+}
+
+impl Balancer {
+    pub fn new(sched: Scheduler, ncpu: usize) -> Balancer {
+        match sched {
+            Scheduler::Cfs => Balancer::Cfs,
+            Scheduler::O1 => Balancer::O1(O1Balance::new(ncpu)),
         }
     }
 }

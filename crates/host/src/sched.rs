@@ -4,6 +4,8 @@
 //! class; the HZ tick; wake-up placement through the `select_task_rq` policy; periodic and
 //! new-idle load balancing over one domain spanning all CPUs. Every migration is counted by cause.
 
+use crate::policies::Balancer;
+use crate::sched_o1::{BalanceView, O1Balance, Queued};
 use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
@@ -205,6 +207,7 @@ impl Host {
         debug_assert!(self.cpus[cpu].stack.is_empty());
         self.cpus[cpu].curr = None;
         if let Some(pid) = prev {
+            self.procs[pid as usize].left_cpu_at = self.now;
             if self.procs[pid as usize].state == ProcState::Runnable {
                 self.enqueue(cpu, pid, false);
             }
@@ -212,7 +215,10 @@ impl Host {
         self.update_min_vruntime(cpu);
         let mut next = self.pick_next(cpu);
         if next.is_none() {
-            self.idle_balance(cpu);
+            match self.balancer {
+                Balancer::Cfs => self.idle_balance(cpu),
+                Balancer::O1(_) => self.o1_balance(cpu, true, true),
+            }
             next = self.pick_next(cpu);
         }
         let hook_ns = self.switch_hook(cpu, next);
@@ -285,10 +291,52 @@ impl Host {
                 }
             }
         }
-        if self.now >= self.cpus[cpu].next_balance {
-            self.cpus[cpu].next_balance =
-                self.now + Time::from_ms(self.cfg.kernel.balance_interval_ms);
-            self.periodic_balance(cpu);
+        match self.balancer {
+            Balancer::Cfs => {
+                if self.now >= self.cpus[cpu].next_balance {
+                    self.cpus[cpu].next_balance = self.now + Time::from_ms(self.cfg.kernel.balance_interval_ms);
+                    self.periodic_balance(cpu);
+                }
+            }
+            Balancer::O1(_) => {
+                // idle_tick() / the end of scheduler_tick() (2.4 O(1) kernel/sched.c).
+                let idle = self.cpus[cpu].curr.is_none();
+                if let Some(idle) = O1Balance::tick_due(self, idle) {
+                    self.o1_balance(cpu, idle, false);
+                }
+            }
+        }
+    }
+
+    /// 2.4 O(1) `load_balance(this_rq, idle)`: pull what `sched_o1` chooses to `cpu`. From
+    /// `schedule()` (`in_schedule`) the caller picks the next task itself.
+    fn o1_balance(&mut self, cpu: usize, idle: bool, in_schedule: bool) {
+        let mut b = std::mem::replace(&mut self.balancer, Balancer::Cfs);
+        let pulls = match &mut b {
+            Balancer::O1(o) => o.load_balance(self, cpu, idle),
+            Balancer::Cfs => Vec::new(),
+        };
+        self.balancer = b;
+        let cause = if idle { MigrationCause::IdleBalance } else { MigrationCause::LoadBalance };
+        for (pid, from) in pulls {
+            let c = &mut self.cpus[from];
+            let Some(i) = c.rq_cfs.iter().position(|&p| p == pid) else {
+                // An RT task: from the RT queue.
+                let Some(i) = c.rq_rt.iter().position(|&p| p == pid) else { continue };
+                c.rq_rt.remove(i);
+                self.migrate(pid, from, cpu, cause);
+                self.enqueue(cpu, pid, false);
+                if !in_schedule {
+                    self.check_preempt(cpu, pid);
+                }
+                continue;
+            };
+            c.rq_cfs.swap_remove(i);
+            self.migrate(pid, from, cpu, cause);
+            self.enqueue(cpu, pid, false);
+            if !in_schedule {
+                self.check_preempt(cpu, pid);
+            }
         }
     }
 
@@ -398,5 +446,42 @@ impl crate::wake::WakeView for Host {
     }
     fn imbalance_pct(&self) -> u32 {
         self.cfg.kernel.imbalance_pct
+    }
+}
+
+/// What the 2.4 O(1) balancer may read (`sched_o1::BalanceView`).
+impl BalanceView for Host {
+    fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+    fn nr_running(&self, cpu: usize) -> usize {
+        let c = &self.cpus[cpu];
+        let running = c.curr.is_some_and(|p| self.procs[p as usize].state == ProcState::Runnable);
+        c.rq_cfs.len() + c.rq_rt.len() + usize::from(running)
+    }
+    fn queued(&self, cpu: usize) -> Vec<Queued> {
+        let c = &self.cpus[cpu];
+        c.rq_rt
+            .iter()
+            .chain(c.rq_cfs.iter())
+            .map(|&pid| {
+                let p = &self.procs[pid as usize];
+                Queued {
+                    pid,
+                    // MAX_RT_PRIO - 1 - rt_priority for RT tasks, 120 + nice otherwise.
+                    prio: p.rt.map_or(120 + i32::from(p.nice), |r| 99 - i32::from(r)),
+                    enq_seq: p.enq_seq,
+                    sleep_jiffy: p.left_cpu_at.ns() / self.tick_ns,
+                    allowed: p.allowed,
+                    pinned: p.pinned_kthread,
+                }
+            })
+            .collect()
+    }
+    fn jiffies(&self) -> u64 {
+        self.now.ns() / self.tick_ns
+    }
+    fn hz(&self) -> u32 {
+        self.cfg.kernel.hz
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::config::*;
 use crate::irq_route::IrqRouter;
-use crate::policies::{Backlog, WakePlacement, Xdp};
+use crate::policies::{Backlog, Balancer, WakePlacement, Xdp};
 use crate::stats::Stats;
 use crate::trace::Trace;
 use crate::types::*;
@@ -195,6 +195,8 @@ pub struct Proc {
     pub state: ProcState,
     pub cpu: u32,
     pub last_ran: Option<u32>,
+    /// When it last left a CPU in `schedule()` (the O(1) scheduler's `sleep_timestamp`).
+    pub left_cpu_at: Time,
     pub vruntime: u64,
     pub enq_seq: u64,
     pub unit_state: CpuState,
@@ -289,6 +291,8 @@ pub struct Host {
     pub sock_flow: Vec<u32>,
     pub rps_cpus: Vec<u32>,
     pub wake: WakePlacement,
+    /// The era's load balancer (`kernel.scheduler`).
+    pub balancer: Balancer,
     pub stats: Stats,
     pub trace: Option<Trace>,
     pub emit_buf: Vec<Emit>,
@@ -508,7 +512,8 @@ impl Host {
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let trace = cfg.trace.then(|| Trace::new(ncpu));
         Host {
-            wake: WakePlacement::new(cfg.kernel.wake_policy, procs.len()),
+            wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len()),
+            balancer: Balancer::new(cfg.kernel.scheduler, ncpu),
             q: EventQueue::new(),
             now: Time::ZERO,
             cpus,
@@ -688,6 +693,7 @@ impl Proc {
             state: ProcState::NotStarted,
             cpu,
             last_ran: None,
+            left_cpu_at: Time::ZERO,
             vruntime: 0,
             enq_seq: 0,
             unit_state: CpuState::System,

@@ -26,6 +26,7 @@ pub(crate) struct Snapshot {
     pub(crate) xdp_high_load_ns: u64,
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
+    pub(crate) src_drops: Vec<[u64; N_DROPS]>,
 }
 
 pub struct Stats {

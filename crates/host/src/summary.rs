@@ -32,6 +32,7 @@ impl Host {
             xdp_high_load_ns: s.xdp_high_load_ns,
             src_acked: self.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
+            src_drops: self.stats.src_drops.clone(),
         }
     }
 
@@ -160,6 +161,12 @@ impl Host {
                 if rtt.count() == 0 {
                     rtt = st.rtt.clone();
                 }
+            }
+            // Where this source lost packets, per place, over the window: `<source>_drop_<place>_pps`.
+            let zero = [0u64; N_DROPS];
+            let wd = warm.src_drops.get(i).unwrap_or(&zero);
+            for (k, place) in DROP_NAMES.iter().enumerate() {
+                m.insert(format!("{}_drop_{place}_pps", s.name), rate(end.src_drops[i][k], wd[k]));
             }
             traffic.push(TrafficSummary {
                 name: s.name.clone(),

@@ -24,7 +24,7 @@ pub(crate) fn busy(h: &mut Host, cpu: usize, pid: Pid) {
 }
 
 fn place(h: &Host, prev: usize, waker: usize) -> usize {
-    WakePlacement::Linux.select_task_rq(h, 0, prev, waker)
+    WakePlacement::Linux(crate::placement::BasePlacement::Cfs).select_task_rq(h, 0, prev, waker)
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn realtime_tasks_stay_on_their_cpu() {
 /// Returns (waker, running CPU, chosen CPU) per wake-up and the migration classes.
 fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::migration_class::ClassCounts) {
     let mut h = host(vec![]);
-    h.wake = WakePlacement::new(policy, h.procs.len());
+    h.wake = WakePlacement::new(policy, crate::config::Scheduler::Cfs, h.procs.len());
     for c in (2..12).step_by(2) {
         busy(&mut h, c, 2);
     }

@@ -12,8 +12,9 @@
 //! the task's own CPU lifts the ban, and placement is Linux's again. Per task this is one flag
 //! (a field the patch would add to `task_struct`): O(1) per wake-up and per migration.
 
+use crate::placement::BasePlacement;
 use crate::types::Pid;
-use crate::wake::{linux_select_task_rq, WakeView};
+use crate::wake::WakeView;
 
 #[derive(Clone, Debug)]
 pub struct GodaRfs {
@@ -26,11 +27,12 @@ impl GodaRfs {
         GodaRfs { awaiting_irq: vec![false; nprocs] }
     }
 
-    pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> usize {
+    /// `base` is the kernel's own placement, which this wraps.
+    pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize, base: BasePlacement) -> usize {
         if self.awaiting_irq[pid as usize] && waker != prev {
             return prev;
         }
-        linux_select_task_rq(h, pid, prev, waker)
+        base.select_task_rq(h, pid, prev, waker)
     }
 
     pub fn task_woken(&mut self, pid: Pid, waker: usize, prev: usize) {

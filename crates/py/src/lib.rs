@@ -32,20 +32,31 @@ fn json_to_toml(text: &str) -> PyResult<String> {
     toml::to_string(&table).map_err(|e| PyValueError::new_err(format!("scenario dict: {e}")))
 }
 
-/// What Python needs to know about a scenario: name, description, sweep, variants, claims,
-/// figures, and every run (variant × point) in `hostsim sweep`'s order.
+/// What Python needs to know about a scenario: name, description, sweep, variants, seeds, claims,
+/// figures, calibration parameters and overlay, and every run (variant × point × seed) in
+/// `hostsim sweep`'s order.
 #[pyfunction]
 #[pyo3(signature = (path, text=None, sets=Vec::new()))]
 fn scenario_info(path: &str, text: Option<&str>, sets: Sets) -> PyResult<String> {
     let sc = load(path, text, &sets)?;
-    let runs: Vec<serde_json::Value> = sc
-        .runs()
-        .map_err(|e| PyValueError::new_err(e.to_string()))?
-        .iter()
-        .map(|r| {
+    let runs: Vec<serde_json::Value> = (0..sc.run_count())
+        .map(|i| {
+            let (variant, point, seed) = sc.run_at(i).expect("in range");
             let point: serde_json::Map<String, serde_json::Value> =
-                r.point.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
-            serde_json::json!({ "variant": r.variant, "point": point, "seed": r.config.seed })
+                point.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
+            serde_json::json!({ "variant": variant.unwrap_or("base"), "point": point, "seed": seed })
+        })
+        .collect();
+    // Every run's configuration must be valid (as `hostsim check` requires).
+    sc.runs().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let calibrate: Vec<serde_json::Value> = sc
+        .calibrate
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.name, "key": p.key, "min": p.bounds().map(|b| b.0), "max": p.bounds().map(|b| b.1),
+                "integer": p.integer(), "offset": p.offset_f64(), "source": p.source,
+            })
         })
         .collect();
     let sweep: Vec<serde_json::Value> = sc.sweep.iter().map(|(k, v)| serde_json::json!([k, v])).collect();
@@ -57,6 +68,11 @@ fn scenario_info(path: &str, text: Option<&str>, sets: Sets) -> PyResult<String>
         "variants": variants,
         "expects": sc.expects,
         "figures": sc.figures,
+        "seeds": sc.seeds,
+        "seed_list": sc.seed_list(),
+        "calibrate": calibrate,
+        "calibration": sc.calibration,
+        "calibration_runs": sc.runs_for_role(hostsim_scenario::Role::Calibration),
         "runs": runs,
     }))
 }
@@ -89,44 +105,22 @@ fn run(
 #[pyo3(signature = (path, index, text=None, sets=Vec::new()))]
 fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets: Sets) -> PyResult<String> {
     let sc = load(path, text, &sets)?;
-    let (variant, point) = nth_run(&sc, index)?;
-    let cfg = sc.config_with(variant, &point).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let spec = sc.run_config(index).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let cfg = spec.config;
     let mut out = py.allow_threads(|| hostsim_host::run(cfg));
     sc.derive_metrics(&mut out.summary.metrics);
     Ok(hostsim_cli::summary_json(&out.summary))
 }
 
-/// The variant and sweep point of the `index`th run, in `Scenario::runs`' order (variant-major,
-/// last sweep key fastest), without building every run's configuration (a Dask task runs one).
-fn nth_run(sc: &Scenario, index: usize) -> PyResult<(Option<&str>, Vec<(String, toml::Value)>)> {
-    let npoints: usize = sc.sweep.iter().map(|(_, v)| v.len()).product();
-    let nvariants = sc.variants.len().max(1);
-    if index >= npoints * nvariants {
-        return Err(PyValueError::new_err(format!("run {index} out of range: the sweep has {} runs", npoints * nvariants)));
+fn rows_of(sc: &Scenario, indices: &[usize], summaries: &[String]) -> PyResult<Vec<Row>> {
+    if indices.len() != summaries.len() {
+        return Err(PyValueError::new_err(format!("{} summaries for {} runs", summaries.len(), indices.len())));
     }
-    let variant = sc.variants.get(index / npoints).map(|v| v.name.as_str());
-    let mut rest = index % npoints;
-    let mut point = Vec::with_capacity(sc.sweep.len());
-    for (k, vals) in sc.sweep.iter().rev() {
-        point.push((k.clone(), vals[rest % vals.len()].clone()));
-        rest /= vals.len();
-    }
-    point.reverse();
-    Ok((variant, point))
-}
-
-/// From every run's summary.json (in run order): results.csv and the claims' verdicts as JSON,
-/// exactly as `hostsim sweep` writes them.
-#[pyfunction]
-#[pyo3(signature = (path, summaries, text=None, sets=Vec::new()))]
-fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets) -> PyResult<(String, String)> {
-    let sc = load(path, text, &sets)?;
-    let specs = sc.runs().map_err(|e| PyValueError::new_err(e.to_string()))?;
-    if specs.len() != summaries.len() {
-        return Err(PyValueError::new_err(format!("{} summaries for {} runs", summaries.len(), specs.len())));
-    }
-    let mut rows = Vec::with_capacity(specs.len());
-    for (spec, s) in specs.iter().zip(&summaries) {
+    let mut rows = Vec::with_capacity(indices.len());
+    for (&i, s) in indices.iter().zip(summaries) {
+        let (variant, point, seed) = sc
+            .run_at(i)
+            .ok_or_else(|| PyValueError::new_err(format!("run {i} out of range: the sweep has {} runs", sc.run_count())))?;
         let v: serde_json::Value = serde_json::from_str(s).map_err(|e| PyValueError::new_err(format!("summary: {e}")))?;
         let metrics = v
             .get("metrics")
@@ -136,10 +130,40 @@ fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets) ->
             // summary.json writes NaN (e.g. a stalled RTT measurement) as null.
             .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(f64::NAN)))
             .collect();
-        rows.push(Row { variant: spec.variant.clone(), point: spec.point.clone(), metrics });
+        rows.push(Row { variant: variant.unwrap_or("base").to_string(), point, seed, metrics });
     }
+    Ok(rows)
+}
+
+/// From every run's summary.json (in run order): results.csv and the claims' verdicts as JSON,
+/// exactly as `hostsim sweep` writes them.
+#[pyfunction]
+#[pyo3(signature = (path, summaries, text=None, sets=Vec::new()))]
+fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets) -> PyResult<(String, String)> {
+    let sc = load(path, text, &sets)?;
+    let all: Vec<usize> = (0..sc.run_count()).collect();
+    let rows = rows_of(&sc, &all, &summaries)?;
     let expectations = sc.evaluate(&rows);
     Ok((hostsim_cli::results_csv(&sc, &rows), serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n"))
+}
+
+/// The calibration claims judged on the runs `indices` (`scenario_info`'s `calibration_runs`),
+/// as JSON: `{"claims": [...verdicts...], "loss": [per claim], "objective": sum}`.
+#[pyfunction]
+#[pyo3(signature = (path, indices, summaries, text=None, sets=Vec::new()))]
+fn evaluate_calibration(
+    path: &str,
+    indices: Vec<usize>,
+    summaries: Vec<String>,
+    text: Option<&str>,
+    sets: Sets,
+) -> PyResult<String> {
+    let sc = load(path, text, &sets)?;
+    let rows = rows_of(&sc, &indices, &summaries)?;
+    let claims = sc.evaluate_role(&rows, hostsim_scenario::Role::Calibration);
+    let loss: Vec<f64> = claims.iter().map(|c| c.calibration_loss()).collect();
+    let objective: f64 = loss.iter().sum();
+    json(&serde_json::json!({ "claims": claims, "loss": loss, "objective": objective }))
 }
 
 #[pymodule]
@@ -150,5 +174,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_point, m)?)?;
     m.add_function(wrap_pyfunction!(finish, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate_calibration, m)?)?;
     Ok(())
 }

@@ -1,18 +1,52 @@
-//! `[[expect]]`: a paper's claim as a comparison of metrics between sweep points and variants.
+//! `[[expect]]`: a paper's claim as a comparison of metrics between sweep points and variants,
+//! judged over seeds with a 95% confidence interval.
 //!
 //! ```toml
+//! seeds = 10                        # top level: every point x variant runs with seeds
+//!                                   # seed, seed+1, ..., seed+9 (`seed` defaults to 1)
 //! [[expect]]
 //! claim = "legacy path livelocks: at the highest load it delivers under 20% of its peak"
 //! paper = "Mogul & Ramakrishnan 1997, Fig. 6-1"
+//! role = "prediction"               # or "calibration": a claim about the BASELINE system that
+//!                                   # `hostsim calibrate` may fit parameters to (default: prediction)
 //! metric = "delivered_pps"          # left-hand side ...
 //! variant = "legacy"
 //! at = { "traffic.load.rate_pps" = 400000 }   # ... at this sweep point (or `reduce`)
 //! op = "<"                          # <, <=, >, >=, approx
 //! rhs = { metric = "delivered_pps", variant = "legacy", reduce = "max" }
 //! factor = 0.2                      # right-hand side = factor × rhs (or a literal `value`)
+//! finding = "..."                   # optional: what we found about why the model agrees or not
+//! applicable = false                # optional: the model cannot test this claim; `finding`
+//!                                   # must then say why (the report shows it, no verdict)
 //! ```
+//!
+//! ## How a claim is judged
+//!
+//! Both sides are selected **within each seed**: `reduce` (`max`, `mean`, ...) reduces the rows
+//! of one seed (several sweep points), never across seeds. A comparison with another variant or
+//! point (`rhs`) therefore pairs runs of equal seed (common random numbers), which removes most of
+//! the seed-to-seed noise from the difference. Per seed `s` the target is `t_s = factor × rhs_s`
+//! (or `factor × value`) and the judged statistic is
+//!
+//! - `x_s = sim_s − t_s` for `<`, `<=`, `>`, `>=` (the claim holds on the seed if `x_s op 0`);
+//! - `x_s = sim_s / t_s − 1` for `approx` (it holds if `|x_s| <= tolerance`, default 0.05).
+//!
+//! Over the `n` seeds, the mean of `x` and its 95% confidence interval (Student's t with `n − 1`
+//! degrees of freedom: `mean ± t(0.975, n−1) · sd / √n`) decide the verdict:
+//!
+//! - **pass**: the whole interval satisfies the claim (e.g. `hi < 0` for `<`; inside
+//!   `[−tolerance, tolerance]` for `approx`);
+//! - **fail**: the whole interval violates it;
+//! - **inconclusive**: the interval straddles the boundary: the seeds cannot tell (run more).
+//!
+//! With one seed the interval is the point itself (a deterministic verdict, as before seeds
+//! existed). A seed on which either side is NaN (a stalled measurement) fails the claim. The
+//! result also reports the mean of each side with its own interval and `held`, the fraction of
+//! seeds on which the claim holds. Claims with `applicable = false` get the verdict
+//! `not_applicable` and are shown with their `finding`.
 
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::collections::BTreeMap;
 use toml::{Table, Value};
 
@@ -40,6 +74,38 @@ pub enum Reduce {
     Mean,
 }
 
+/// What a claim is for. Calibration claims are about the baseline (unmodified) system only and
+/// are what `hostsim calibrate` fits a scenario's `[[calibrate]]` parameters to; everything else
+/// is a prediction, which nothing may be tuned against.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Calibration,
+    #[default]
+    Prediction,
+}
+
+/// The outcome of a claim (see the module documentation).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Inconclusive,
+    NotApplicable,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::NotApplicable => "not_applicable",
+        }
+    }
+}
+
 /// Which value(s) of a metric: a variant, sweep coordinates, and how to reduce several rows.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -63,6 +129,16 @@ pub struct Expect {
     /// The paper's published value, when the claim has one (drawn in the report).
     #[serde(default)]
     pub paper_value: Option<f64>,
+    /// `calibration` (about the baseline system; may be fitted to) or `prediction` (default).
+    #[serde(default)]
+    pub role: Role,
+    /// False when the model cannot test the claim; `finding` says why.
+    #[serde(default = "yes")]
+    pub applicable: bool,
+    /// What was found about the claim: why the model does not reproduce it, or why it is not
+    /// applicable (one or two sentences; shown with the claim in the report).
+    #[serde(default)]
+    pub finding: String,
     pub metric: String,
     #[serde(default)]
     pub variant: Option<String>,
@@ -85,14 +161,21 @@ pub struct Expect {
 fn one() -> f64 {
     1.0
 }
+fn yes() -> bool {
+    true
+}
 
-/// One row of results: a variant at a sweep point with its metrics.
+/// One row of results: a variant at a sweep point, run with one seed, with its metrics.
 #[derive(Clone, Debug)]
 pub struct Row {
     pub variant: String,
     pub point: Vec<(String, Value)>,
+    pub seed: u64,
     pub metrics: BTreeMap<String, f64>,
 }
+
+/// A 95% confidence interval `[lo, hi]`.
+pub type Interval = [f64; 2];
 
 /// The verdict on one claim.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -101,24 +184,42 @@ pub struct ExpectResult {
     pub claim: String,
     pub paper: String,
     pub paper_value: Option<f64>,
-    /// The simulated left-hand side.
+    pub role: Role,
+    pub applicable: bool,
+    pub finding: String,
+    /// Seeds the claim was judged over.
+    pub seeds: usize,
+    /// The simulated left-hand side: mean over seeds, and its 95% interval.
     pub sim: Option<f64>,
-    /// The right-hand side it was compared with (after `factor`).
+    pub sim_ci: Option<Interval>,
+    /// The target it was compared with (after `factor`): mean over seeds, and its interval.
     pub rhs: Option<f64>,
+    pub rhs_ci: Option<Interval>,
     pub op: Op,
+    pub tolerance: Option<f64>,
+    /// True when the target is another selection, compared seed by seed.
+    pub paired: bool,
+    /// What the verdict is judged on: `sim - target` or `sim / target - 1` (approx).
+    pub judged: &'static str,
+    pub judged_mean: Option<f64>,
+    pub judged_ci: Option<Interval>,
+    /// Fraction of seeds on which the claim holds.
+    pub held: Option<f64>,
+    pub verdict: Verdict,
+    /// `verdict == pass`.
     pub pass: bool,
     /// Why the claim could not be evaluated, if it couldn't.
     pub error: Option<String>,
 }
 
-fn same(a: &Value, b: &Value) -> bool {
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
     match (a.as_float().or(a.as_integer().map(|i| i as f64)), b.as_float().or(b.as_integer().map(|i| i as f64))) {
         (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
         _ => a == b,
     }
 }
 
-fn select(rows: &[Row], metric: &str, variant: Option<&str>, at: &Table, reduce: Option<Reduce>) -> Result<f64, String> {
+fn select(rows: &[&Row], metric: &str, variant: Option<&str>, at: &Table, reduce: Option<Reduce>) -> Result<f64, String> {
     let vals: Vec<f64> = rows
         .iter()
         .filter(|r| variant.is_none_or(|v| r.variant == v))
@@ -132,7 +233,7 @@ fn select(rows: &[Row], metric: &str, variant: Option<&str>, at: &Table, reduce:
     }
     match reduce {
         None if vals.len() == 1 => Ok(vals[0]),
-        None => Err(format!("{} results match; add `at` coordinates or a `reduce`", vals.len())),
+        None => Err(format!("{} results match within one seed; add `at` coordinates or a `reduce`", vals.len())),
         Some(Reduce::First) => Ok(vals[0]),
         Some(Reduce::Last) => Ok(vals[vals.len() - 1]),
         Some(Reduce::Max) => Ok(vals.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
@@ -141,39 +242,193 @@ fn select(rows: &[Row], metric: &str, variant: Option<&str>, at: &Table, reduce:
     }
 }
 
+/// Mean and 95% confidence interval of a sample (Student's t). One value: the point itself.
+pub fn mean_ci(xs: &[f64]) -> (f64, Interval) {
+    let n = xs.len();
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, [mean, mean]);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let sd = var.sqrt();
+    if sd == 0.0 || !sd.is_finite() {
+        return (mean, [mean, mean]);
+    }
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64).expect("n >= 2 degrees of freedom").inverse_cdf(0.975);
+    let half = t * sd / (n as f64).sqrt();
+    (mean, [mean - half, mean + half])
+}
+
+/// The seeds present in `rows`, ascending.
+pub fn seeds_of(rows: &[Row]) -> Vec<u64> {
+    let mut s: Vec<u64> = rows.iter().map(|r| r.seed).collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
 impl Expect {
-    /// Evaluate against a sweep's rows. A NaN (e.g. a stalled measurement) fails the claim.
-    pub fn evaluate(&self, scenario: &str, rows: &[Row]) -> ExpectResult {
-        let lhs = select(rows, &self.metric, self.variant.as_deref(), &self.at, self.reduce);
-        let rhs = match (&self.rhs, self.value) {
-            (Some(s), _) => select(rows, &s.metric, s.variant.as_deref(), &s.at, s.reduce).map(|v| v * self.factor),
-            (None, Some(v)) => Ok(v * self.factor),
-            (None, None) => Err("neither `value` nor `rhs` given".to_string()),
+    fn tol(&self) -> f64 {
+        self.tolerance.unwrap_or(0.05)
+    }
+
+    /// Does the claim hold for one judged value `x` (see the module documentation)?
+    fn holds(&self, x: f64) -> bool {
+        match self.op {
+            Op::Lt => x < 0.0,
+            Op::Le => x <= 0.0,
+            Op::Gt => x > 0.0,
+            Op::Ge => x >= 0.0,
+            Op::Approx => x.abs() <= self.tol(),
+        }
+    }
+
+    /// The verdict from the interval of the judged statistic.
+    fn judge(&self, [lo, hi]: Interval) -> Verdict {
+        let (pass, fail) = match self.op {
+            Op::Lt => (hi < 0.0, lo >= 0.0),
+            Op::Le => (hi <= 0.0, lo > 0.0),
+            Op::Gt => (lo > 0.0, hi <= 0.0),
+            Op::Ge => (lo >= 0.0, hi < 0.0),
+            Op::Approx => {
+                let t = self.tol();
+                (lo >= -t && hi <= t, hi < -t || lo > t)
+            }
         };
+        if pass {
+            Verdict::Pass
+        } else if fail {
+            Verdict::Fail
+        } else {
+            Verdict::Inconclusive
+        }
+    }
+
+    /// The judged statistic of one seed from its two sides.
+    fn judged_value(&self, sim: f64, target: f64) -> f64 {
+        match self.op {
+            Op::Approx if target == 0.0 => {
+                if sim == 0.0 {
+                    0.0
+                } else {
+                    f64::INFINITY.copysign(sim)
+                }
+            }
+            Op::Approx => sim / target.abs() - target.signum(),
+            _ => sim - target,
+        }
+    }
+
+    /// Evaluate against a sweep's rows (every seed's), see the module documentation.
+    pub fn evaluate(&self, scenario: &str, rows: &[Row]) -> ExpectResult {
+        let seeds = seeds_of(rows);
         let mut r = ExpectResult {
             scenario: scenario.to_string(),
             claim: self.claim.clone(),
             paper: self.paper.clone(),
             paper_value: self.paper_value,
-            sim: lhs.as_ref().ok().copied(),
-            rhs: rhs.as_ref().ok().copied(),
+            role: self.role,
+            applicable: self.applicable,
+            finding: self.finding.clone(),
+            seeds: seeds.len(),
+            sim: None,
+            sim_ci: None,
+            rhs: None,
+            rhs_ci: None,
             op: self.op,
+            tolerance: (self.op == Op::Approx).then(|| self.tol()),
+            paired: self.rhs.is_some(),
+            judged: if self.op == Op::Approx { "sim / target - 1" } else { "sim - target" },
+            judged_mean: None,
+            judged_ci: None,
+            held: None,
+            verdict: Verdict::Fail,
             pass: false,
             error: None,
         };
-        match (lhs, rhs) {
-            (Ok(a), Ok(b)) => {
-                r.pass = match self.op {
-                    Op::Lt => a < b,
-                    Op::Le => a <= b,
-                    Op::Gt => a > b,
-                    Op::Ge => a >= b,
-                    Op::Approx => (a - b).abs() <= self.tolerance.unwrap_or(0.05) * b.abs(),
-                };
+        let (mut sims, mut targets, mut xs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut nan_seeds = 0;
+        for &s in &seeds {
+            let rs: Vec<&Row> = rows.iter().filter(|r| r.seed == s).collect();
+            let lhs = select(&rs, &self.metric, self.variant.as_deref(), &self.at, self.reduce);
+            let rhs = match (&self.rhs, self.value) {
+                (Some(sel), _) => select(&rs, &sel.metric, sel.variant.as_deref(), &sel.at, sel.reduce).map(|v| v * self.factor),
+                (None, Some(v)) => Ok(v * self.factor),
+                (None, None) => Err("neither `value` nor `rhs` given".to_string()),
+            };
+            match (lhs, rhs) {
+                (Ok(a), Ok(b)) => {
+                    if a.is_nan() || b.is_nan() {
+                        nan_seeds += 1;
+                    } else {
+                        sims.push(a);
+                        targets.push(b);
+                        xs.push(self.judged_value(a, b));
+                    }
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    r.error = Some(if seeds.len() > 1 { format!("seed {s}: {e}") } else { e });
+                    break;
+                }
             }
-            (Err(e), _) | (_, Err(e)) => r.error = Some(e),
         }
+        if seeds.is_empty() {
+            r.error = Some("no results".into());
+        }
+        if !sims.is_empty() {
+            let (m, ci) = mean_ci(&sims);
+            r.sim = Some(m);
+            r.sim_ci = Some(ci);
+            let (m, ci) = mean_ci(&targets);
+            r.rhs = Some(m);
+            r.rhs_ci = Some(ci);
+            let (m, ci) = mean_ci(&xs);
+            r.judged_mean = Some(m);
+            r.judged_ci = Some(ci);
+        }
+        if r.error.is_none() && !seeds.is_empty() {
+            let held = xs.iter().filter(|&&x| self.holds(x)).count();
+            r.held = Some(held as f64 / seeds.len() as f64);
+            r.verdict = if nan_seeds > 0 {
+                r.error = Some(format!("no value on {nan_seeds} of {} seeds (NaN: e.g. a stalled measurement)", seeds.len()));
+                Verdict::Fail
+            } else {
+                self.judge(r.judged_ci.expect("set with the values"))
+            };
+        }
+        if !self.applicable {
+            r.verdict = Verdict::NotApplicable;
+        }
+        r.pass = r.verdict == Verdict::Pass;
         r
+    }
+}
+
+impl ExpectResult {
+    /// The calibration objective's term for this claim (0 when met; `hostsim calibrate` sums
+    /// them over the calibration claims). `approx`: the squared mean relative error in units of
+    /// the tolerance, so the fit aims at the paper's value and not just inside the band. Order
+    /// claims: zero when the mean satisfies them, else the squared violation relative to the
+    /// target in units of 5%. A claim without a value costs 1000.
+    pub fn calibration_loss(&self) -> f64 {
+        let (Some(x), None) = (self.judged_mean, &self.error) else {
+            return 1000.0;
+        };
+        if !x.is_finite() {
+            return 1000.0;
+        }
+        let loss = match self.op {
+            Op::Approx => (x / self.tolerance.unwrap_or(0.05)).powi(2),
+            op => {
+                let scale = self.rhs.map_or(1.0, |t| t.abs().max(1.0));
+                let violation = match op {
+                    Op::Lt | Op::Le => x.max(0.0),
+                    _ => (-x).max(0.0),
+                };
+                (violation / scale / 0.05).powi(2)
+            }
+        };
+        loss.min(1000.0)
     }
 }
 
@@ -185,9 +440,23 @@ mod tests {
         let mk = |v: &str, x: i64, y: f64| Row {
             variant: v.into(),
             point: vec![("rate".into(), Value::Integer(x))],
+            seed: 1,
             metrics: [("m".to_string(), y)].into_iter().collect(),
         };
         vec![mk("a", 1, 10.0), mk("a", 2, 30.0), mk("a", 3, 5.0), mk("b", 3, 25.0)]
+    }
+
+    /// Two variants over `n` seeds: a = base + noise, b = base + noise + shift, with the same
+    /// noise per seed (common random numbers).
+    fn paired(n: u64, shift: f64) -> Vec<Row> {
+        let mut out = Vec::new();
+        for s in 1..=n {
+            let noise = ((s * 7919) % 13) as f64 - 6.0;
+            for (v, y) in [("a", 100.0 + noise), ("b", 100.0 + noise + shift)] {
+                out.push(Row { variant: v.into(), point: vec![], seed: s, metrics: [("m".to_string(), y)].into_iter().collect() });
+            }
+        }
+        out
     }
 
     fn ex(src: &str) -> Expect {
@@ -201,6 +470,8 @@ mod tests {
         assert!(r.pass, "{r:?}");
         assert_eq!(r.sim, Some(5.0));
         assert_eq!(r.rhs, Some(6.0));
+        assert_eq!((r.seeds, r.held, r.verdict), (1, Some(1.0), Verdict::Pass));
+        assert_eq!(r.role, Role::Prediction);
     }
 
     #[test]
@@ -216,6 +487,76 @@ mod tests {
         let mut rs = rows();
         rs[0].metrics.insert("m".into(), f64::NAN);
         let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=1}\nop='approx'\nvalue=10\ntolerance=0.5");
-        assert!(!e.evaluate("s", &rs).pass);
+        let r = e.evaluate("s", &rs);
+        assert!(!r.pass && r.verdict == Verdict::Fail, "{r:?}");
+    }
+
+    #[test]
+    fn paired_seeds_see_a_small_shift_through_large_noise() {
+        // Noise of +-6 per seed, a shift of 1: unpaired means would overlap, the paired
+        // difference is exactly 1 on every seed.
+        let e = ex("claim='c'\nmetric='m'\nvariant='b'\nop='>'\nrhs={metric='m', variant='a'}");
+        let r = e.evaluate("s", &paired(10, 1.0));
+        assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+        assert_eq!(r.judged_ci, Some([1.0, 1.0]));
+        assert!(r.sim_ci.unwrap()[1] - r.sim_ci.unwrap()[0] > 2.0, "the mean itself is noisy: {r:?}");
+        assert_eq!((r.seeds, r.held), (10, Some(1.0)));
+    }
+
+    #[test]
+    fn interval_straddling_the_threshold_is_inconclusive() {
+        // a's mean is ~100 with sd ~4: "a > 99" cannot be told apart over 10 seeds.
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=99");
+        let r = e.evaluate("s", &paired(10, 0.0));
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{r:?}");
+        let [lo, hi] = r.sim_ci.unwrap();
+        assert!(lo < 99.0 && hi > 99.0);
+        assert!(r.held.unwrap() > 0.0 && r.held.unwrap() < 1.0);
+        // ... but far from it, the verdict is clear either way.
+        assert_eq!(ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=80").evaluate("s", &paired(10, 0.0)).verdict, Verdict::Pass);
+        assert_eq!(ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=120").evaluate("s", &paired(10, 0.0)).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn approx_is_judged_on_the_relative_difference() {
+        // b = a x 1.02 on every seed: within 5%, outside 1%.
+        let mut rs = paired(5, 0.0);
+        for r in rs.iter_mut().filter(|r| r.variant == "b") {
+            let v = r.metrics["m"] * 1.02;
+            r.metrics.insert("m".into(), v);
+        }
+        let within = ex("claim='c'\nmetric='m'\nvariant='b'\nop='approx'\nrhs={metric='m', variant='a'}");
+        let r = within.evaluate("s", &rs);
+        assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+        assert!((r.judged_mean.unwrap() - 0.02).abs() < 1e-12);
+        let tight = ex("claim='c'\nmetric='m'\nvariant='b'\nop='approx'\ntolerance=0.01\nrhs={metric='m', variant='a'}");
+        assert_eq!(tight.evaluate("s", &rs).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn t_interval_matches_the_textbook() {
+        // n = 4, mean 2.5, sd = 1.2910: t(0.975, 3) = 3.1824 -> half width 2.0543.
+        let (m, [lo, hi]) = mean_ci(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(m, 2.5);
+        assert!((hi - m - 2.0543).abs() < 1e-3 && (m - lo - 2.0543).abs() < 1e-3, "{lo} {hi}");
+    }
+
+    #[test]
+    fn not_applicable_keeps_numbers_but_has_no_verdict() {
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=1\napplicable=false\nfinding='why'");
+        let r = e.evaluate("s", &rows());
+        assert_eq!((r.verdict, r.pass, r.sim), (Verdict::NotApplicable, false, Some(5.0)));
+    }
+
+    #[test]
+    fn calibration_loss_is_zero_when_met_and_grows_with_the_miss() {
+        let rs = rows();
+        let at = |v: f64| ex(&format!("claim='c'\nmetric='m'\nvariant='a'\nat={{rate=3}}\nop='approx'\nvalue={v}\ntolerance=0.1\nrole='calibration'"));
+        assert_eq!(at(5.0).evaluate("s", &rs).calibration_loss(), 0.0);
+        let near = at(5.5).evaluate("s", &rs).calibration_loss();
+        let far = at(8.0).evaluate("s", &rs).calibration_loss();
+        assert!(near > 0.0 && far > near, "{near} {far}");
+        let order = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=10");
+        assert_eq!(order.evaluate("s", &rs).calibration_loss(), 0.0);
     }
 }

@@ -5,11 +5,17 @@
 //! override keys (e.g. a mechanism on/off) and `[[expect]]` claims. See `scenarios/examples/` and
 //! the README for annotated files.
 //!
+//! Runs: every sweep point × variant runs with `seeds` seeds (`seed`, `seed + 1`, …); claims are
+//! judged over the seeds with confidence intervals (see [`expect`](Expect)). A scenario may declare
+//! `[[calibrate]]` parameters fitted by `hostsim calibrate`, whose values come from an overlay
+//! file (see the `calibrate` module).
+//!
 //! Loading applies command-line overrides (`--set key=value`), deserialises with unknown keys
 //! rejected, and validates meaning (names unique, CPUs in range, ports bound, …). Every error
 //! names the file, the line, the key and what was expected ([`ScenarioError`]); nothing panics on
 //! bad input.
 
+mod calibrate;
 mod error;
 mod expect;
 mod figure;
@@ -17,7 +23,8 @@ mod paths;
 mod validate;
 
 pub use error::ScenarioError;
-pub use expect::{Expect, ExpectResult, Op, Reduce, Row, Selector};
+pub use calibrate::{CalibrateParam, Calibration, Overlay};
+pub use expect::{mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Verdict};
 pub use figure::{Figure, PaperMark};
 pub use paths::{parse_value, set_path};
 
@@ -33,6 +40,11 @@ mod builtin {
 /// Built-in machine profiles: (name, TOML text).
 pub fn builtin_profiles() -> &'static [(&'static str, &'static str)] {
     builtin::PROFILES
+}
+
+/// Built-in calibration overlays: (name, TOML text).
+pub fn builtin_calibrations() -> &'static [(&'static str, &'static str)] {
+    builtin::CALIBRATIONS
 }
 
 /// Built-in scenarios: (name relative to `scenarios/` without `.toml`, TOML text).
@@ -53,8 +65,18 @@ struct File {
     duration_ms: u64,
     #[serde(default)]
     warmup_ms: u64,
+    /// The first seed; runs use `seed`, `seed + 1`, … (`seeds` of them).
     #[serde(default = "seed")]
     seed: u64,
+    /// Seeds per sweep point × variant (1..=1000); claims are judged over them.
+    #[serde(default = "seeds")]
+    seeds: u32,
+    /// The calibration overlay's name (`calibration/<name>.toml`), with `[[calibrate]]`.
+    #[serde(default)]
+    calibration: Option<String>,
+    /// `[[calibrate]]`: parameters `hostsim calibrate` fits to the calibration claims.
+    #[serde(default, rename = "calibrate")]
+    calibrate: Vec<CalibrateParam>,
     #[serde(default = "sample")]
     sample_interval_ms: u64,
     #[serde(default)]
@@ -87,6 +109,9 @@ struct File {
 fn seed() -> u64 {
     1
 }
+fn seeds() -> u32 {
+    1
+}
 fn sample() -> u64 {
     10
 }
@@ -103,11 +128,12 @@ pub struct Variant {
     pub set: Table,
 }
 
-/// One run of a sweep: a variant at a point.
+/// One run of a sweep: a variant at a point with one seed.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
     pub variant: String,
     pub point: Vec<(String, Value)>,
+    pub seed: u64,
     pub config: HostConfig,
 }
 
@@ -127,6 +153,12 @@ pub struct Scenario {
     pub figures: Vec<Figure>,
     /// `[metrics]`: alias → metric it copies.
     pub metric_aliases: Vec<(String, String)>,
+    /// Seeds per point × variant, from `seed` on.
+    pub seeds: u32,
+    /// `[[calibrate]]` parameters.
+    pub calibrate: Vec<CalibrateParam>,
+    /// The overlay named by `calibration`, and which of its values were applied.
+    pub calibration: Option<Calibration>,
     /// The command-line overrides already applied to `doc`.
     overrides: Vec<Applied>,
 }
@@ -140,6 +172,8 @@ enum Origin {
     Variant { index: usize, name: String },
     /// A `[sweep]` key.
     Sweep,
+    /// A fitted value from the calibration overlay (`[[calibrate]]`).
+    Calibration,
 }
 
 /// A value applied on top of the file: an error at its key is blamed on it, not on the file's
@@ -194,7 +228,11 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
             .map_err(|m| ScenarioError::new(path, None, k.clone(), format!("--set: {m}")))?;
         applied.push(Applied { origin: Origin::Set, key: k.clone(), target: paths::resolve(&doc, k), value });
     }
-    let file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
+    let mut file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
+    let calibration = apply_calibration(path, src, &mut doc, &file, &mut applied)?;
+    if calibration.as_ref().is_some_and(|c| !c.applied.is_empty()) {
+        file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
+    }
     let name = file.name.clone().unwrap_or_else(|| {
         path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
     });
@@ -232,9 +270,13 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         expects: file.expects.clone(),
         figures: file.figures.clone(),
         metric_aliases: file.metrics.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        seeds: file.seeds,
+        calibrate: file.calibrate.clone(),
+        calibration,
         overrides: applied,
     };
     validate::scenario(&sc)?;
+    calibrate::validate(&sc)?;
     // Every variant at every point must itself be valid: check them all now, not mid-sweep.
     sc.runs()?;
     Ok(sc)
@@ -360,7 +402,7 @@ fn blame(path: &Path, src: &str, f: Fail, applied: &[Applied], suspect: Option<&
     let context: String = applied
         .iter()
         .filter_map(|a| match &a.origin {
-            Origin::Set => None,
+            Origin::Set | Origin::Calibration => None,
             Origin::Variant { name, .. } => Some(format!(" (variant `{name}`)")),
             Origin::Sweep => Some(format!(" ({} = {})", a.key, a.value)),
         })
@@ -385,7 +427,68 @@ fn blame(path: &Path, src: &str, f: Fail, applied: &[Applied], suspect: Option<&
             err_segs(path, src, &segs, key(variant_key(name, &a.key)), format!("{}{context}", f.msg))
         }
         Origin::Sweep => err_at(path, src, &["sweep", &a.key], key(sweep_key(&a.key)), format!("{}{context}", f.msg)),
+        Origin::Calibration => {
+            let i = calibrate_index(src, &a.key);
+            let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("key".into())];
+            err_segs(path, src, &segs, a.key.clone(), format!("{} (the fitted value {} from the calibration overlay)", f.msg, a.value))
+        }
     }
+}
+
+/// Index of the `[[calibrate]]` entry whose `key` is `key` (0 if none: then the first).
+fn calibrate_index(src: &str, key: &str) -> usize {
+    src.parse::<Table>()
+        .ok()
+        .and_then(|t| t.get("calibrate").and_then(Value::as_array).cloned())
+        .and_then(|a| a.iter().position(|e| e.get("key").and_then(Value::as_str) == Some(key)))
+        .unwrap_or(0)
+}
+
+/// Find the scenario's calibration overlay and write its fitted values into `doc` (as applied
+/// overrides, so errors blame them), except where `--set` already gave the key a value.
+fn apply_calibration(
+    path: &Path,
+    src: &str,
+    doc: &mut Table,
+    file: &File,
+    applied: &mut Vec<Applied>,
+) -> Result<Option<Calibration>, ScenarioError> {
+    let Some(name) = &file.calibration else {
+        return Ok(None);
+    };
+    let (home, found) = calibrate::find_overlay(path, name);
+    let overlay = match found {
+        Some((text, origin)) => Some(calibrate::parse_overlay(&text, &origin).map_err(|m| {
+            err_at(path, src, &["calibration"], "calibration".into(), m)
+        })?),
+        None => None,
+    };
+    let mut names = Vec::new();
+    if let Some(o) = &overlay {
+        for (i, p) in file.calibrate.iter().enumerate() {
+            let Some(v) = o.values.get(&p.name).and_then(calibrate::num) else { continue };
+            if applied.iter().any(|a| a.origin == Origin::Set && a.key == p.key) {
+                continue;
+            }
+            if let Some((lo, hi)) = p.bounds() {
+                if v < lo || v > hi {
+                    let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("name".into())];
+                    let msg = format!("{}: the fitted value {v} is outside min..=max ({lo}..={hi}): re-run `hostsim calibrate`", o.path);
+                    return Err(err_segs(path, src, &segs, format!("calibrate.{}", p.name), msg));
+                }
+            }
+            let value = p.key_value(v);
+            set_path(doc, &p.key, value.clone()).map_err(|m| {
+                let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("key".into())];
+                err_segs(path, src, &segs, format!("calibrate.{}", p.name), m)
+            })?;
+            applied.push(Applied { origin: Origin::Calibration, key: p.key.clone(), target: paths::resolve(doc, &p.key), value });
+            if !names.contains(&p.name) {
+                names.push(p.name.clone());
+            }
+        }
+    }
+    Ok(Some(Calibration { name: name.clone(), path: home, overlay, applied: names }))
 }
 
 /// Resolve and parse a profile: a path relative to the scenario, `profiles/<name>.toml` in the
@@ -517,7 +620,67 @@ impl Scenario {
         })
     }
 
-    /// Every variant × sweep point, variant-major, points in sweep order (last key fastest).
+    /// The configuration of `variant` at `point` with extra key overrides (e.g. a calibration
+    /// parameter at one of its bounds), applied after the point.
+    pub fn config_with_sets(
+        &self,
+        variant: Option<&str>,
+        point: &[(String, Value)],
+        extra: &[(String, Value)],
+    ) -> Result<HostConfig, ScenarioError> {
+        let mut all = point.to_vec();
+        all.extend(extra.iter().cloned());
+        self.config_with(variant, &all)
+    }
+
+    /// The seeds every point × variant runs with: `seed`, `seed + 1`, … (`seeds` of them).
+    pub fn seed_list(&self) -> Vec<u64> {
+        (0..u64::from(self.seeds)).map(|k| self.base.seed.wrapping_add(k)).collect()
+    }
+
+    /// Number of runs: variants × points × seeds.
+    pub fn run_count(&self) -> usize {
+        let npoints: usize = self.sweep.iter().map(|(_, v)| v.len()).product();
+        npoints * self.variants.len().max(1) * self.seeds as usize
+    }
+
+    /// The variant, sweep point and seed of the `index`th run in [`Scenario::runs`]' order,
+    /// without building every run's configuration.
+    pub fn run_at(&self, index: usize) -> Option<(Option<&str>, Vec<(String, Value)>, u64)> {
+        if index >= self.run_count() {
+            return None;
+        }
+        let seeds = self.seeds as usize;
+        let npoints: usize = self.sweep.iter().map(|(_, v)| v.len()).product();
+        let k = index % seeds;
+        let vp = index / seeds;
+        let variant = self.variants.get(vp / npoints).map(|v| v.name.as_str());
+        let mut rest = vp % npoints;
+        let mut point = Vec::with_capacity(self.sweep.len());
+        for (key, vals) in self.sweep.iter().rev() {
+            point.push((key.clone(), vals[rest % vals.len()].clone()));
+            rest /= vals.len();
+        }
+        point.reverse();
+        let base = match point.iter().find(|(key, _)| key == "seed").and_then(|(_, v)| v.as_integer()) {
+            Some(s) => s as u64,
+            None => self.base.seed,
+        };
+        Some((variant, point, base.wrapping_add(k as u64)))
+    }
+
+    /// The configuration of the `index`th run.
+    pub fn run_config(&self, index: usize) -> Result<RunSpec, ScenarioError> {
+        let (variant, point, seed) = self.run_at(index).ok_or_else(|| {
+            ScenarioError::new(&self.path, None, "", format!("run {index} out of range: the sweep has {} runs", self.run_count()))
+        })?;
+        let mut config = self.config_with(variant, &point)?;
+        config.seed = seed;
+        Ok(RunSpec { variant: variant.unwrap_or("base").to_string(), point, seed, config })
+    }
+
+    /// Every variant × sweep point × seed: variant-major, points in sweep order (last key
+    /// fastest), seeds fastest.
     pub fn runs(&self) -> Result<Vec<RunSpec>, ScenarioError> {
         let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
         for (k, vals) in &self.sweep {
@@ -537,14 +700,15 @@ impl Scenario {
         } else {
             self.variants.iter().map(|v| Some(v.name.as_str())).collect()
         };
-        let mut out = Vec::with_capacity(points.len() * variants.len());
+        let mut out = Vec::with_capacity(points.len() * variants.len() * self.seeds as usize);
         for v in &variants {
             for p in &points {
-                out.push(RunSpec {
-                    variant: v.unwrap_or("base").to_string(),
-                    point: p.clone(),
-                    config: self.config_with(*v, p)?,
-                });
+                let config = self.config_with(*v, p)?;
+                for k in 0..u64::from(self.seeds) {
+                    let mut c = config.clone();
+                    c.seed = config.seed.wrapping_add(k);
+                    out.push(RunSpec { variant: v.unwrap_or("base").to_string(), point: p.clone(), seed: c.seed, config: c });
+                }
             }
         }
         Ok(out)
@@ -558,8 +722,36 @@ impl Scenario {
         }
     }
 
-    /// Evaluate the scenario's claims against sweep results.
+    /// Evaluate the scenario's claims against sweep results (every seed's rows).
     pub fn evaluate(&self, rows: &[Row]) -> Vec<ExpectResult> {
         self.expects.iter().map(|e| e.evaluate(&self.name, rows)).collect()
+    }
+
+    /// Indices (in [`Scenario::runs`]' order) of the runs the claims with `role` need: the
+    /// variants and sweep points their selectors name, every seed. `hostsim calibrate` runs only
+    /// these for the calibration claims.
+    pub fn runs_for_role(&self, role: Role) -> Vec<usize> {
+        let sels: Vec<(Option<&str>, &Table)> = self
+            .expects
+            .iter()
+            .filter(|e| e.role == role)
+            .flat_map(|e| {
+                std::iter::once((e.variant.as_deref(), &e.at)).chain(e.rhs.iter().map(|r| (r.variant.as_deref(), &r.at)))
+            })
+            .collect();
+        (0..self.run_count())
+            .filter(|&i| {
+                let (v, point, _) = self.run_at(i).expect("in range");
+                sels.iter().any(|(sv, at)| {
+                    sv.is_none_or(|sv| Some(sv) == v || (v.is_none() && sv == "base"))
+                        && at.iter().all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && expect::same(pv, want)))
+                })
+            })
+            .collect()
+    }
+
+    /// Evaluate only the claims with `role` (on rows that may hold only the runs they need).
+    pub fn evaluate_role(&self, rows: &[Row], role: Role) -> Vec<ExpectResult> {
+        self.expects.iter().filter(|e| e.role == role).map(|e| e.evaluate(&self.name, rows)).collect()
     }
 }

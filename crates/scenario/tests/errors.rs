@@ -97,6 +97,16 @@ const CASES: &[Case] = &[
     case("unknown_figure_key.toml", 53, "figure[0].marks[0].yy", "unknown key `yy`, expected one of `x`, `y`, `variant`, `label`"),
     case("figure_x_unswept.toml", 52, "figure[0].x", "`traffic.load.flows` is not a swept key (swept: traffic.load.rate_pps)"),
     case("figure_unknown_variant.toml", 54, "figure[0].variants", "no variant `polling` (have: legacy, napi)"),
+    // Seeds, claim roles and calibration parameters.
+    case("seeds_out_of_range.toml", 6, "seeds", "expected 1..=1000 seeds per point and variant, got 0"),
+    case("seeds_with_seed_sweep.toml", 6, "seeds", "`seeds` and a sweep over `seed` cannot be combined"),
+    case("expect_bad_role.toml", 44, "expect[0].role", "unknown value `baseline`, expected `calibration` or `prediction`"),
+    case("expect_not_applicable_without_finding.toml", 44, "expect[0].applicable", "needs a `finding` saying why"),
+    case("calibrate_without_calibration.toml", 50, "calibrate", "needs `calibration = \"NAME\"` at the top level"),
+    case("calibrate_bad_bounds.toml", 55, "calibrate[0].max", "expected min < max, got 3000..=1000"),
+    case("calibrate_bad_key.toml", 53, "calibrate[0].key", "unknown key `hzz`"),
+    case("calibrate_missing_source.toml", 51, "calibrate[0].source", "say where the bounds come from"),
+    case("calibrate_bound_invalid.toml", 53, "calibrate[0].key", "`kernel.hz` = 20000 (a bound, + offset) does not give a valid scenario: expected 1..=10000"),
     // Command-line overrides (`--set`): valid files, bad only with the override, which has no line.
     Case { file: "set_missing_element.toml", sets: &[("process.nobody.nice", "5")], line: None, key: "process.nobody.nice", message: "--set: no `[[process]]` named `nobody` (have: sink)" },
     Case { file: "set_wrong_type.toml", sets: &[("kernel.hz", "fast")], line: None, key: "kernel.hz", message: "expected a non-negative integer (at most 4294967295) (given by --set kernel.hz=\"fast\")" },

@@ -9,6 +9,7 @@ mod profiles;
 mod queueing;
 mod rfs;
 mod scheduler;
+mod seeds;
 
 use hostsim_host::Summary;
 use hostsim_scenario::Scenario;

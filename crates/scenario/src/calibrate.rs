@@ -1,0 +1,219 @@
+//! Calibration as a declared step: `[[calibrate]]` parameters and the overlay that holds their
+//! fitted values.
+//!
+//! ```toml
+//! calibration = "ozaki-pbq"          # the overlay: calibration/ozaki-pbq.toml (next to or above
+//!                                    # the scenario, else built in), written by `hostsim calibrate`
+//! [[calibrate]]
+//! name = "client_stack_ns"           # the fitted quantity (scenarios sharing the overlay share it)
+//! key = "traffic.latudp.client_stack_ns"   # where it goes in THIS scenario (any key path)
+//! min = 10000                        # bounds: integers give an integer parameter
+//! max = 30000
+//! source = "Celeron 800 client stack: ..."  # where the bounds come from (required)
+//! offset = 0                         # optional: the key gets value + offset
+//! ```
+//!
+//! A parameter may be declared more than once under one `name` (with equal bounds) to put one
+//! fitted value in several keys, e.g. the same client in two traffic sources. When the scenario is
+//! loaded, every declared parameter that the overlay's `[values]` table holds is written to its
+//! key (before `--set`, which still wins), so `run`, `sweep` and `reproduce` use the fitted values.
+//! Without an overlay file the scenario's own values stand and it is reported as uncalibrated.
+//!
+//! The overlay file (`hostsim calibrate` writes it; do not edit by hand):
+//!
+//! ```toml
+//! [values]
+//! client_stack_ns = 17250
+//! [fit]                              # how the values were obtained (shown in the report)
+//! date = "2026-11-22T13:00:00Z"
+//! scenarios = ["ozaki-pbq-micro", ...]
+//! claims = ["original: UDP round-trip time ...", ...]   # the calibration claims fitted
+//! seeds = [1, 2, 3]
+//! objective = 0.012                  # sum of ExpectResult::calibration_loss at the values
+//! ...
+//! ```
+//!
+//! Only claims with `role = "calibration"` (about the baseline system) enter the objective.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use toml::{Table, Value};
+
+/// A fitted parameter of a scenario.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrateParam {
+    /// The quantity's name in the overlay.
+    pub name: String,
+    /// The key path it is written to in this scenario.
+    pub key: String,
+    /// Lower bound (an integer bound pair makes an integer parameter).
+    pub min: Value,
+    pub max: Value,
+    /// Where the bounds come from.
+    #[serde(default)]
+    pub source: String,
+    /// The key gets `value + offset`.
+    #[serde(default)]
+    pub offset: Option<Value>,
+}
+
+impl CalibrateParam {
+    pub fn integer(&self) -> bool {
+        self.min.is_integer() && self.max.is_integer() && self.offset.as_ref().is_none_or(|o| o.is_integer())
+    }
+    pub fn bounds(&self) -> Option<(f64, f64)> {
+        Some((num(&self.min)?, num(&self.max)?))
+    }
+    pub fn offset_f64(&self) -> f64 {
+        self.offset.as_ref().and_then(num).unwrap_or(0.0)
+    }
+    /// The TOML value written to `key` for a fitted `value`.
+    pub fn key_value(&self, value: f64) -> Value {
+        let v = value + self.offset_f64();
+        if self.integer() {
+            Value::Integer(v.round() as i64)
+        } else {
+            Value::Float(v)
+        }
+    }
+}
+
+pub fn num(v: &Value) -> Option<f64> {
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+/// A loaded overlay file.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Overlay {
+    /// Where it was read from (`<built-in>/calibration/NAME.toml` for a built-in one).
+    pub path: String,
+    /// Fitted value per parameter name.
+    pub values: Table,
+    /// How they were obtained (free-form, as `hostsim calibrate` wrote it).
+    pub fit: Table,
+}
+
+/// The scenario's calibration: the overlay's name, where it would be, and the overlay if found.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Calibration {
+    pub name: String,
+    /// Where `hostsim calibrate` writes the overlay for this scenario.
+    pub path: PathBuf,
+    pub overlay: Option<Overlay>,
+    /// Parameter names whose fitted value was applied.
+    pub applied: Vec<String>,
+}
+
+/// Find `calibration/<name>.toml` in the scenario's directory or an ancestor, else a built-in
+/// one. Returns the path where it is (or would be written: next to the nearest `profiles/` or
+/// `scenarios/` ancestor, else beside the scenario) and its text if it exists.
+pub fn find_overlay(scenario_path: &Path, name: &str) -> (PathBuf, Option<(String, String)>) {
+    let start = scenario_path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let start = if start.as_os_str().is_empty() { PathBuf::from(".") } else { start };
+    let file = format!("{name}.toml");
+    let mut home = None;
+    for dir in start.ancestors() {
+        let p = dir.join("calibration").join(&file);
+        if let Ok(t) = std::fs::read_to_string(&p) {
+            return (p.clone(), Some((t, p.display().to_string())));
+        }
+        if home.is_none() && (dir.join("calibration").is_dir() || dir.join("profiles").is_dir()) {
+            home = Some(p);
+        }
+    }
+    let home = home.unwrap_or_else(|| start.join("calibration").join(&file));
+    match crate::builtin_calibrations().iter().find(|(n, _)| *n == name) {
+        Some((_, t)) => (home, Some((t.to_string(), format!("<built-in>/calibration/{file}")))),
+        None => (home, None),
+    }
+}
+
+/// Parse an overlay's text.
+pub fn parse_overlay(text: &str, origin: &str) -> Result<Overlay, String> {
+    let t: Table = text.parse().map_err(|e: toml::de::Error| format!("{origin}: not valid TOML: {}", e.message().trim()))?;
+    for k in t.keys() {
+        if k != "values" && k != "fit" {
+            return Err(format!("{origin}: key `{k}`: unknown key, expected `values` or `fit`"));
+        }
+    }
+    let values = match t.get("values") {
+        Some(Value::Table(v)) => v.clone(),
+        Some(_) => return Err(format!("{origin}: key `values`: expected a table of parameter = number")),
+        None => Table::new(),
+    };
+    for (k, v) in &values {
+        if num(v).is_none() {
+            return Err(format!("{origin}: key `values.{k}`: expected a number"));
+        }
+    }
+    let fit = t.get("fit").and_then(Value::as_table).cloned().unwrap_or_default();
+    Ok(Overlay { path: origin.to_string(), values, fit })
+}
+
+/// Validate `seeds`, the claims' role keys and the `[[calibrate]]` parameters: every error names
+/// the line, the key and the allowed range.
+pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError> {
+    use crate::paths::Seg;
+    let at = |segs: Vec<Seg>, msg: String| crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg);
+    let key = |k: &str| vec![Seg::Key(k.into())];
+    let elem = |arr: &str, i: usize, k: &str| vec![Seg::Key(arr.into()), Seg::Index(i), Seg::Key(k.into())];
+    if !(1..=1000).contains(&sc.seeds) {
+        return Err(at(key("seeds"), format!("expected 1..=1000 seeds per point and variant, got {}", sc.seeds)));
+    }
+    if sc.seeds > 1 && sc.sweep.iter().any(|(k, _)| k == "seed") {
+        return Err(at(key("seeds"), "`seeds` and a sweep over `seed` cannot be combined: use `seeds` (runs seed, seed+1, ...)".into()));
+    }
+    if sc.base.seed.checked_add(u64::from(sc.seeds)).is_none() {
+        return Err(at(key("seed"), format!("seed + seeds must stay below 2^64 (seed {}, seeds {})", sc.base.seed, sc.seeds)));
+    }
+    for (i, e) in sc.expects.iter().enumerate() {
+        if !e.applicable && e.finding.trim().is_empty() {
+            return Err(at(elem("expect", i, "applicable"), "a claim with `applicable = false` needs a `finding` saying why the model cannot test it".into()));
+        }
+        if let Some(t) = e.tolerance {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(at(elem("expect", i, "tolerance"), format!("expected a relative tolerance >= 0, got {t}")));
+            }
+        }
+    }
+    if sc.calibrate.is_empty() {
+        return Ok(());
+    }
+    if sc.calibration.is_none() {
+        return Err(at(key("calibrate"), "`[[calibrate]]` needs `calibration = \"NAME\"` at the top level: the overlay (calibration/NAME.toml) that holds the fitted values".into()));
+    }
+    let mut seen: Vec<&CalibrateParam> = Vec::new();
+    for (i, p) in sc.calibrate.iter().enumerate() {
+        if p.name.is_empty() || !p.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(at(elem("calibrate", i, "name"), "expected letters, digits or `_` (it names the fitted value in the overlay)".into()));
+        }
+        let Some((lo, hi)) = p.bounds() else {
+            let k = if num(&p.min).is_none() { "min" } else { "max" };
+            return Err(at(elem("calibrate", i, k), "expected a number".into()));
+        };
+        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+            return Err(at(elem("calibrate", i, "max"), format!("expected min < max, got {lo}..={hi}")));
+        }
+        if p.offset.as_ref().is_some_and(|o| num(o).is_none()) {
+            return Err(at(elem("calibrate", i, "offset"), "expected a number".into()));
+        }
+        if p.source.trim().is_empty() {
+            return Err(at(elem("calibrate", i, "source"), "say where the bounds come from (a measurement, a datasheet, a paper)".into()));
+        }
+        if let Some(q) = seen.iter().find(|q| q.name == p.name) {
+            if q.bounds() != p.bounds() {
+                return Err(at(elem("calibrate", i, "min"), format!("`{}` is declared twice with different bounds", p.name)));
+            }
+        }
+        seen.push(p);
+        // The key must accept both bounds: build the base configuration at each.
+        for b in [lo, hi] {
+            if let Err(e) = sc.config_with_sets(None, &[], &[(p.key.clone(), p.key_value(b))]) {
+                let msg = format!("`{}` = {} (a bound, + offset) does not give a valid scenario: {}", p.key, p.key_value(b), e.message);
+                return Err(at(elem("calibrate", i, "key"), msg));
+            }
+        }
+    }
+    Ok(())
+}
