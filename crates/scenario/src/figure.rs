@@ -16,13 +16,18 @@
 //! ```
 //!
 //! Rows that differ only in keys other than `x` (e.g. seeds) are averaged, with their spread drawn.
+//! `at = { key = value, ... }` keeps only the rows at those sweep coordinates.
+//!
+//! `kind = "histogram"`: `y` names a histogram, the family of columns `<y>_h<lo>` (count in
+//! [lo, next lo)); one set of bars per value of the swept key `series` (or per variant), averaged
+//! over the other rows. Marks `{ x, y }` are the paper's counts at bin `x`; `{ x }` a line.
 //!
 //! `measured = "FILE.csv"` (a path relative to the scenario file) overlays measurements taken
 //! outside the model on the same axes, e.g. a `hostsim live` sweep: a CSV shaped like
 //! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
 //! drawn dashed with `measured_label` in its legend; `measured_x` names the CSV column to use as
-//! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce` copies the file next to
-//! the results so the report finds it.
+//! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce`
+//! copies the file next to the results so the report finds it.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,8 +41,20 @@ pub struct Figure {
     /// The swept key on the horizontal axis; none = a bar per variant.
     #[serde(default)]
     pub x: Option<String>,
-    /// The metric on the vertical axis.
+    /// The metric on the vertical axis (for a histogram: the column family's prefix).
     pub y: String,
+    /// `line` (default with `x`), `bar` (default without), or `histogram`.
+    #[serde(default)]
+    pub kind: Option<FigureKind>,
+    /// Only the rows at these sweep coordinates.
+    #[serde(default)]
+    pub at: toml::Table,
+    /// Histogram: a swept key whose values are drawn as separate series.
+    #[serde(default)]
+    pub series: Option<String>,
+    /// A logarithmic vertical axis (for histograms whose bins differ by orders of magnitude).
+    #[serde(default)]
+    pub log_y: bool,
     /// Variants drawn (default: all, in file order).
     #[serde(default)]
     pub variants: Vec<String>,
@@ -58,6 +75,14 @@ pub struct Figure {
     /// where the model's swept key is what its source sends.
     #[serde(default)]
     pub measured_x: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureKind {
+    Line,
+    Bar,
+    Histogram,
 }
 
 /// A published value: a point (`x` and `y`), a vertical line (`x` only), a horizontal line (`y`
