@@ -12,6 +12,7 @@ use std::time::Instant;
 
 pub mod bench;
 pub mod fuzzing;
+pub mod live;
 pub mod report;
 
 /// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
@@ -448,6 +449,15 @@ pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seed
         let text = if path.exists() { std::fs::read_to_string(&path).map_err(|e| e.to_string())? } else { text.to_string() };
         write_file(&dir.join("results.csv"), &res.csv)?;
         write_file(&dir.join("scenario.toml"), &text)?;
+        // Measurements a figure overlays travel with the results (the report reads them there).
+        for f in sc.figures.iter().filter_map(|f| f.measured.as_deref()) {
+            let src = path.parent().unwrap_or(Path::new(".")).join(f);
+            let name = Path::new(f).file_name().map(|n| n.to_os_string()).unwrap_or_default();
+            if src.exists() {
+                let bytes = std::fs::read(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+                write_atomic(&dir.join(&name), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
+            }
+        }
         all.extend(res.expectations);
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";

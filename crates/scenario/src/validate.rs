@@ -10,7 +10,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy};
+use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -134,6 +134,17 @@ fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
     }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
+    }
+    if k.xdp != XdpKind::None && k.rx_path != RxPath::Napi {
+        return fail(key(&["kernel", "xdp"]), "an XDP program runs in the NAPI poll: it needs kernel.rx_path = \"napi\"");
+    }
+    if !(k.xdp_release_frac > 0.0 && k.xdp_release_frac < 1.0) {
+        return fail(key(&["kernel", "xdp_release_frac"]), format!("expected a fraction strictly between 0 and 1, got {}", k.xdp_release_frac));
+    }
+    for (name, v) in [("xdp_poll_ms", k.xdp_poll_ms), ("xdp_window_ms", k.xdp_window_ms)] {
+        if v == 0 {
+            return fail(key(&["kernel", name]), "expected at least 1 ms");
+        }
     }
     if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
         return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");
