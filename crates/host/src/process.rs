@@ -7,7 +7,7 @@
 
 use crate::sim::*;
 use crate::types::*;
-use hostsim_engine::Time;
+use hostsim_engine::{round_u64, Time};
 use hostsim_workload::{Action, Feedback, Outcome};
 
 impl Host {
@@ -167,7 +167,7 @@ impl Host {
         }
         let (bytes, pkts, penalty) = self.sock_read(s, max_bytes, pid, cpu);
         let c = &self.cfg.profile.costs;
-        let cost = c.syscall_ns + c.recv_ns + (f64::from(bytes) * c.copy_per_byte_ns).round() as u64 + penalty;
+        let cost = c.syscall_ns + c.recv_ns + round_u64(f64::from(bytes) * c.copy_per_byte_ns) + penalty;
         let p = &mut self.procs[pid as usize];
         p.rx_packets += u64::from(pkts);
         p.rx_bytes += u64::from(bytes);

@@ -8,7 +8,7 @@
 use crate::backlog::Enqueue;
 use crate::sim::*;
 use crate::types::*;
-use hostsim_engine::Time;
+use hostsim_engine::{round_u64, Time};
 
 impl Host {
     /// `get_rps_cpu`: the CPU whose backlog should take `pkt`, or None to process it here
@@ -168,7 +168,7 @@ impl Host {
         let c = &self.cfg.profile.costs;
         let p = &self.pkts[pkt as usize];
         let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
-        cost += (f64::from(p.bytes) * c.rx_per_byte_ns).round() as u64;
+        cost += round_u64(f64::from(p.bytes) * c.rx_per_byte_ns);
         let s = self.port_sock[p.dst_port as usize];
         if s != NONE {
             let sock = &self.socks[s as usize];

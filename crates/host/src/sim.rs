@@ -266,7 +266,11 @@ pub struct Src {
     pub link_free: Vec<Time>,
     pub timer: Timer,
     pub rng: Rng,
+    /// The last frame size's serialisation times, (payload, tcp) -> (link ns, port ns): a
+    /// rate source sends one size, so the float products and rounding run once, not per frame.
+    pub wire_cache: Option<(u32, bool, u64, u64)>,
 }
+
 
 /// The simulated host and its environment.
 pub struct Host {
@@ -490,6 +494,7 @@ impl Host {
                 link_free: vec![Time::ZERO; t.clients.max(1) as usize],
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
+                wire_cache: None,
             });
         }
 

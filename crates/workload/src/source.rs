@@ -1,7 +1,7 @@
 //! External traffic generators. They live outside the host and only see the wire: the host tells
 //! them when they are woken and what came back; they say what to send and when to wake next.
 
-use hostsim_engine::{Histogram, Rng, Time};
+use hostsim_engine::{round_u64, Histogram, Rng, Time};
 use serde::{Deserialize, Serialize};
 
 /// Kind of generator.
@@ -97,6 +97,8 @@ pub struct Source {
     next_flow: u32,
     outstanding: Option<(u64, u64)>, // (seq, sent_at)
     tcp: Vec<TcpFlow>,
+    /// Poisson: mean gap in ns (`1e9 / rate_pps`, computed once; the same value every time).
+    mean_gap_ns: f64,
     pub stats: SourceStats,
 }
 
@@ -107,7 +109,8 @@ impl Source {
         } else {
             Vec::new()
         };
-        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, stats: SourceStats::default() }
+        let mean_gap_ns = 1e9 / cfg.rate_pps;
+        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, mean_gap_ns, stats: SourceStats::default() }
     }
     pub fn config(&self) -> &SourceConfig {
         &self.cfg
@@ -151,7 +154,8 @@ impl Source {
                 let seq = self.k;
                 self.emit(out, flow, seq, self.cfg.payload_bytes, false);
                 self.k += 1;
-                let gap = rng.exp(1e9 / self.cfg.rate_pps).round().max(1.0) as u64;
+                // `round_u64(x).max(1)` is `x.round().max(1.0) as u64`, without the libm call.
+                let gap = round_u64(rng.exp(self.mean_gap_ns)).max(1);
                 let next = now_ns + gap;
                 (next < self.cfg.stop_ns).then_some(Time(next))
             }
