@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""The content of a hostsim trace, whatever its format: the slices every CPU ran.
+"""The content of a hostsim trace, whatever its format: what every CPU ran, and when.
 
     python3 scripts/trace_slices.py RUN_DIR                  # print a summary of RUN_DIR's trace
-    python3 scripts/trace_slices.py --compare OLD_DIR NEW_DIR  # same slices? (exit 1 if not)
+    python3 scripts/trace_slices.py --compare OLD_DIR NEW_DIR  # same timeline? (exit 1 if not)
 
-A slice is (cpu, name, category, start_ns, end_ns). Reads `trace.json` (Chrome JSON, what hostsim
-wrote before issue 12 and what `--trace-format json` writes) or `trace.perfetto-trace` (Perfetto
-protobuf, decoded here with a minimal reader of the few fields hostsim writes; the test suite
-checks the same files with Perfetto's own schema). Standard library only.
+Reads `trace.perfetto-trace` (Perfetto protobuf, decoded here with a minimal reader of the few
+fields hostsim writes; the test suite checks the same files with Perfetto's own schema) or
+`trace.json` (Chrome JSON: flat segments as hostsim wrote before issue 12, or the nested unit
+slices `--trace-format json` writes now). Since issue 12 a slice is one unit run and slices nest
+like the CPU's contexts; before, the trace held flat, merged segments of whatever ran on top. To
+compare the two, both are reduced to the same *timeline*: per CPU, the segments during which the
+innermost open slice had the same (name, category), consecutive equal segments merged. Equal
+timelines mean the traces show the same execution. Standard library only.
 """
 import json
 import os
@@ -58,7 +62,7 @@ def slices_from_perfetto(path):
         data = f.read()
     names, cats, tracks = {}, {}, {}
     open_slices = {}
-    out = []
+    events = []  # (track, kind, ts, name, cat) in file order
     for f, _, packet in _fields(data):
         if f != 1:
             continue
@@ -84,46 +88,75 @@ def slices_from_perfetto(path):
             d.setdefault(ef, evv)
         track = tracks.get(d.get(11), str(d.get(11)))
         if d.get(9) == 1:  # TYPE_SLICE_BEGIN
-            open_slices[track] = (names.get(d.get(10)), cats.get(d.get(3)), ts)
+            events.append((track, "B", ts, names.get(d.get(10)), cats.get(d.get(3))))
         elif d.get(9) == 2:  # TYPE_SLICE_END
-            name, cat, start = open_slices.pop(track)
-            out.append((track, name, cat, start, ts))
-    return out
+            events.append((track, "E", ts, None, None))
+    return events
 
 
 def slices_from_json(path):
+    """Begin/end events from complete ("X") events, nested or flat."""
     with open(path) as f:
         t = json.load(f)
     threads = {e["tid"]: e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
-    out = []
+    keyed = []
     for e in t["traceEvents"]:
-        if e.get("ph") == "X":
-            start = round(e["ts"] * 1000)
-            out.append((threads.get(e["tid"], str(e["tid"])), e["name"], e["cat"], start, start + round(e["dur"] * 1000)))
-    return out
+        if e.get("ph") != "X":
+            continue
+        start = round(e["ts"] * 1000)
+        end = start + round(e["dur"] * 1000)
+        if end == start:
+            continue  # shows nothing on a timeline
+        track = threads.get(e["tid"], str(e["tid"]))
+        # Ends before begins at the same instant; inner ends first, outer begins first.
+        keyed.append(((track, start, 1, -end), (track, "B", start, e["name"], e["cat"])))
+        keyed.append(((track, end, 0, -start), (track, "E", end, None, None)))
+    keyed.sort(key=lambda k: k[0])
+    return [ev for _, ev in keyed]
 
 
-def slices(run_dir):
+def events(run_dir):
     p = os.path.join(run_dir, "trace.perfetto-trace")
     if os.path.exists(p):
         return slices_from_perfetto(p)
     return slices_from_json(os.path.join(run_dir, "trace.json"))
 
 
+def timeline(evs):
+    """Per track, merged segments (track, name, cat, start, end) of the innermost open slice."""
+    stacks, last, segs = {}, {}, {}
+    for track, kind, ts, name, cat in evs:
+        st = stacks.setdefault(track, [])
+        if st and ts > last[track]:
+            top = st[-1]
+            out = segs.setdefault(track, [])
+            if out and out[-1][1] == top[0] and out[-1][2] == top[1] and out[-1][4] == last[track]:
+                out[-1] = (track, top[0], top[1], out[-1][3], ts)
+            else:
+                out.append((track, top[0], top[1], last[track], ts))
+        last[track] = ts
+        if kind == "B":
+            st.append((name, cat))
+        else:
+            st.pop()
+    return sorted(x for v in segs.values() for x in v)
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--compare":
-        a, b = sorted(slices(sys.argv[2])), sorted(slices(sys.argv[3]))
+        a, b = timeline(events(sys.argv[2])), timeline(events(sys.argv[3]))
         name = os.path.basename(os.path.normpath(sys.argv[3]))
         if a == b:
-            print(f"same   {name}/trace ({len(a)} slices)")
+            print(f"same   {name}/trace (timeline of {len(a)} segments)")
             return 0
         diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        print(f"DIFFER {name}/trace: {len(a)} vs {len(b)} slices; first difference at #{diff}: "
+        print(f"DIFFER {name}/trace: {len(a)} vs {len(b)} segments; first difference at #{diff}: "
               f"{a[diff] if diff < len(a) else None} vs {b[diff] if diff < len(b) else None}")
         return 1
     if len(sys.argv) == 2:
-        s = slices(sys.argv[1])
-        print(f"{len(s)} slices on {len(set(x[0] for x in s))} tracks")
+        ev = events(sys.argv[1])
+        begins = sum(1 for e in ev if e[1] == "B")
+        print(f"{begins} slices on {len(set(e[0] for e in ev))} tracks; timeline of {len(timeline(ev))} segments")
         return 0
     print(__doc__)
     return 2

@@ -61,7 +61,8 @@ pub use summary::{
     CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
     TrafficSummary,
 };
-pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT};
+pub use trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
+pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
 
 use hostsim_engine::TimeSeries;
 
@@ -69,8 +70,8 @@ use hostsim_engine::TimeSeries;
 pub struct RunOutput {
     pub summary: Summary,
     pub timeseries: TimeSeries,
-    /// Chrome trace JSON when `HostConfig::trace` is set.
-    pub trace: Option<String>,
+    /// Slices handed to the trace sink ([`run_traced`]; 0 without a trace).
+    pub trace_slices: u64,
     /// Events the engine processed (for speed measurements).
     pub events: u64,
 }
@@ -83,13 +84,32 @@ pub fn run(cfg: HostConfig) -> RunOutput {
 /// [`run`], calling `progress(simulated time)` now and then (every 2^20 events).
 pub fn run_with_progress(cfg: HostConfig, progress: impl FnMut(hostsim_engine::Time)) -> RunOutput {
     let mut host = sim::Host::new(cfg);
-    host.run_with_progress(progress);
-    let summary = host.summary();
-    let trace = host.trace.as_ref().map(|t| t.to_json());
+    host.run_with_progress(progress, None);
+    output(&mut host)
+}
+
+/// [`run_with_progress`] with a trace of what every CPU ran inside `window`, streamed to `sink`
+/// (see `trace.rs`: one slice per unit run, nested like the CPU's contexts). Tracing never
+/// changes the simulated results.
+pub fn run_traced(
+    cfg: HostConfig,
+    window: TraceWindow,
+    sink: &mut dyn TraceSink,
+    progress: impl FnMut(hostsim_engine::Time),
+) -> RunOutput {
+    let mut host = sim::Host::new(cfg);
+    let labels = host.trace_labels();
+    sink.start(host.cpus.len(), &labels, &STATE_NAMES);
+    host.trace = Some(trace::Trace::new(host.cpus.len(), window));
+    host.run_with_progress(progress, Some(sink));
+    output(&mut host)
+}
+
+fn output(host: &mut sim::Host) -> RunOutput {
     RunOutput {
-        summary,
+        summary: host.summary(),
         timeseries: host.stats.series.clone(),
-        trace,
+        trace_slices: host.trace.as_ref().map_or(0, |t| t.slices()),
         events: host.q.events_popped(),
     }
 }

@@ -146,6 +146,9 @@ impl Host {
     /// Interrupt moderation: raise now, or arm the coalescing timer. With throttling (ITR) an
     /// interrupt never follows the previous one by less than 1/ITR seconds.
     fn maybe_interrupt(&mut self, q: usize) {
+        if !self.queues[q].irq_enabled || self.queues[q].irq_active {
+            return; // the common case under load: the handler or a poll is already on it
+        }
         let nic = self.queues[q].nic as usize;
         let frames = self.nics[nic].cfg.coalesce_frames.max(1);
         let usecs = self.nics[nic].cfg.coalesce_usecs;

@@ -36,7 +36,9 @@ impl Host {
             let p = &mut self.procs[pid as usize];
             p.unit_state = state;
             p.unit_remaining = cost;
-            // The frame holds a finished unit; give it the new one so schedule() saves it.
+            // The frame holds a finished unit; give it the new one so schedule() saves it. (The
+            // finished unit's trace slice ends here; the new one has not run, so it gets none.)
+            self.trace_end_top(cpu);
             let f = self.cpus[cpu].stack.last_mut().expect("frame");
             *f = Frame { work: Work::ProcUnit, state, remaining: cost };
             return self.schedule(cpu);

@@ -257,7 +257,7 @@ impl Host {
 
     /// A pass ended: restart, hand over to ksoftirqd, or return to what was interrupted.
     fn softirq_end(&mut self, cpu: usize) {
-        let f = self.cpus[cpu].stack.pop();
+        let f = self.pop_frame(cpu);
         debug_assert_eq!(f.map(|f| f.level()), Some(Level::Softirq));
         let under_ksoftirqd = self.cpus[cpu].sirq_ksoftirqd;
         if self.cpus[cpu].softirq_pending && !under_ksoftirqd {

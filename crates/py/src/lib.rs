@@ -94,10 +94,17 @@ fn run(
         Some(v) => sc.config_with(Some(v), &[]).map_err(|e| PyValueError::new_err(e.to_string()))?,
         None => sc.base_config().clone(),
     };
-    cfg.trace = trace;
-    let (mut out, info) = py.allow_threads(|| hostsim_cli::run_timed(cfg));
+    let (mut out, info, tr) = py.allow_threads(|| {
+        if trace {
+            let (out, info, tr) = hostsim_cli::run_traced_json(cfg);
+            (out, info, Some(tr))
+        } else {
+            let (out, info) = hostsim_cli::run_timed(cfg);
+            (out, info, None)
+        }
+    });
     sc.derive_metrics(&mut out.summary.metrics);
-    Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, out.trace))
+    Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, tr))
 }
 
 /// Run the `index`th run of the sweep (as listed by `scenario_info`): its summary.json text.

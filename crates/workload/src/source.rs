@@ -129,7 +129,9 @@ impl Source {
 
     fn rotate_flow(&mut self) -> u32 {
         let f = self.next_flow;
-        self.next_flow = (self.next_flow + 1) % self.cfg.flows.max(1);
+        // `(f + 1) % flows` without a division per frame (f < flows always holds).
+        let next = f + 1;
+        self.next_flow = if next >= self.cfg.flows.max(1) { 0 } else { next };
         f
     }
 
