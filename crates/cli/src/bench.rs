@@ -11,7 +11,11 @@
 //!   seconds: peak RSS must not grow with simulated time;
 //! - `traced-60s`, `untraced-60s`: `examples/livelock` (legacy, 20,000 pkt/s) for 60 simulated
 //!   seconds with and without `--trace` (Perfetto, streamed to a temporary file): the trace must
-//!   not grow memory (RSS within 2x).
+//!   not grow memory (RSS within 2x);
+//! - `tcp-send-100m`: a host-sending TCP stream at 100 Mbit/s (`bench/tcp-send`, ~8,600
+//!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path.
+//!
+//! `packets` counts the frames through the host (received + sent).
 //!
 //! `--json` output is what `bench/history/` keeps, one file per release-worthy change.
 
@@ -80,8 +84,8 @@ fn case(s: &Spec) -> Result<BenchCase, String> {
         scenario: s.scenario.to_string() + s.variant.map_or(String::new(), |v| format!(" --variant {v}")).as_str(),
         pps: s.pps,
         sim_s,
-        packets: out.summary.packets.offered,
-        packets_per_s: out.summary.packets.offered as f64 / info.wall_s.max(1e-9),
+        packets: out.summary.packets.offered + out.summary.packets.tx_frames,
+        packets_per_s: (out.summary.packets.offered + out.summary.packets.tx_frames) as f64 / info.wall_s.max(1e-9),
         events: out.events,
         events_per_s: info.events_per_s,
         wall_s: info.wall_s,
@@ -105,6 +109,7 @@ pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<Be
         ("memory-100k-60s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(60_000, 200), false),
         ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false),
         ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true),
+        ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false),
     ];
     let mut cases = Vec::new();
     for (name, scenario, variant, rate_key, pps, sim_ms, traced) in specs {

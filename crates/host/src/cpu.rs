@@ -34,6 +34,9 @@ impl Host {
             if top == Some(Level::Process) || ksoftirqd_work {
                 // Task context: the process's own time (ksoftirqd running softirqs is a task).
                 self.charge_process(pid, dt, true);
+                if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
+                    self.speed_check(pid, seg_start);
+                }
             } else if !self.cfg.kernel.irq_time_accounting {
                 // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
                 // interrupt's time: it advances vruntime but is not the task's CPU time.
@@ -100,14 +103,16 @@ impl Host {
     /// The trace's label of the unit `work` on `cpu` (see `trace_labels`).
     fn trace_label(&self, cpu: usize, work: Work) -> u32 {
         let nq = self.queues.len() as u32;
+        let nn = self.nics.len() as u32;
         match work {
             Work::IrqEntry(IrqSrc::Tick) => 0,
             Work::IrqEntry(IrqSrc::Ipi) => 1,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => 2,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => 2,
             Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
+            Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => 3 + nq + n as u32,
             Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
-                Some(pid) => 3 + nq + pid,
-                None => 3 + nq + self.procs.len() as u32,
+                Some(pid) => 3 + nq + nn + pid,
+                None => 3 + nq + nn + self.procs.len() as u32,
             },
         }
     }
@@ -119,6 +124,7 @@ impl Host {
             let nic = &self.nics[nq.nic as usize];
             l.push(format!("irq {}-q{}", nic.cfg.name, l.len() as u32 - 3 - nic.first_queue));
         }
+        l.extend(self.nics.iter().map(|n| format!("irq {}-tx", n.cfg.name)));
         l.extend(self.procs.iter().map(|p| p.name.clone()));
         l.push("?".to_string());
         l
@@ -171,7 +177,7 @@ impl Host {
             // Receiving an IPI costs about what sending one does; the NIC entry cost includes
             // the driver's register reads, which an IPI doesn't do.
             IrqSrc::Ipi => self.cfg.profile.costs.ipi_ns,
-            IrqSrc::Nic(_) => self.cfg.profile.costs.hardirq_entry_ns,
+            IrqSrc::Nic(_) | IrqSrc::NicTx(_) => self.cfg.profile.costs.hardirq_entry_ns,
         };
         self.push_frame(cpu, Work::IrqEntry(src), CpuState::Hardirq, cost);
     }
@@ -193,6 +199,12 @@ impl Host {
                 self.irq_exit(cpu);
             }
             Work::IrqEntry(IrqSrc::Nic(q)) => self.nic_irq_handler(cpu, q as usize),
+            Work::IrqEntry(IrqSrc::NicTx(nic)) => self.nic_tx_irq_handler(cpu, nic as usize),
+            Work::TxCleanIrq { nic, n, rx_q } => self.tx_clean_irq_done(cpu, nic as usize, n, rx_q),
+            Work::TxPoll { nic, n } => {
+                self.tx_clean(nic as usize, n);
+                self.softirq_next(cpu);
+            }
             Work::IrqFrame { q, pkt } => {
                 self.netif_rx_from_irq(cpu, pkt);
                 self.cpus[cpu].irq_frames += 1;
