@@ -81,7 +81,7 @@ impl Host {
             let waited = begin.since(ready).ns();
             let over = waited > 0 && (waited as f64 / nic.ns_per_byte) as u64 > nic.cfg.switch_buffer_bytes;
             let arrive = begin + Time(port_ns);
-            let hash = flow_hash(s as u32, e.flow, dst_port);
+            let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queues = nic.cfg.queues;
             let queue = nic.first_queue + if queues == 1 { 0 } else { hash % queues };
             let pkt = self.alloc_pkt(Packet {
