@@ -2,6 +2,7 @@
 # Byte-identity check between two hostsim binaries (issue 12: a speed-up must not change results).
 #
 #   bash scripts/identity_check.sh OLD_BIN NEW_BIN [WORKDIR]
+#   REPRODUCE_ARGS="--seeds 1" bash scripts/identity_check.sh ...   (fewer seeds: faster)
 #
 # Runs `hostsim reproduce --no-report` and a set of example runs with `--trace` with both
 # binaries, then compares: every file of the reproduce output byte for byte; each run's
@@ -23,11 +24,16 @@ runs=(
   "udp-flood|scenarios/bench/udp-flood.toml --set duration_ms=1000"
   "goda|scenarios/goda-rfs-migrations.toml --set duration_ms=300 --set warmup_ms=100"
   "pbq|scenarios/ozaki-pbq-throughput.toml --set duration_ms=300"
+  "tcp-send|scenarios/bench/tcp-send.toml --set duration_ms=500"
+  "tabata|scenarios/tabata-speed-gaps.toml --variant fast-slot --set duration_ms=300"
+  "flow-limit|scenarios/examples/flow-limit-vs-pbq.toml --variant flow_limit --set traffic.floodclients.rate_pps=4000000 --set duration_ms=200 --set warmup_ms=50"
+  "modern-64c|scenarios/bench/modern-64c.toml --set duration_ms=30 --set warmup_ms=5"
 )
 for label in old new; do
   bin=$old; [ "$label" = new ] && bin=$new
   rm -rf "$work/$label"; mkdir -p "$work/$label"
-  "$bin" reproduce --no-report --jobs 2 --out "$work/$label/reproduce" >"$work/$label/reproduce.txt" 2>&1
+  # shellcheck disable=SC2086
+  "$bin" reproduce --no-report --jobs 2 ${REPRODUCE_ARGS:-} --out "$work/$label/reproduce" >"$work/$label/reproduce.txt" 2>&1
   for r in "${runs[@]}"; do
     name=${r%%|*}; args=${r#*|}
     # shellcheck disable=SC2086

@@ -27,6 +27,7 @@ impl Host {
         c.acct_ns[c.acct_state as usize] += dt;
         let state = c.acct_state;
         let curr = c.curr;
+        let seg_start = c.seg_start;
         c.seg_start = now;
         if let Some(pid) = curr {
             let top = self.cpus[cpu].stack.last().map(|f| f.level());
