@@ -108,7 +108,7 @@ impl Host {
         match work {
             Work::IrqEntry(IrqSrc::Tick) => 0,
             Work::IrqEntry(IrqSrc::Ipi) => 1,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => 2,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => 2,
             Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
             Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => 3 + nq + n as u32,
             Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
@@ -222,6 +222,10 @@ impl Host {
             }
             Work::Proto { pkt } => {
                 self.protocol_deliver(cpu, pkt);
+                self.softirq_next(cpu);
+            }
+            Work::XdpDrop { pkt } => {
+                self.drop_pkt(pkt, DropPlace::Xdp);
                 self.softirq_next(cpu);
             }
             Work::Switch | Work::ProcUnit => self.proc_unit_done(cpu),

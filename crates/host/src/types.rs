@@ -59,10 +59,12 @@ pub enum DropPlace {
     PbqEvict = 6,
     /// Refused by the enqueuing CPU's RPS flow limit (`skb_flow_limit`).
     FlowLimit = 7,
+    /// Dropped by the program at the driver's entry point (XDP_DROP).
+    Xdp = 8,
 }
-pub const N_DROPS: usize = 8;
+pub const N_DROPS: usize = 9;
 pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit"];
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
