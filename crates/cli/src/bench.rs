@@ -1,75 +1,121 @@
 //! `hostsim bench`: simulation speed and memory, measured in wall-clock time (never in tests).
 //!
-//! Cases: a UDP flood at 100,000 and 400,000 pkt/s on the 4-CPU legacy-path server
-//! (`scenarios/bench/udp-flood.toml`), and the 100,000 pkt/s flood for 10 and 60 simulated
-//! seconds to show that memory does not grow with simulated duration; a host-sending TCP stream
-//! at 100 Mbit/s (`scenarios/bench/tcp-send.toml`, ~8,600 segments/s out, ~4,300 ACKs/s in).
-//! `pps` is the rate of frames through the host (received + sent). Single-threaded.
+//! Cases (single-threaded, one after the other; each reports simulated packets per wall second,
+//! events per wall second, wall seconds per simulated second and peak RSS):
+//! - `livelock-150k`, `livelock-400k`: the 1-CPU legacy receive path of `examples/livelock`
+//!   (variant `legacy`) at 150,000 and 400,000 pkt/s (below and deep in receive livelock);
+//! - `udp-flood-150k`, `udp-flood-400k`: the 4-CPU legacy-path server of `bench/udp-flood`;
+//! - `modern-64c`: `bench/modern-64c`, a 64-CPU NAPI host with 16 RSS queues, 48 readers and
+//!   10 M pkt/s (issue 12's target: at most 4 wall seconds per simulated second);
+//! - `memory-100k-10s`, `memory-100k-60s`: the 100,000 pkt/s flood for 10 and 60 simulated
+//!   seconds: peak RSS must not grow with simulated time;
+//! - `traced-60s`, `untraced-60s`: `examples/livelock` (legacy, 20,000 pkt/s) for 60 simulated
+//!   seconds with and without `--trace` (Perfetto, streamed to a temporary file): the trace must
+//!   not grow memory (RSS within 2x);
+//! - `tcp-send-100m`: a host-sending TCP stream at 100 Mbit/s (`bench/tcp-send`, ~8,600
+//!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path.
+//!
+//! `packets` counts the frames through the host (received + sent).
+//!
+//! `--json` output is what `bench/history/` keeps, one file per release-worthy change.
 
-use crate::{reset_peak_rss, run_timed};
+use crate::{reset_peak_rss, run_timed_traced, run_timed_with, TraceFormat};
 use serde::Serialize;
 use std::path::Path;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchCase {
     pub name: String,
+    pub scenario: String,
+    /// Offered load of the case's traffic (configured), pkt/s.
     pub pps: f64,
     pub sim_s: f64,
+    /// Packets the sources offered during the run.
+    pub packets: u64,
+    /// Simulated packets per wall-clock second.
+    pub packets_per_s: f64,
     pub events: u64,
     pub events_per_s: f64,
     pub wall_s: f64,
     pub wall_s_per_sim_s: f64,
     pub peak_rss_bytes: u64,
+    /// Slices written when the case is traced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_slices: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
+    pub version: String,
     pub cases: Vec<BenchCase>,
 }
 
-fn case(name: &str, pps: f64, sim_s: u64) -> Result<BenchCase, String> {
-    let sets = vec![
-        ("traffic.flood.rate_pps".to_string(), format!("{pps}")),
-        ("duration_ms".to_string(), format!("{}", sim_s * 1000)),
-    ];
-    timed(name, "bench/udp-flood", &sets, pps, sim_s)
+struct Spec {
+    name: &'static str,
+    scenario: &'static str,
+    variant: Option<&'static str>,
+    rate_key: &'static str,
+    pps: f64,
+    sim_ms: u64,
+    traced: bool,
 }
 
-fn timed(name: &str, scenario: &str, sets: &[(String, String)], pps: f64, sim_s: u64) -> Result<BenchCase, String> {
-    let sc = hostsim_scenario::load(Path::new(scenario), sets).map_err(|e| e.to_string())?;
+fn case(s: &Spec) -> Result<BenchCase, String> {
+    // The warm-up does not matter for speed figures; a tenth of the run keeps --quick valid.
+    let mut sets = vec![("duration_ms".to_string(), s.sim_ms.to_string()), ("warmup_ms".to_string(), (s.sim_ms / 10).to_string())];
+    if !s.rate_key.is_empty() {
+        sets.push((s.rate_key.to_string(), format!("{}", s.pps)));
+    }
+    let sc = hostsim_scenario::load(Path::new(s.scenario), &sets).map_err(|e| e.to_string())?;
+    let cfg = sc.config_with(s.variant, &[]).map_err(|e| e.to_string())?;
     reset_peak_rss();
-    let (out, info) = run_timed(sc.base_config().clone())?;
-    let p = &out.summary.packets;
-    let pps = if pps > 0.0 { pps } else { (p.offered + p.tx_frames) as f64 / sim_s as f64 };
+    let (out, info) = if s.traced {
+        let dir = std::env::temp_dir().join(format!("hostsim-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let r = run_timed_traced(cfg, TraceFormat::Perfetto, hostsim_host::TraceWindow::ALL, &dir, |_| {});
+        let _ = std::fs::remove_dir_all(&dir);
+        r?
+    } else {
+        run_timed_with(cfg, |_| {})?
+    };
+    let sim_s = s.sim_ms as f64 / 1000.0;
     Ok(BenchCase {
-        name: name.to_string(),
-        pps,
-        sim_s: sim_s as f64,
+        name: s.name.to_string(),
+        scenario: s.scenario.to_string() + s.variant.map_or(String::new(), |v| format!(" --variant {v}")).as_str(),
+        pps: s.pps,
+        sim_s,
+        packets: out.summary.packets.offered + out.summary.packets.tx_frames,
+        packets_per_s: (out.summary.packets.offered + out.summary.packets.tx_frames) as f64 / info.wall_s.max(1e-9),
         events: out.events,
         events_per_s: info.events_per_s,
         wall_s: info.wall_s,
-        wall_s_per_sim_s: info.wall_s / sim_s as f64,
+        wall_s_per_sim_s: info.wall_s / sim_s,
         peak_rss_bytes: info.peak_rss_bytes,
+        trace_slices: info.trace_slices,
     })
 }
 
 /// Run all cases; `quick` shortens them (for smoke-testing the command itself).
 pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<BenchReport, String> {
-    let (short, long_a, long_b) = if quick { (1, 1, 2) } else { (5, 10, 60) };
+    // Simulated ms per case: (full, quick).
+    let ms = |full: u64, short: u64| if quick { short } else { full };
+    let specs = [
+        ("livelock-150k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 150_000.0, ms(5000, 50), false),
+        ("livelock-400k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 400_000.0, ms(5000, 50), false),
+        ("udp-flood-150k", "bench/udp-flood", None, "traffic.flood.rate_pps", 150_000.0, ms(5000, 50), false),
+        ("udp-flood-400k", "bench/udp-flood", None, "traffic.flood.rate_pps", 400_000.0, ms(5000, 50), false),
+        ("modern-64c", "bench/modern-64c", None, "", 10_000_000.0, ms(1000, 5), false),
+        ("memory-100k-10s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(10_000, 100), false),
+        ("memory-100k-60s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(60_000, 200), false),
+        ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false),
+        ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true),
+        ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false),
+    ];
     let mut cases = Vec::new();
-    for (name, pps, s) in [
-        ("udp-flood-100k", 100_000.0, short),
-        ("udp-flood-400k", 400_000.0, short),
-        ("memory-100k-short", 100_000.0, long_a),
-        ("memory-100k-long", 100_000.0, long_b),
-    ] {
-        let c = case(name, pps, s)?;
+    for (name, scenario, variant, rate_key, pps, sim_ms, traced) in specs {
+        let c = case(&Spec { name, scenario, variant, rate_key, pps, sim_ms, traced })?;
         progress(&c);
         cases.push(c);
     }
-    let sets = vec![("duration_ms".to_string(), format!("{}", long_a * 1000))];
-    let c = timed("tcp-send-100m", "bench/tcp-send", &sets, 0.0, long_a)?;
-    progress(&c);
-    cases.push(c);
-    Ok(BenchReport { cases })
+    Ok(BenchReport { version: env!("CARGO_PKG_VERSION").to_string(), cases })
 }

@@ -14,6 +14,7 @@ pub mod bench;
 pub mod fuzzing;
 pub mod live;
 pub mod report;
+pub mod trace_out;
 
 /// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -24,6 +25,29 @@ pub struct RunInfo {
     pub peak_rss_bytes: u64,
     pub seed: u64,
     pub version: String,
+    /// With a trace: its file name and the slices written to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_slices: Option<u64>,
+}
+
+/// Trace file formats of `hostsim run --trace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// Perfetto's protobuf trace (`trace.perfetto-trace`): compact, loads fast in ui.perfetto.dev.
+    Perfetto,
+    /// Chrome trace-event JSON (`trace.json`).
+    Json,
+}
+
+impl TraceFormat {
+    pub fn file_name(self) -> &'static str {
+        match self {
+            TraceFormat::Perfetto => "trace.perfetto-trace",
+            TraceFormat::Json => "trace.json",
+        }
+    }
 }
 
 /// Peak resident set size of this process (VmHWM), 0 where /proc is unavailable.
@@ -118,16 +142,87 @@ pub fn run_timed_with(cfg: HostConfig, progress: impl FnMut(u64)) -> Result<(Run
     let seed = cfg.seed;
     let t0 = Instant::now();
     let out = run_checked_with(cfg, progress)?;
-    let wall = t0.elapsed().as_secs_f64();
-    let info = RunInfo {
+    let info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
+    Ok((out, info))
+}
+
+fn wrap(mut progress: impl FnMut(u64)) -> impl FnMut(hostsim_engine::Time) {
+    move |t| progress(t.ns())
+}
+
+fn run_info(out: &RunOutput, wall: f64, seed: u64) -> RunInfo {
+    RunInfo {
         wall_s: wall,
         events: out.events,
         events_per_s: out.events as f64 / wall.max(1e-9),
         peak_rss_bytes: peak_rss_bytes(),
         seed,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        trace_file: None,
+        trace_slices: None,
+    }
+}
+
+fn checked(out: Result<RunOutput, hostsim_host::RunError>, seed: u64) -> Result<RunOutput, String> {
+    let out = out.map_err(|e| e.to_string())?;
+    conservation(&out.summary).map_err(|e| format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}"))?;
+    Ok(out)
+}
+
+/// [`run_timed_with`] writing a trace of `window` into `dir` as the run goes (streamed: memory
+/// does not grow with the trace). The file is `format.file_name()`, written under a temporary
+/// name and renamed when complete (a failed or killed run leaves no half trace under that name).
+pub fn run_timed_traced(
+    cfg: hostsim_host::HostConfig,
+    format: TraceFormat,
+    window: hostsim_host::TraceWindow,
+    dir: &Path,
+    progress: impl FnMut(u64),
+) -> Result<(RunOutput, RunInfo), String> {
+    let seed = cfg.seed;
+    let path = dir.join(format.file_name());
+    let tmp = dir.join(format!(".{}.{}.tmp", format.file_name(), std::process::id()));
+    let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let out_buf = std::io::BufWriter::with_capacity(1 << 20, file);
+    let t0 = Instant::now();
+    let (out, written) = match format {
+        TraceFormat::Perfetto => {
+            let mut w = trace_out::PerfettoWriter::new(out_buf);
+            let out = hostsim_host::try_run_traced(cfg, window, &mut w, wrap(progress));
+            (out, w.finish().map(|(_, n)| n))
+        }
+        TraceFormat::Json => {
+            let mut w = trace_out::JsonWriter::new(out_buf);
+            let out = hostsim_host::try_run_traced(cfg, window, &mut w, wrap(progress));
+            (out, w.finish().map(|(_, n)| n))
+        }
     };
+    let done = checked(out, seed).and_then(|out| Ok((out, written.map_err(|e| format!("{}: {e}", path.display()))?)));
+    let (out, written) = match done {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
+    info.trace_file = Some(format.file_name().to_string());
+    info.trace_slices = Some(written);
+    debug_assert_eq!(written, out.trace_slices, "the writer wrote every slice the model recorded");
     Ok((out, info))
+}
+
+/// A run's Chrome JSON trace in memory (small runs: tests, the Python API).
+pub fn run_traced_json(cfg: hostsim_host::HostConfig) -> Result<(RunOutput, RunInfo, String), String> {
+    let seed = cfg.seed;
+    let t0 = Instant::now();
+    let mut w = trace_out::JsonWriter::new(Vec::new());
+    let out = checked(hostsim_host::try_run_traced(cfg, hostsim_host::TraceWindow::ALL, &mut w, |_| {}), seed)?;
+    let (bytes, n) = w.finish().map_err(|e| e.to_string())?;
+    let mut info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
+    info.trace_slices = Some(n);
+    Ok((out, info, String::from_utf8(bytes).map_err(|e| e.to_string())?))
 }
 
 /// Make sure `dir` exists and a file can be written in it, before any simulation runs.
@@ -163,16 +258,13 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
     write_atomic(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// `hostsim run`: write summary.json, run.json, timeseries.csv and (with trace) trace.json, each
-/// atomically.
+/// `hostsim run`: write summary.json, run.json and timeseries.csv, each atomically (a trace is
+/// written during the run by [`run_timed_traced`]).
 pub fn write_run(out: &RunOutput, info: &RunInfo, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     write_atomic(&dir.join("summary.json"), summary_json(&out.summary))?;
     write_atomic(&dir.join("run.json"), serde_json::to_string_pretty(info)? + "\n")?;
     write_atomic(&dir.join("timeseries.csv"), out.timeseries.to_csv())?;
-    if let Some(t) = &out.trace {
-        write_atomic(&dir.join("trace.json"), t)?;
-    }
     Ok(())
 }
 

@@ -28,9 +28,20 @@ enum Cmd {
         /// Apply this [[variant]] of the file.
         #[arg(long)]
         variant: Option<String>,
-        /// Also write trace.json (Chrome/Perfetto trace of every CPU).
+        /// Also write a trace of what every CPU ran, streamed to disk as the run goes
+        /// (trace.perfetto-trace, or trace.json with --trace-format json); open it in
+        /// ui.perfetto.dev.
         #[arg(long)]
         trace: bool,
+        /// Trace file format.
+        #[arg(long, value_enum, default_value = "perfetto")]
+        trace_format: hostsim_cli::TraceFormat,
+        /// Trace only from this simulated time on (ms; implies --trace).
+        #[arg(long, value_name = "MS")]
+        trace_from: Option<f64>,
+        /// Trace only until this simulated time (ms; implies --trace).
+        #[arg(long, value_name = "MS")]
+        trace_to: Option<f64>,
         #[arg(long)]
         out: PathBuf,
         /// Refuse a scenario whose sweep × variants has more runs than this.
@@ -178,6 +189,26 @@ fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+/// `--trace-from/--trace-to` (simulated ms) as a window in ns, or None if neither is given.
+fn trace_window(from: Option<f64>, to: Option<f64>) -> Result<Option<hostsim_host::TraceWindow>, String> {
+    if from.is_none() && to.is_none() {
+        return Ok(None);
+    }
+    let ns = |ms: f64, key: &str| {
+        if ms.is_finite() && ms >= 0.0 && ms <= 1e12 {
+            Ok((ms * 1e6).round() as u64)
+        } else {
+            Err(format!("--{key} {ms}: expected simulated milliseconds between 0 and 1e12"))
+        }
+    };
+    let from_ns = from.map_or(Ok(0), |m| ns(m, "trace-from"))?;
+    let to_ns = to.map_or(Ok(u64::MAX), |m| ns(m, "trace-to"))?;
+    if from_ns >= to_ns {
+        return Err(format!("--trace-from must be earlier than --trace-to (got {from_ns} ns and {to_ns} ns)"));
+    }
+    Ok(Some(hostsim_host::TraceWindow { from_ns, to_ns }))
+}
+
 fn main() -> ExitCode {
     match real_main(Cli::parse()) {
         Ok(code) => code,
@@ -190,18 +221,20 @@ fn main() -> ExitCode {
 
 fn real_main(cli: Cli) -> Result<ExitCode, String> {
     match cli.cmd {
-        Cmd::Run { file, seed, sets, variant, trace, out, max_runs } => {
+        Cmd::Run { file, seed, sets, variant, trace, trace_format, trace_from, trace_to, out, max_runs } => {
             let mut sets = parse_sets(&sets)?;
             if let Some(s) = seed {
                 sets.push(("seed".into(), s.to_string()));
             }
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
-            let mut cfg = match &variant {
+            let cfg = match &variant {
                 Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
                 None => sc.base_config().clone(),
             };
-            cfg.trace = trace;
+            let window = trace_window(trace_from, trace_to)?;
+            let trace = trace || window.is_some();
+            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             // Progress in simulated milliseconds, on a terminal only.
             let pb = if std::io::stderr().is_terminal() {
                 indicatif::ProgressBar::new(cfg.duration_ns / 1_000_000)
@@ -214,7 +247,12 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     .progress_chars("=> "),
             );
             pb.set_prefix(sc.name.clone());
-            let res = hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000));
+            let res = if trace {
+                let window = window.unwrap_or(hostsim_host::TraceWindow::ALL);
+                hostsim_cli::run_timed_traced(cfg, trace_format, window, &out, |ns| pb.set_position(ns / 1_000_000))
+            } else {
+                hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000))
+            };
             pb.finish_and_clear();
             let (mut output, info) = res?;
             sc.derive_metrics(&mut output.summary.metrics)?;
@@ -370,10 +408,11 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let report = hostsim_cli::bench::run_bench(quick, |c| {
                 if !json {
                     println!(
-                        "{:20} {:>8.0} pkt/s  {:>5.0} sim s  {:>6.2} M events/s  {:>6.3} wall s / sim s  peak RSS {:>6.1} MiB",
+                        "{:16} {:>9.0} offered pkt/s {:>5.1} sim s: {:>7.3} M pkt/s {:>6.2} M events/s {:>7.3} wall s / sim s  peak RSS {:>6.1} MiB",
                         c.name,
                         c.pps,
                         c.sim_s,
+                        c.packets_per_s / 1e6,
                         c.events_per_s / 1e6,
                         c.wall_s_per_sim_s,
                         c.peak_rss_bytes as f64 / 1048576.0

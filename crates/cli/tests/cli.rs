@@ -47,8 +47,42 @@ fn run_writes_summary_run_timeseries_and_trace() {
     let ts = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
     assert!(ts.starts_with("time_ms,offered_pps,delivered_pps"));
     assert_eq!(ts.lines().count(), 1 + 20, "10 ms samples over 200 ms");
+    // The trace is Perfetto protobuf, streamed; run.json says how many slices it holds.
+    let trace = std::fs::read(out.join("trace.perfetto-trace")).unwrap();
+    assert_eq!(run["trace_file"], "trace.perfetto-trace");
+    let slices = run["trace_slices"].as_u64().unwrap();
+    assert!(slices > 100 && trace.len() as u64 > 20 * slices, "{slices} slices in {} bytes", trace.len());
+}
+
+#[test]
+fn trace_window_and_json_format() {
+    let out = tmp("trace-window");
+    let st = hostsim()
+        .args(["run", "scenarios/examples/livelock.toml", "--set", "traffic.load.rate_pps=50000"])
+        .args(["--set", "duration_ms=200", "--variant", "legacy", "--trace-format", "json"])
+        .args(["--trace-from", "50", "--trace-to", "60", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("trace.json")).unwrap()).unwrap();
-    assert!(trace["traceEvents"].as_array().unwrap().len() > 100);
+    let x: Vec<&serde_json::Value> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["trace_slices"].as_u64().unwrap(), x.len() as u64);
+    assert!(x.len() > 100);
+    for e in &x {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        assert!(ts >= 50_000.0 && ts + dur <= 60_000.0 + 1e-6, "slice {e} outside the 50-60 ms window");
+    }
+    let bad = hostsim()
+        .args(["run", "scenarios/examples/livelock.toml", "--trace-from", "60", "--trace-to", "50", "--out"])
+        .arg(tmp("trace-window-bad"))
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--trace-from must be earlier than --trace-to"));
 }
 
 #[test]
@@ -129,10 +163,10 @@ fn bench_quick_prints_json_cases() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     let cases = v["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 5);
+    assert_eq!(cases.len(), 10);
     assert!(cases.iter().any(|c| c["name"] == "tcp-send-100m"), "the host-sending TCP case");
     for c in cases {
-        for k in ["name", "pps", "events_per_s", "wall_s_per_sim_s", "peak_rss_bytes"] {
+        for k in ["name", "pps", "packets_per_s", "events_per_s", "wall_s_per_sim_s", "peak_rss_bytes"] {
             assert!(c.get(k).is_some(), "bench case lacks {k}");
         }
     }

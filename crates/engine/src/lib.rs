@@ -6,7 +6,7 @@
 //! ```text
 //!   model (host crate)                      engine
 //!   ─────────────────                      ──────────────────────────────────────────
-//!   schedule(at, Event) ───────────────▶   EventQueue<E>: binary heap keyed (time, seq)
+//!   schedule(at, Event) ───────────────▶   EventQueue<E>: 4-ary heap keyed (time, seq)
 //!   loop { pop() → handle(event) } ◀────   pop(): earliest time, FIFO among equal times
 //!   Timer::arm() → generation g            a stale (time, g) event is skipped on pop by
 //!   Timer::cancel()                        the model comparing g with the live generation
@@ -14,8 +14,9 @@
 //!   Histogram / TimeSeries / Counter       statistics with fixed memory
 //! ```
 //!
-//! Public: [`Time`], [`EventQueue`] (and its [`Stall`]), [`Timer`], [`RngStreams`] / [`Rng`], [`Histogram`],
-//! [`TimeSeries`], [`Counter`]. Nothing else is exported.
+//! Public: [`Time`], [`EventQueue`] (and its [`Stall`]), [`Timer`], [`RngStreams`] / [`Rng`],
+//! [`Histogram`], [`TimeSeries`], [`Counter`], and [`round_u64`] (exact fast rounding for hot
+//! paths). Nothing else is exported.
 //!
 //! Guarantees:
 //! - Events are delivered in non-decreasing time; events with equal time are delivered in the
@@ -38,12 +39,14 @@
 //! assert_eq!(order, ["a", "b", "c"]);
 //! ```
 
+mod num;
 mod queue;
 mod rng;
 mod stats;
 mod time;
 mod timer;
 
+pub use num::round_u64;
 pub use queue::{EventQueue, Stall, STALL_EVENTS};
 pub use rng::{Rng, RngStreams};
 pub use stats::{Counter, Histogram, TimeSeries};

@@ -671,5 +671,4 @@ pub struct HostConfig {
     pub warmup_ns: u64,
     pub seed: u64,
     pub sample_interval_ns: u64,
-    pub trace: bool,
 }

@@ -44,32 +44,6 @@ impl Host {
                 self.charge_process(pid, dt, false);
             }
         }
-        if let Some(tr) = self.trace.as_mut() {
-            let label = match self.cpus[cpu].stack.last() {
-                None => None,
-                Some(f) => Some(match f.work {
-                    Work::IrqEntry(IrqSrc::Tick) => "tick".to_string(),
-                    Work::IrqEntry(IrqSrc::Ipi) => "ipi".to_string(),
-                    Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => {
-                        let nq = &self.queues[q as usize];
-                        let nic = &self.nics[nq.nic as usize];
-                        format!("irq {}-q{}", nic.cfg.name, q - nic.first_queue)
-                    }
-                    Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => {
-                        format!("irq {}-tx", self.nics[n as usize].cfg.name)
-                    }
-                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => {
-                        "NET_RX".to_string()
-                    }
-                    Work::Switch | Work::ProcUnit => {
-                        curr.map_or("?".to_string(), |p| self.procs[p as usize].name.clone())
-                    }
-                }),
-            };
-            if let Some(label) = label {
-                tr.segment(cpu, seg_start, now, state, label);
-            }
-        }
     }
 
     /// Start (or resume) the top frame of `cpu`, or go idle.
@@ -105,17 +79,76 @@ impl Host {
 
     /// Replace the top frame's unit (it has completed) with a new one and run it.
     pub fn next_unit(&mut self, cpu: usize, work: Work, state: CpuState, cost: u64) {
+        self.trace_end_top(cpu);
         let f = self.cpus[cpu].stack.last_mut().expect("next_unit on an empty stack");
         f.work = work;
         f.state = state;
         f.remaining = cost;
+        self.trace_begin_top(cpu);
         self.start_top(cpu);
     }
 
     /// Push a new frame on top (the current top must already be paused) and run it.
     pub fn push_frame(&mut self, cpu: usize, work: Work, state: CpuState, cost: u64) {
         self.cpus[cpu].stack.push(Frame { work, state, remaining: cost });
+        self.trace_begin_top(cpu);
         self.start_top(cpu);
+    }
+
+    /// Pop the top frame (its unit completed, or its process leaves the CPU).
+    pub fn pop_frame(&mut self, cpu: usize) -> Option<Frame> {
+        self.trace_end_top(cpu);
+        self.cpus[cpu].stack.pop()
+    }
+
+    /// The trace's label of the unit `work` on `cpu` (see `trace_labels`).
+    fn trace_label(&self, cpu: usize, work: Work) -> u32 {
+        let nq = self.queues.len() as u32;
+        let nn = self.nics.len() as u32;
+        match work {
+            Work::IrqEntry(IrqSrc::Tick) => 0,
+            Work::IrqEntry(IrqSrc::Ipi) => 1,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => 2,
+            Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
+            Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => 3 + nq + n as u32,
+            Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
+                Some(pid) => 3 + nq + nn + pid,
+                None => 3 + nq + nn + self.procs.len() as u32,
+            },
+        }
+    }
+
+    /// The labels a trace slice can have, indexed by `trace_label`.
+    pub fn trace_labels(&self) -> Vec<String> {
+        let mut l = vec!["tick".to_string(), "ipi".to_string(), "NET_RX".to_string()];
+        for nq in &self.queues {
+            let nic = &self.nics[nq.nic as usize];
+            l.push(format!("irq {}-q{}", nic.cfg.name, l.len() as u32 - 3 - nic.first_queue));
+        }
+        l.extend(self.nics.iter().map(|n| format!("irq {}-tx", n.cfg.name)));
+        l.extend(self.procs.iter().map(|p| p.name.clone()));
+        l.push("?".to_string());
+        l
+    }
+
+    /// Trace: the top frame's unit starts now.
+    #[inline]
+    pub fn trace_begin_top(&mut self, cpu: usize) {
+        if self.trace.is_some() {
+            let depth = self.cpus[cpu].stack.len();
+            let f = *self.cpus[cpu].stack.last().expect("a frame to trace");
+            let label = self.trace_label(cpu, f.work);
+            let now = self.now;
+            self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, f.state as u8);
+        }
+    }
+
+    /// Trace: the top frame's unit ends now (completed, or leaving the CPU).
+    #[inline]
+    pub fn trace_end_top(&mut self, cpu: usize) {
+        if let Some(tr) = self.trace.as_mut() {
+            tr.end(cpu, self.cpus[cpu].stack.len(), self.now);
+        }
     }
 
     pub fn top_level(&self, cpu: usize) -> Option<Level> {
@@ -202,7 +235,7 @@ impl Host {
     /// A hard-IRQ handler finished: pop it, run the next pending interrupt, else softirqs, else
     /// resume what was interrupted.
     pub fn irq_exit(&mut self, cpu: usize) {
-        let f = self.cpus[cpu].stack.pop();
+        let f = self.pop_frame(cpu);
         debug_assert_eq!(f.map(|f| f.level()), Some(Level::Hardirq));
         if let Some(src) = self.cpus[cpu].pending_irqs.pop_front() {
             self.enter_irq(cpu, src);

@@ -73,7 +73,8 @@ pub use summary::{
     CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
     TcpSummary, TrafficSummary,
 };
-pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT};
+pub use trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
+pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
 
 use hostsim_engine::TimeSeries;
 
@@ -81,8 +82,8 @@ use hostsim_engine::TimeSeries;
 pub struct RunOutput {
     pub summary: Summary,
     pub timeseries: TimeSeries,
-    /// Chrome trace JSON when `HostConfig::trace` is set.
-    pub trace: Option<String>,
+    /// Slices handed to the trace sink ([`run_traced`]; 0 without a trace).
+    pub trace_slices: u64,
     /// Events the engine processed (for speed measurements).
     pub events: u64,
 }
@@ -99,10 +100,31 @@ pub fn run_with_progress(cfg: HostConfig, progress: impl FnMut(hostsim_engine::T
     try_run_with_progress(cfg, progress).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// [`run_with_progress`] with a trace of what every CPU ran inside `window`, streamed to `sink`
+/// (see `trace.rs`: one slice per unit run, nested like the CPU's contexts). Tracing never
+/// changes the simulated results.
+pub fn run_traced(
+    cfg: HostConfig,
+    window: TraceWindow,
+    sink: &mut dyn TraceSink,
+    progress: impl FnMut(hostsim_engine::Time),
+) -> RunOutput {
+    try_run_traced(cfg, window, sink, progress).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub(crate) fn output(host: &mut sim::Host) -> RunOutput {
+    RunOutput {
+        summary: host.summary(),
+        timeseries: host.stats.series.clone(),
+        trace_slices: host.trace.as_ref().map_or(0, |t| t.slices()),
+        events: host.q.events_popped(),
+    }
+}
+
 /// Run one simulation; a run whose simulated time stops advancing, or a bug in the model (a
 /// panic, e.g. an event scheduled in the past), is an error naming the seed and the likely cause.
 pub fn try_run(cfg: HostConfig) -> Result<RunOutput, RunError> {
     try_run_with_progress(cfg, |_| {})
 }
 
-pub use run::try_run_with_progress;
+pub use run::{try_run_traced, try_run_with_progress};

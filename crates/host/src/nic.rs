@@ -4,7 +4,7 @@
 
 use crate::sim::*;
 use crate::types::*;
-use hostsim_engine::Time;
+use hostsim_engine::{round_u64, Time};
 use hostsim_workload::Feedback;
 
 /// Ethernet bytes on the wire around a payload: UDP/IPv4 headers 8+20, Ethernet 14 + FCS 4, and a
@@ -13,6 +13,24 @@ pub fn wire_bytes(payload: u32, tcp: bool) -> u64 {
     let l4 = if tcp { 20 } else { 8 };
     let frame = u64::from(payload) + l4 + 20 + 14 + 4;
     frame.max(64) + 20
+}
+
+impl Src {
+    /// Serialisation time of a frame with `payload` bytes on the source's link and on its NIC
+    /// port, in ns (rounded to the nearest ns).
+    #[inline]
+    pub fn wire_ns(&mut self, payload: u32, tcp: bool, nics: &[Nic]) -> (u64, u64) {
+        match self.wire_cache {
+            Some((p, t, link, port)) if p == payload && t == tcp => (link, port),
+            _ => {
+                let bytes = wire_bytes(payload, tcp) as f64;
+                let link = round_u64(bytes * self.link_ns_per_byte);
+                let port = round_u64(bytes * nics[self.nic as usize].ns_per_byte);
+                self.wire_cache = Some((payload, tcp, link, port));
+                (link, port)
+            }
+        }
+    }
 }
 
 impl Host {
@@ -47,23 +65,25 @@ impl Host {
     fn send_emits(&mut self, s: usize, out: &[hostsim_workload::Emit]) {
         for e in out {
             self.stats.offered += 1;
+            let (link_ns, port_ns) = self.srcs[s].wire_ns(e.payload_bytes, e.tcp, &self.nics);
             let src = &mut self.srcs[s];
-            let bytes = wire_bytes(e.payload_bytes, e.tcp);
             // Client machine `c` sends on its own link (to its own port unless ports are per flow).
-            let c = e.flow as usize % src.link_free.len();
+            let clients = src.link_free.len();
+            let c = if clients == 1 { 0 } else { e.flow as usize % clients };
             let start = self.now.max(src.link_free[c]);
-            let at_switch = start + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
+            let at_switch = start + Time(link_ns);
             src.link_free[c] = at_switch;
             let nic_i = src.nic as usize;
             let dst_port = if src.dst_port_per_flow { src.dst_port + e.flow as u16 } else { src.dst_port + c as u16 };
             let nic = &self.nics[nic_i];
             let ready = at_switch + Time(nic.cfg.switch_latency_ns);
             let begin = ready.max(nic.rx_wire_free);
-            let queued_bytes = (begin.since(ready).ns() as f64 / nic.ns_per_byte) as u64;
-            let over = queued_bytes > nic.cfg.switch_buffer_bytes;
-            let arrive = begin + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
+            let waited = begin.since(ready).ns();
+            let over = waited > 0 && (waited as f64 / nic.ns_per_byte) as u64 > nic.cfg.switch_buffer_bytes;
+            let arrive = begin + Time(port_ns);
             let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
-            let queue = nic.first_queue + hash % nic.cfg.queues;
+            let queues = nic.cfg.queues;
+            let queue = nic.first_queue + if queues == 1 { 0 } else { hash % queues };
             let pkt = self.alloc_pkt(Packet {
                 src: s as u32,
                 flow: e.flow,
@@ -111,6 +131,9 @@ impl Host {
     /// Interrupt moderation: raise now, or arm the coalescing timer. With throttling (ITR) an
     /// interrupt never follows the previous one by less than 1/ITR seconds.
     fn maybe_interrupt(&mut self, q: usize) {
+        if !self.queues[q].irq_enabled || self.queues[q].irq_active {
+            return; // the common case under load: the handler or a poll is already on it
+        }
         let nic = self.queues[q].nic as usize;
         let frames = self.nics[nic].cfg.coalesce_frames.max(1);
         let usecs = self.nics[nic].cfg.coalesce_usecs;

@@ -7,7 +7,7 @@
 
 use crate::sim::*;
 use crate::types::*;
-use hostsim_engine::Time;
+use hostsim_engine::{round_u64, Time};
 use hostsim_workload::{Action, Feedback, Outcome};
 
 impl Host {
@@ -36,7 +36,9 @@ impl Host {
             let p = &mut self.procs[pid as usize];
             p.unit_state = state;
             p.unit_remaining = cost;
-            // The frame holds a finished unit; give it the new one so schedule() saves it.
+            // The frame holds a finished unit; give it the new one so schedule() saves it. (The
+            // finished unit's trace slice ends here; the new one has not run, so it gets none.)
+            self.trace_end_top(cpu);
             let f = self.cpus[cpu].stack.last_mut().expect("frame");
             *f = Frame { work: Work::ProcUnit, state, remaining: cost };
             return self.schedule(cpu);
@@ -206,7 +208,7 @@ impl Host {
         }
         let (bytes, pkts, penalty) = self.sock_read(s, max_bytes, pid, cpu);
         let c = &self.cfg.profile.costs;
-        let cost = c.syscall_ns + c.recv_ns + (f64::from(bytes) * c.copy_per_byte_ns).round() as u64 + penalty;
+        let cost = c.syscall_ns + c.recv_ns + round_u64(f64::from(bytes) * c.copy_per_byte_ns) + penalty;
         let p = &mut self.procs[pid as usize];
         p.rx_packets += u64::from(pkts);
         p.rx_bytes += u64::from(bytes);

@@ -4,7 +4,7 @@
 //! what a run computes.
 
 use crate::sim::{Ev, Host};
-use crate::{HostConfig, RunOutput};
+use crate::{HostConfig, RunOutput, TraceSink, TraceWindow, STATE_NAMES};
 use hostsim_engine::{Stall, Time};
 use std::fmt;
 
@@ -36,17 +36,33 @@ impl std::error::Error for RunError {}
 
 /// Run one simulation; a stall or a model bug is an error instead of a hang or an abort.
 pub fn try_run_with_progress(cfg: HostConfig, progress: impl FnMut(Time)) -> Result<RunOutput, RunError> {
+    try_run_inner(cfg, None, progress)
+}
+
+/// [`try_run_with_progress`] with a trace streamed to `sink` (see `crate::run_traced`).
+pub fn try_run_traced(cfg: HostConfig, window: TraceWindow, sink: &mut dyn TraceSink, progress: impl FnMut(Time)) -> Result<RunOutput, RunError> {
+    try_run_inner(cfg, Some((window, sink)), progress)
+}
+
+fn try_run_inner(cfg: HostConfig, traced: Option<(TraceWindow, &mut dyn TraceSink)>, progress: impl FnMut(Time)) -> Result<RunOutput, RunError> {
     let seed = cfg.seed;
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let mut host = Host::new(cfg);
         host.q.set_seed(seed);
-        host.run_with_progress(progress);
+        let sink = match traced {
+            Some((window, sink)) => {
+                let labels = host.trace_labels();
+                sink.start(host.cpus.len(), &labels, &STATE_NAMES);
+                host.trace = Some(crate::trace::Trace::new(host.cpus.len(), window));
+                Some(sink)
+            }
+            None => None,
+        };
+        host.run_with_progress(progress, sink);
         if let Some(st) = host.q.stall() {
             return Err(RunError::Stalled { seed, at_ns: st.at.ns(), events: st.events, cause: likely_cause(&host, st) });
         }
-        let summary = host.summary();
-        let trace = host.trace.as_ref().map(|t| t.to_json());
-        Ok(RunOutput { summary, timeseries: host.stats.series.clone(), trace, events: host.q.events_popped() })
+        Ok(crate::output(&mut host))
     }));
     match out {
         Ok(r) => r,

@@ -9,7 +9,7 @@ use crate::backlog::Enqueue;
 use crate::sim::*;
 use crate::types::*;
 use crate::xdp_pbq::{Observation, Verdict};
-use hostsim_engine::Time;
+use hostsim_engine::{round_u64, Time};
 
 impl Host {
     /// `get_rps_cpu`: the CPU whose backlog should take `pkt`, or None to process it here
@@ -199,7 +199,7 @@ impl Host {
         let c = &self.cfg.profile.costs;
         let p = &self.pkts[pkt as usize];
         let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
-        cost += (f64::from(p.bytes) * c.rx_per_byte_ns).round() as u64;
+        cost += round_u64(f64::from(p.bytes) * c.rx_per_byte_ns);
         let s = self.port_sock[p.dst_port as usize];
         if s != NONE {
             let sock = &self.socks[s as usize];
@@ -311,7 +311,7 @@ impl Host {
 
     /// A pass ended: restart, hand over to ksoftirqd, or return to what was interrupted.
     fn softirq_end(&mut self, cpu: usize) {
-        let f = self.cpus[cpu].stack.pop();
+        let f = self.pop_frame(cpu);
         debug_assert_eq!(f.map(|f| f.level()), Some(Level::Softirq));
         let under_ksoftirqd = self.cpus[cpu].sirq_ksoftirqd;
         if self.cpus[cpu].softirq_pending && !under_ksoftirqd {

@@ -18,7 +18,9 @@ impl Host {
             p.cpu_ns += dt;
         }
         if p.rt.is_none() {
-            p.vruntime += dt * NICE_0_WEIGHT / p.weight;
+            // A nice-0 task's vruntime advances by `dt` itself (the division is exact then; below
+            // 2^54 ns the product cannot overflow either), skipping a 64-bit division per call.
+            p.vruntime += if p.weight == NICE_0_WEIGHT && dt < 1 << 54 { dt } else { dt * NICE_0_WEIGHT / p.weight };
         }
     }
 
@@ -226,7 +228,7 @@ impl Host {
         match self.top_level(cpu) {
             Some(Level::Process) => {
                 self.pause_top(cpu);
-                let f = self.cpus[cpu].stack.pop().expect("process frame");
+                let f = self.pop_frame(cpu).expect("process frame");
                 let pid = prev.expect("process frame without curr");
                 if f.work == Work::ProcUnit {
                     let p = &mut self.procs[pid as usize];
@@ -290,9 +292,11 @@ impl Host {
         if self.cpus[cpu].stack.is_empty() {
             self.cpus[cpu].stack.push(Frame { work: Work::ProcUnit, state, remaining });
         } else {
+            self.trace_end_top(cpu);
             let f = self.cpus[cpu].stack.last_mut().expect("frame");
             *f = Frame { work: Work::ProcUnit, state, remaining };
         }
+        self.trace_begin_top(cpu);
         if remaining == 0 {
             self.account(cpu);
             self.proc_step_and_run(cpu, pid);

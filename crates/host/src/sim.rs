@@ -9,7 +9,7 @@ use crate::policies::{Backlog, Balancer, WakePlacement, Xdp};
 use crate::slots::SlotPlan;
 use crate::stats::Stats;
 use crate::tcp_conn::Conn;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceSink};
 use crate::txring::TxQueue;
 use crate::types::*;
 use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
@@ -327,7 +327,11 @@ pub struct Src {
     pub down_free: Time,
     pub timer: Timer,
     pub rng: Rng,
+    /// The last frame size's serialisation times, (payload, tcp) -> (link ns, port ns): a
+    /// rate source sends one size, so the float products and rounding run once, not per frame.
+    pub wire_cache: Option<(u32, bool, u64, u64)>,
 }
+
 
 /// The simulated host and its environment.
 pub struct Host {
@@ -563,6 +567,7 @@ impl Host {
                 down_free: Time::ZERO,
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
+                wire_cache: None,
             });
         }
 
@@ -572,7 +577,6 @@ impl Host {
             socks[s].level = sock_level(&procs, s as u32);
         }
         let stats = Stats::new(&cfg, ncpu, procs.len());
-        let trace = cfg.trace.then(|| Trace::new(ncpu));
         let mut host = Host {
             wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len()),
             balancer: Balancer::new(cfg.kernel.scheduler, ncpu),
@@ -591,7 +595,7 @@ impl Host {
             sock_flow,
             rps_cpus,
             stats,
-            trace,
+            trace: None,
             emit_buf: Vec::with_capacity(256),
             rng_route: streams.stream("irq-routing"),
             rng_suppress: streams.stream("irq-suppression"),
@@ -632,8 +636,9 @@ impl Host {
     }
 
     /// Run to the configured duration, calling `progress(now)` every 2^20 events (for a
-    /// progress bar; it never affects results).
-    pub fn run_with_progress(&mut self, mut progress: impl FnMut(Time)) {
+    /// progress bar; it never affects results). With a trace (`self.trace`), its records go to
+    /// `sink` as the run goes.
+    pub fn run_with_progress(&mut self, mut progress: impl FnMut(Time), mut sink: Option<&mut dyn TraceSink>) {
         let n = self.cpus.len();
         for c in 0..n {
             // Stagger ticks like real per-CPU timers so they don't all fire at once.
@@ -677,6 +682,17 @@ impl Host {
             }
             if self.q.events_popped() & 0xF_FFFF == 0 {
                 progress(t);
+            }
+            if let (Some(tr), Some(s)) = (self.trace.as_mut(), sink.as_deref_mut()) {
+                if tr.full() {
+                    tr.flush(s);
+                }
+            }
+        }
+        if let Some(tr) = self.trace.as_mut() {
+            tr.finish(self.now);
+            if let Some(s) = sink {
+                tr.flush(s);
             }
         }
     }

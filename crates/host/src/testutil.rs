@@ -63,6 +63,5 @@ pub fn host_with(topology: Topology, kernel: KernelConfig, nics: Vec<NicConfig>,
         warmup_ns: 0,
         seed: 1,
         sample_interval_ns: 1,
-        trace: false,
     })
 }

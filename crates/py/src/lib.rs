@@ -136,14 +136,23 @@ fn run(
 ) -> PyResult<(String, String, String, Option<String>)> {
     guard(|| {
         let sc = load(path, text, &sets, max_runs)?;
-        let mut cfg = match variant {
+        let cfg = match variant {
             Some(v) => sc.config_with(Some(v), &[]).map_err(err)?,
             None => sc.base_config().clone(),
         };
-        cfg.trace = trace;
-        let (mut out, info) = py.allow_threads(|| guard(|| hostsim_cli::run_timed(cfg).map_err(err)))?;
+        let (mut out, info, tr) = py.allow_threads(|| {
+            guard(|| {
+                if trace {
+                    let (out, info, tr) = hostsim_cli::run_traced_json(cfg).map_err(err)?;
+                    Ok((out, info, Some(tr)))
+                } else {
+                    let (out, info) = hostsim_cli::run_timed(cfg).map_err(err)?;
+                    Ok((out, info, None))
+                }
+            })
+        })?;
         sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
-        Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, out.trace))
+        Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, tr))
     })
 }
 

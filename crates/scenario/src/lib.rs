@@ -841,7 +841,6 @@ fn to_config(path: &Path, f: &File, profiles: &ProfileCache) -> Result<HostConfi
         warmup_ns: f.warmup_ms.saturating_mul(ms),
         seed: f.seed,
         sample_interval_ns: f.sample_interval_ms.saturating_mul(ms),
-        trace: false,
     };
     validate::config(&cfg).map_err(|(segs, msg)| Fail { segs, msg })?;
     Ok(cfg)

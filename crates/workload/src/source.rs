@@ -1,7 +1,7 @@
 //! External traffic generators. They live outside the host and only see the wire: the host tells
 //! them when they are woken and what came back; they say what to send and when to wake next.
 
-use hostsim_engine::{Histogram, Rng, Time};
+use hostsim_engine::{round_u64, Histogram, Rng, Time};
 use serde::{Deserialize, Serialize};
 
 /// Kind of generator.
@@ -160,6 +160,8 @@ pub struct Source {
     next_flow: u32,
     outstanding: Option<(u64, u64)>, // (seq, sent_at)
     tcp: Vec<TcpFlow>,
+    /// Poisson: mean gap in ns (`1e9 / rate_pps`, computed once; the same value every time).
+    mean_gap_ns: f64,
     sink: Vec<SinkState>,
     /// Flows with an ACK due, by due time: O(log flows) per frame with thousands of flows.
     sink_due: std::collections::BTreeSet<(u64, u32)>,
@@ -173,6 +175,7 @@ impl Source {
         } else {
             Vec::new()
         };
+        let mean_gap_ns = 1e9 / cfg.rate_pps;
         let sink = if cfg.kind == SourceKind::StreamSink {
             vec![SinkState { rcv_mss: 536, quickacks: QUICKACKS, ..Default::default() }; cfg.flows.max(1) as usize]
         } else {
@@ -183,7 +186,7 @@ impl Source {
             stats.sink.gaps = vec![0; GAP_BINS];
             stats.sink.short_gap_sizes = vec![0; SIZE_BINS];
         }
-        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), stats }
+        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), mean_gap_ns, stats }
     }
     pub fn config(&self) -> &SourceConfig {
         &self.cfg
@@ -309,7 +312,9 @@ impl Source {
 
     fn rotate_flow(&mut self) -> u32 {
         let f = self.next_flow;
-        self.next_flow = (self.next_flow + 1) % self.cfg.flows.max(1);
+        // `(f + 1) % flows` without a division per frame (f < flows always holds).
+        let next = f + 1;
+        self.next_flow = if next >= self.cfg.flows.max(1) { 0 } else { next };
         f
     }
 
@@ -335,7 +340,8 @@ impl Source {
                 let seq = self.k;
                 self.emit(out, flow, seq, self.cfg.payload_bytes, false);
                 self.k += 1;
-                let gap = rng.exp(1e9 / self.cfg.rate_pps).round().max(1.0) as u64;
+                // `round_u64(x).max(1)` is `x.round().max(1.0) as u64`, without the libm call.
+                let gap = round_u64(rng.exp(self.mean_gap_ns)).max(1);
                 let next = now_ns + gap;
                 (next < self.cfg.stop_ns).then_some(Time(next))
             }

@@ -24,16 +24,18 @@ fn another_seed_gives_other_numbers() {
 #[test]
 fn timeseries_and_trace_are_deterministic_too() {
     let sc = load("scenarios/examples/livelock.toml", &[("traffic.load.rate_pps", "120000"), ("duration_ms", "100"), ("warmup_ms", "0")]);
-    let mut cfg = sc.config_with(Some("legacy"), &[]).unwrap();
-    cfg.trace = true;
-    let a = hostsim_host::run(cfg.clone());
-    let b = hostsim_host::run(cfg);
+    let cfg = sc.config_with(Some("legacy"), &[]).unwrap();
+    let (a, _, ta) = hostsim_cli::run_traced_json(cfg.clone());
+    let (b, _, tb) = hostsim_cli::run_traced_json(cfg.clone());
     assert_eq!(a.timeseries.to_csv(), b.timeseries.to_csv());
-    assert_eq!(a.trace, b.trace);
-    let trace: serde_json::Value = serde_json::from_str(a.trace.as_deref().unwrap()).unwrap();
+    assert_eq!(ta, tb);
+    // Tracing never changes the results.
+    assert_eq!(summary_json(&a.summary), summary_json(&hostsim_host::run(cfg).summary));
+    let trace: serde_json::Value = serde_json::from_str(&ta).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     assert!(events.iter().any(|e| e["cat"] == "hardirq"), "trace shows hard IRQs");
     assert!(events.iter().any(|e| e["name"] == "sink"), "trace shows the sink process");
+    assert_eq!(events.iter().filter(|e| e["ph"] == "X").count() as u64, a.trace_slices);
 }
 
 #[test]
