@@ -3,7 +3,10 @@
 //! Cases: a UDP flood at 100,000 and 400,000 pkt/s on the 4-CPU legacy-path server
 //! (`scenarios/bench/udp-flood.toml`), and the 100,000 pkt/s flood for 10 and 60 simulated
 //! seconds to show that memory does not grow with simulated duration; a host-sending TCP stream
-//! at 100 Mbit/s (`scenarios/bench/tcp-send.toml`, ~8,600 segments/s out, ~4,300 ACKs/s in).
+//! at 100 Mbit/s (`scenarios/bench/tcp-send.toml`, ~8,600 segments/s out, ~4,300 ACKs/s in);
+//! paper 004's web accelerator over ~7,000 persistent connections at 2,000 requests/s
+//! (`scenarios/kawai-interval-static.toml`, static 20 ms control) for 10 and 60 simulated
+//! seconds (speed per simulated second against `udp-flood-100k`, memory flat in duration).
 //! `pps` is the rate of frames through the host (received + sent). Single-threaded.
 
 use crate::{reset_peak_rss, run_timed};
@@ -71,5 +74,20 @@ pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<Be
     let c = timed("tcp-send-100m", "bench/tcp-send", &sets, 0.0, long_a)?;
     progress(&c);
     cases.push(c);
+    for (name, s) in [("accel-7000-2000rps", long_a), ("accel-7000-long", long_b)] {
+        let sets: Vec<(String, String)> = [
+            ("traffic.clients.http.rate_rps", "2000".to_string()),
+            ("process.chamomile.accelerator.interval_control", "static".to_string()),
+            ("process.chamomile.accelerator.min_cycle_ms", "20".to_string()),
+            ("duration_ms", format!("{}", s * 1000)),
+            ("warmup_ms", "500".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let c = timed(name, "kawai-interval-static", &sets, 0.0, s)?;
+        progress(&c);
+        cases.push(c);
+    }
     Ok(BenchReport { cases })
 }

@@ -26,15 +26,21 @@
 //!
 //! Entry point: [`run`].
 
+mod app;
+mod app_metrics;
+mod app_state;
 mod backlog;
 mod config;
 mod cpu;
+mod endpoint;
 mod irq_route;
 mod migration_class;
+mod nanosleep;
 mod nic;
 mod pbq;
 mod placement;
 mod policies;
+mod poll;
 mod suppress;
 #[cfg(test)]
 mod testutil;
@@ -45,6 +51,7 @@ mod rx;
 mod sched;
 mod sched_o1;
 mod sim;
+mod sockets;
 mod sink_metrics;
 mod slots;
 mod stats;

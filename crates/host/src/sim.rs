@@ -13,7 +13,7 @@ use crate::trace::Trace;
 use crate::txring::TxQueue;
 use crate::types::*;
 use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
-use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig};
+use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig, SourceKind};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Simulation events. Small and `Copy`: the queue stores them inline.
@@ -27,6 +27,8 @@ pub enum Ev {
     SourceWake { src: u32, gen: u32 },
     /// A frame reaches the NIC port (after the switch).
     FrameArrive { pkt: PktId },
+    /// A frame from a source with a long link reaches the switch in front of NIC `nic`.
+    AtSwitch { pkt: PktId, nic: u32 },
     /// A frame from the host (`bytes` of payload) reaches an external source.
     Feedback { src: u32, fb: Feedback, bytes: u32 },
     /// A NIC's TX ring drained (if `gen` is still live): the TxNoBuf interrupt cause.
@@ -47,6 +49,8 @@ pub enum Ev {
     DelAck { sock: u32, gen: u32 },
     /// A scheduled nice change.
     Renice { pid: Pid, nice: i8 },
+    /// Delayed-ACK timer of a connected endpoint (`endpoint.rs`).
+    EpDelAck { ep: u32, gen: u32 },
     Sample,
     WarmupEnd,
     End,
@@ -205,6 +209,8 @@ pub enum Pending {
     RetrySend,
     /// send() has returned `bytes`.
     Sent { bytes: u32 },
+    /// A system call of a multi-threaded program's thread (`app.rs`).
+    App(crate::app_state::AppPending),
 }
 
 /// A send() in progress.
@@ -254,6 +260,10 @@ pub struct Proc {
     pub pinned_kthread: bool,
     /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
     pub group: u32,
+    /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
+    /// thread number.
+    pub app: u32,
+    pub thread: u32,
     pub rng: Rng,
 }
 
@@ -302,6 +312,10 @@ pub struct Packet {
     pub win: u32,
     /// Segments an ACK's processing lets out (decided when its unit starts).
     pub tx_segs: u32,
+    /// TCP flags beyond ACK (`hostsim_workload::http::FLAG_*`) and the application's label of
+    /// the message the segment carries (`Emit::tag`).
+    pub flags: u8,
+    pub tag: u64,
     /// False once freed (slab bookkeeping).
     pub live: bool,
 }
@@ -315,8 +329,12 @@ pub struct Src {
     pub link_ns_per_byte: f64,
     /// When each client's link is next free.
     pub link_free: Vec<Time>,
-    /// When its link from the switch (frames from the host) is next free.
-    pub down_free: Time,
+    /// When each client's link from the switch (frames from the host) is next free.
+    pub down_free: Vec<Time>,
+    /// One-way propagation delay of the client links.
+    pub link_delay_ns: u64,
+    /// All frames go to `dst_port` (HTTP clients and origins talk to one listening port).
+    pub fixed_port: bool,
     pub timer: Timer,
     pub rng: Rng,
 }
@@ -337,6 +355,13 @@ pub struct Host {
     pub free_pkts: Vec<PktId>,
     /// TCP connections of in-host senders (`tcp_conn.rs`, `tcp_out.rs`).
     pub conns: Vec<Conn>,
+    /// Slots of closed connections, reused by `tcp_connect`.
+    pub free_conns: Vec<u32>,
+    /// Connected and listening sockets of event-driven programs, their poll sets
+    /// (`endpoint.rs`, `poll.rs`).
+    pub eps: crate::sockets::Endpoints,
+    /// Multi-threaded programs (`app.rs`).
+    pub apps: Vec<crate::app_state::App>,
     pub sock_flow: Vec<u32>,
     pub rps_cpus: Vec<u32>,
     pub wake: WakePlacement,
@@ -448,6 +473,23 @@ impl Host {
         let instances = cfg.processes.iter().enumerate().flat_map(|(i, p)| (0..p.instances.max(1)).map(move |k| (i, k)));
         for (i, k) in instances {
             let p = &cfg.processes[i];
+            if p.program == hostsim_workload::ProgramKind::Accelerator {
+                // A multi-threaded program: one task per `[[process.thread]]`, named
+                // `<process>/<thread>`, with the process's nice, class and CPUs (a thread's own
+                // `cpus` override them); `init_apps` (app.rs) builds the program around them.
+                for th in &p.threads {
+                    let allowed = cpu_mask(if th.cpus.is_empty() { &p.cpus } else { &th.cpus }, ncpu);
+                    let name = format!("{}/{}", p.name, th.name);
+                    let rt = match p.sched {
+                        SchedPolicy::Fifo => Some(p.rt_priority.max(1)),
+                        SchedPolicy::Normal => None,
+                    };
+                    let stream = streams.stream(&format!("process/{i}/{name}"));
+                    procs.push(Proc::new(name, None, NONE, p.nice, rt, allowed, allowed.trailing_zeros(), stream));
+                    procs.last_mut().expect("pushed").group = i as u32;
+                }
+                continue;
+            }
             let prog = Program::new(ProgramConfig {
                 kind: p.program,
                 work_ns: p.work_ns,
@@ -539,13 +581,17 @@ impl Host {
                     total_bytes: t.total_bytes,
                     tcp: t.protocol == Protocol::Tcp,
                     record_from_ns: cfg.warmup_ns,
+                    http: t.http.clone(),
+                    clients: t.clients.max(1),
                 }),
                 nic,
                 dst_port: t.dst_port,
                 dst_port_per_flow: t.dst_port_per_flow,
                 link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
                 link_free: vec![Time::ZERO; t.clients.max(1) as usize],
-                down_free: Time::ZERO,
+                down_free: vec![Time::ZERO; t.clients.max(1) as usize],
+                link_delay_ns: t.link_delay_us * 1000,
+                fixed_port: matches!(t.kind, SourceKind::HttpClients | SourceKind::HttpOrigin),
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
             });
@@ -573,6 +619,9 @@ impl Host {
             pkts: Vec::with_capacity(4096),
             free_pkts: Vec::with_capacity(4096),
             conns: Vec::new(),
+            free_conns: Vec::new(),
+            eps: crate::sockets::Endpoints::default(),
+            apps: Vec::new(),
             sock_flow,
             rps_cpus,
             stats,
@@ -587,6 +636,7 @@ impl Host {
             cfg,
         };
         host.open_connections();
+        host.init_apps();
         host
     }
 
@@ -669,6 +719,7 @@ impl Host {
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
             Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
+            Ev::AtSwitch { pkt, nic } => self.switch_forward(pkt, nic as usize, self.now),
             Ev::Feedback { src, fb, bytes } => {
                 self.stats.tx_en_route -= 1;
                 self.stats.tx_delivered += 1;
@@ -704,6 +755,7 @@ impl Host {
             }
             Ev::ProcStart { pid } => self.proc_start(pid),
             Ev::Renice { pid, nice } => self.set_nice(pid, nice),
+            Ev::EpDelAck { ep, gen } => self.ep_delack_fire(ep, gen),
             Ev::DelAck { sock, gen } => {
                 if self.socks[sock as usize].delack.fires(gen) {
                     self.delack_fire(sock as usize);
@@ -805,6 +857,8 @@ impl Proc {
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
             group: NONE,
+            app: NONE,
+            thread: 0,
             rng,
         }
     }

@@ -34,6 +34,7 @@ impl Host {
             src_acked: self.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
+            poll: [s.poll_ns, s.polls, s.poll_ready],
         }
     }
 
@@ -44,6 +45,7 @@ impl Host {
         for p in &mut self.procs {
             p.wait.reset();
         }
+        self.apps_warmup();
     }
 
     pub fn sample(&mut self) {
@@ -126,6 +128,7 @@ impl Host {
         m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
         m.insert("irq_suppressions_per_s".into(), rate(end.irq_suppressions, warm.irq_suppressions));
         self.class_metrics(&mut m, mig_total, window_s);
+        self.app_metrics(&mut m, &warm, &end, window_s);
 
         let mut rtt = Histogram::new();
         let mut timeouts = 0;
@@ -253,15 +256,16 @@ impl Host {
                 tx_delivered_bytes: self.stats.tx_delivered_bytes,
                 tx_in_flight: self.tx_in_flight(),
                 acks_consumed: self.stats.acks_consumed,
+                ctrl_consumed: self.stats.ctrl_consumed,
             },
             tcp: TcpSummary {
                 connections: self.conns.len() as u64,
-                retransmits: self.conns.iter().map(|c| c.snd.retransmits).sum(),
-                timeouts: self.conns.iter().map(|c| c.snd.timeouts).sum(),
-                written_bytes: self.conns.iter().map(|c| c.snd.write_seq).sum(),
-                acked_bytes: self.conns.iter().map(|c| c.snd.snd_una).sum(),
-                unacked_bytes: self.tcp_unacked_bytes(),
-                sent_bytes: self.conns.iter().map(|c| c.tx_bytes).sum(),
+                retransmits: self.conns.iter().map(|c| c.snd.retransmits).sum::<u64>() + self.stats.tcp_closed[4],
+                timeouts: self.conns.iter().map(|c| c.snd.timeouts).sum::<u64>() + self.stats.tcp_closed[5],
+                written_bytes: self.conns.iter().map(|c| c.snd.write_seq).sum::<u64>() + self.stats.tcp_closed[0],
+                acked_bytes: self.conns.iter().map(|c| c.snd.snd_una).sum::<u64>() + self.stats.tcp_closed[1],
+                unacked_bytes: self.tcp_unacked_bytes() + self.stats.tcp_closed[2],
+                sent_bytes: self.conns.iter().map(|c| c.tx_bytes).sum::<u64>() + self.stats.tcp_closed[3],
             },
             speed_violations: self.stats.speed_violations,
             migrations: {
@@ -393,8 +397,11 @@ pub struct PacketSummary {
     pub tx_delivered_bytes: u64,
     pub tx_in_flight: u64,
     /// Pure ACKs consumed by the host's sending TCP (offered = delivered + acks_consumed +
-    /// drops + in flight).
+    /// ctrl_consumed + drops + in flight).
     pub acks_consumed: u64,
+    /// Connection set-up and tear-down segments (SYN, handshake ACK, FIN) consumed by the
+    /// protocol.
+    pub ctrl_consumed: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]

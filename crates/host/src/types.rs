@@ -57,10 +57,12 @@ pub enum DropPlace {
     TcpOutOfOrder = 5,
     /// Evicted from a lower-priority PBQ by a higher-priority arrival.
     PbqEvict = 6,
+    /// A connection request (SYN) found the listening socket's accept queue full.
+    AcceptQueue = 7,
 }
-pub const N_DROPS: usize = 7;
+pub const N_DROPS: usize = 8;
 pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict"];
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "accept_queue"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 mod conservation;
 mod determinism;
 mod goda;
+mod accelerator;
 mod livelock;
 mod profiles;
 mod queueing;
