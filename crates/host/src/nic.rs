@@ -64,7 +64,7 @@ impl Host {
             };
             let delay = src.link_delay_ns;
             let nic = &self.nics[nic_i];
-            let hash = flow_hash(s as u32, e.flow, dst_port);
+            let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queue = nic.first_queue + hash % nic.cfg.queues;
             let pkt = self.alloc_pkt(Packet {
                 src: s as u32,

@@ -3,9 +3,11 @@
 
 mod conservation;
 mod determinism;
+mod flow_limit;
 mod goda;
 mod accelerator;
 mod livelock;
+mod pbq;
 mod profiles;
 mod queueing;
 mod rfs;
