@@ -57,6 +57,7 @@ impl Host {
             enqueued: 0,
             len_area: 0,
             len_changed: Time::ZERO,
+            drops: 0,
         });
         self.port_sock[port as usize] = id;
         id

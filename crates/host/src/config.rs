@@ -69,6 +69,8 @@ pub struct MechanismCosts {
     pub irq_suppress_check_ns: u64,
     /// Interrupt suppression: rewriting one NIC queue's IRQ affinity (IO-APIC) when it changes.
     pub irq_affinity_write_ns: u64,
+    /// XDP: running the attached program on one frame (per frame, pass or drop).
+    pub xdp_run_ns: u64,
     /// Flow limit: `skb_flow_limit`'s table work (history and bucket update) per packet enqueued
     /// by a CPU with a table while the target backlog is at least half full.
     pub flow_limit_ns: u64,
@@ -171,6 +173,21 @@ pub enum BacklogKind {
     FlowLimit,
 }
 
+/// A program at the driver's entry point (XDP, Linux >= 4.8), run on every frame the NAPI poll
+/// takes from a NIC queue, before RPS, the backlog and the protocols.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum XdpKind {
+    /// No program: Linux's own path.
+    None,
+    /// A program that only counts (passes everything, costs `xdp_run_ns`): the live baseline,
+    /// which keeps the program attached with its mechanism off.
+    Count,
+    /// `ozaki-pbq`'s priority drop as `hostsim live` runs it (xdp_pbq.rs): under high load,
+    /// drop lower priorities first beyond a minimum share per level.
+    Pbq,
+}
+
 /// Wake-up placement policy (`select_task_rq`). `linux` is the placement of the kernel's
 /// `scheduler` (Linux 3.2's `select_task_rq_fair`, or 2.4 O(1)'s `try_to_wake_up`); `goda_rfs`
 /// is paper 001's change to it: a task that moved stays where it is on wake-ups from another CPU
@@ -243,6 +260,26 @@ pub struct KernelConfig {
     /// process's socket buffer is over half full and a draw weighted by its priority succeeds,
     /// take its CPU out of the NICs' IRQ affinity (never the last CPU); restore afterwards.
     pub irq_suppression: bool,
+    /// Program at the driver's entry point (needs `rx_path = "napi"`).
+    pub xdp: XdpKind,
+    /// XDP `pbq`: the agent polls the kernel's counters this often (live default 10 ms).
+    pub xdp_poll_ms: u64,
+    /// XDP `pbq`: a backlog this long counts as overload (live default 500 = half of 6.x's
+    /// `netdev_max_backlog`).
+    pub xdp_backlog_len_high: u32,
+    /// XDP `pbq`: high load ends when the arrival rate has stayed below this fraction of the
+    /// rate at which it began (0..1) for `xdp_hold_ms`.
+    pub xdp_release_frac: f64,
+    pub xdp_hold_ms: u64,
+    /// XDP `pbq`: while overload persists, shed the next priority level after this long.
+    pub xdp_escalate_ms: u64,
+    /// XDP `pbq`: high load ends after this long without a sign of overload (a probe).
+    pub xdp_probe_ms: u64,
+    /// XDP `pbq`: packets per window the top level keeps under high load; level l keeps
+    /// this × (l+1)/40 (the PBQs' minimums, as a rate).
+    pub xdp_min_share_top: u32,
+    /// XDP `pbq`: the minimum-share window.
+    pub xdp_window_ms: u64,
     /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs
     /// by the RPS map (`rps_cpus`) and/or the RFS flow tables (`rfs`).
     pub rps: bool,
@@ -341,6 +378,15 @@ impl Default for KernelConfig {
             flow_limit_cpus: Vec::new(),
             flow_limit_table_len: crate::flow_limit::FLOW_LIMIT_TABLE_LEN,
             irq_suppression: false,
+            xdp: XdpKind::None,
+            xdp_poll_ms: 10,
+            xdp_backlog_len_high: 500,
+            xdp_release_frac: 0.8,
+            xdp_hold_ms: 100,
+            xdp_escalate_ms: 100,
+            xdp_probe_ms: 2000,
+            xdp_min_share_top: 400,
+            xdp_window_ms: 10,
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,

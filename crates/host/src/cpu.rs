@@ -62,7 +62,9 @@ impl Host {
                     Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => {
                         format!("irq {}-tx", self.nics[n as usize].cfg.name)
                     }
-                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => "NET_RX".to_string(),
+                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => {
+                        "NET_RX".to_string()
+                    }
                     Work::Switch | Work::ProcUnit => {
                         curr.map_or("?".to_string(), |p| self.procs[p as usize].name.clone())
                     }
@@ -191,6 +193,10 @@ impl Host {
             }
             Work::Proto { pkt } => {
                 self.protocol_deliver(cpu, pkt);
+                self.softirq_next(cpu);
+            }
+            Work::XdpDrop { pkt } => {
+                self.drop_pkt(pkt, DropPlace::Xdp);
                 self.softirq_next(cpu);
             }
             Work::Switch | Work::ProcUnit => self.proc_unit_done(cpu),

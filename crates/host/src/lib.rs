@@ -18,7 +18,8 @@
 //! `wake` Linux 3.2 wake-up placement, `sched_o1` the 2.4 O(1) scheduler's placement and
 //! balancing, `placement` the era's placement (`wake_goda` paper 001's wraps it);
 //! `migration_class` classifies
-//! migrations (paper 001's unintended ping-pong); `process` system-call semantics; `stats` the
+//! migrations (paper 001's unintended ping-pong); `xdp_pbq` the driver-entry priority drop of
+//! `hostsim live` and its agent's high-load detector (shared with crates/live); `process` system-call semantics; `stats` the
 //! counters; `summary` metrics and `summary.json`.
 //!
 //! Mechanisms are policies selected in [`KernelConfig`] (closed enums, static dispatch), never
@@ -67,6 +68,7 @@ mod txring;
 mod types;
 mod wake;
 mod wake_goda;
+pub mod xdp_pbq;
 
 pub use backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;

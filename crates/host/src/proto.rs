@@ -44,6 +44,7 @@ impl Host {
         }
         let sock = &mut self.socks[s];
         if sock.used + truesize > sock.rcvbuf {
+            sock.drops += 1;
             return self.drop_pkt(pkt, DropPlace::Socket);
         }
         sock.used += truesize;

@@ -8,6 +8,7 @@
 use crate::backlog::Enqueue;
 use crate::sim::*;
 use crate::types::*;
+use crate::xdp_pbq::{Observation, Verdict};
 use hostsim_engine::Time;
 
 impl Host {
@@ -259,7 +260,16 @@ impl Host {
                     let c = &mut self.cpus[cpu];
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
-                    let driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    let mut driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    if self.xdp.attached() {
+                        // The program runs on the frame before anything else sees it.
+                        driver += self.cfg.profile.mechanisms.xdp_run_ns;
+                        let level = if self.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
+                        if self.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+                            self.next_unit(cpu, Work::XdpDrop { pkt }, CpuState::Softirq, driver);
+                            return;
+                        }
+                    }
                     let extra = self.rps_extra_cost(cpu, pkt);
                     let rx_cpu = self.pkts[pkt as usize].rx_cpu;
                     if rx_cpu != NONE {
@@ -323,6 +333,28 @@ impl Host {
         let k = self.cpus[cpu].ksoftirqd;
         if self.procs[k as usize].state == ProcState::KsoftirqdIdle {
             self.wake_up(k, cpu, true);
+        }
+    }
+
+    /// The XDP agent's poll (crates/live/src/agent.rs does the same on the kernel's counters):
+    /// backlog drops and the longest backlog, drops at the sockets of the highest priority
+    /// level bound, since the previous poll.
+    pub fn xdp_poll(&mut self) {
+        let backlog_drops = self.stats.drops[DropPlace::Backlog as usize];
+        let top = self.socks.iter().map(|s| s.level).max().unwrap_or(0);
+        let top_drops: u64 = self.socks.iter().filter(|s| s.level == top && top > 0).map(|s| s.drops).sum();
+        let (last_b, last_t) = self.xdp_last_poll;
+        self.xdp_last_poll = (backlog_drops, top_drops);
+        let was_high = self.xdp.high_load();
+        self.xdp.poll(Observation {
+            t_ns: self.now.ns(),
+            backlog_drops: backlog_drops - last_b,
+            backlog_len_max: self.cpus.iter().map(|c| c.backlog.len() as u64).max().unwrap_or(0),
+            top_socket_drops: top_drops - last_t,
+            ..Observation::default()
+        });
+        if was_high {
+            self.stats.xdp_high_load_ns += self.cfg.kernel.xdp_poll_ms.max(1) * 1_000_000;
         }
     }
 }

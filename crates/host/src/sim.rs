@@ -5,7 +5,7 @@
 
 use crate::config::*;
 use crate::irq_route::IrqRouter;
-use crate::policies::{Backlog, Balancer, WakePlacement};
+use crate::policies::{Backlog, Balancer, WakePlacement, Xdp};
 use crate::slots::SlotPlan;
 use crate::stats::Stats;
 use crate::tcp_conn::Conn;
@@ -51,6 +51,8 @@ pub enum Ev {
     Renice { pid: Pid, nice: i8 },
     /// Delayed-ACK timer of a connected endpoint (`endpoint.rs`).
     EpDelAck { ep: u32, gen: u32 },
+    /// The XDP agent's periodic poll of the counters (`kernel.xdp = "pbq"`).
+    XdpPoll,
     Sample,
     WarmupEnd,
     End,
@@ -67,6 +69,8 @@ pub enum Work {
     Poll { pkt: PktId, proto: bool },
     /// Protocol processing of a packet taken from the backlog.
     Proto { pkt: PktId },
+    /// NAPI poll of one frame that the XDP program drops (driver + program run).
+    XdpDrop { pkt: PktId },
     /// TX clean-up of `n` completed frames in the NIC's interrupt handler (2.4 path); then the
     /// handler goes on with RX queue `rx_q` (NONE: none).
     TxCleanIrq { nic: u32, n: u32, rx_q: u32 },
@@ -89,7 +93,9 @@ impl Frame {
     pub fn level(&self) -> Level {
         match self.work {
             Work::IrqEntry(_) | Work::IrqFrame { .. } | Work::TxCleanIrq { .. } => Level::Hardirq,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => Level::Softirq,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => {
+                Level::Softirq
+            }
             Work::Switch | Work::ProcUnit => Level::Process,
         }
     }
@@ -288,6 +294,8 @@ pub struct Sock {
     /// Priority level (19 − nice) of the highest-priority process bound to the socket: the
     /// port → priority table of `ozaki-pbq`, filled at bind() and updated at nice().
     pub level: u8,
+    /// Packets dropped at this socket (receive buffer full).
+    pub drops: u64,
     pub delack: Timer,
     /// Sending connections of this socket by (source, flow) of their far end.
     pub conns: BTreeMap<(u32, u32), u32>,
@@ -376,6 +384,10 @@ pub struct Host {
     pub hash_key: u64,
     /// CPUs currently taken out of the NICs' IRQ affinity by interrupt suppression.
     pub suppressed: u128,
+    /// The program at the driver's entry point (`kernel.xdp`).
+    pub xdp: Xdp,
+    /// Counters at the XDP agent's previous poll: backlog drops, top-level socket drops.
+    pub xdp_last_poll: (u64, u64),
     pub tick_ns: u64,
     pub enq_seq: u64,
     pub ended: bool,
@@ -518,6 +530,7 @@ impl Host {
                         hash: 0,
                         flows: BTreeMap::new(),
                         level: 0,
+                        drops: 0,
                         delack: Timer::new(),
                         conns: BTreeMap::new(),
                         enqueued: 0,
@@ -633,6 +646,8 @@ impl Host {
             rng_suppress: streams.stream("irq-suppression"),
             hash_key: if cfg.kernel.rss_key_per_boot { streams.stream("rss-key").next_u64() } else { 0 },
             suppressed: 0,
+            xdp: Xdp::new(&cfg.kernel),
+            xdp_last_poll: (0, 0),
             tick_ns,
             enq_seq: 0,
             ended: false,
@@ -699,6 +714,9 @@ impl Host {
             }
         }
         self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
+        if self.xdp.polled() {
+            self.q.schedule(Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
+        }
         self.q.schedule(Time(self.cfg.warmup_ns), Ev::WarmupEnd);
         self.q.schedule(Time(self.cfg.duration_ns), Ev::End);
         while let Some((t, ev)) = self.q.pop() {
@@ -767,6 +785,10 @@ impl Host {
             Ev::Sample => {
                 self.sample();
                 self.q.schedule(self.now + Time(self.cfg.sample_interval_ns), Ev::Sample);
+            }
+            Ev::XdpPoll => {
+                self.xdp_poll();
+                self.q.schedule(self.now + Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
             }
             Ev::WarmupEnd => self.warmup_end(),
             Ev::End => {

@@ -25,6 +25,7 @@ pub(crate) struct Snapshot {
     pub(crate) cache: [u64; 4],
     pub(crate) wakeups: u64,
     pub(crate) irq_suppressions: u64,
+    pub(crate) xdp_high_load_ns: u64,
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
     pub(crate) src_drops: Vec<[u64; N_DROPS]>,
@@ -77,6 +78,8 @@ pub struct Stats {
     pub rfs_flow_moves: u64,
     /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
     pub irq_suppressions: u64,
+    /// Time the XDP agent held the high-load flag (in whole polls).
+    pub xdp_high_load_ns: u64,
     /// RFS wanted to move a flow but the old CPU still held its packets (no-reorder rule).
     pub rfs_moves_deferred: u64,
     /// Moves made while the old CPU still held the flow's packets (only without the rule).
@@ -124,6 +127,7 @@ impl Stats {
             reordered: 0,
             rfs_flow_moves: 0,
             irq_suppressions: 0,
+            xdp_high_load_ns: 0,
             rfs_moves_deferred: 0,
             rfs_unsafe_moves: 0,
             class: MigrationClass::new(nprocs),

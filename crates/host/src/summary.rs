@@ -31,6 +31,7 @@ impl Host {
             cache: [s.llc_load_misses, s.llc_store_misses, s.dtlb_load_misses, s.dtlb_store_misses],
             wakeups: s.wakeups,
             irq_suppressions: s.irq_suppressions,
+            xdp_high_load_ns: s.xdp_high_load_ns,
             src_acked: self.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
@@ -127,6 +128,10 @@ impl Host {
         }
         m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
         m.insert("irq_suppressions_per_s".into(), rate(end.irq_suppressions, warm.irq_suppressions));
+        if self.xdp.polled() {
+            // Named as the live experiment's column (crates/live/src/ozaki.rs).
+            m.insert("high_load_frac".into(), rate(end.xdp_high_load_ns, warm.xdp_high_load_ns) * 1e-9);
+        }
         self.class_metrics(&mut m, mig_total, window_s);
         self.app_metrics(&mut m, &warm, &end, window_s);
 

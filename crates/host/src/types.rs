@@ -59,12 +59,14 @@ pub enum DropPlace {
     PbqEvict = 6,
     /// Refused by the enqueuing CPU's RPS flow limit (`skb_flow_limit`).
     FlowLimit = 7,
+    /// Dropped by the program at the driver's entry point (XDP_DROP).
+    Xdp = 8,
     /// A connection request (SYN) found the listening socket's accept queue full.
-    AcceptQueue = 8,
+    AcceptQueue = 9,
 }
-pub const N_DROPS: usize = 9;
+pub const N_DROPS: usize = 10;
 pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "accept_queue"];
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp", "accept_queue"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

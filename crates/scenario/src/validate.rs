@@ -2,7 +2,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy};
+use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -213,6 +213,17 @@ pub fn config(c: &HostConfig) -> VResult {
     }
     if let Some(&bad) = k.rps_cpus.iter().find(|&&x| x as usize >= ncpu) {
         return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+    }
+    if k.xdp != XdpKind::None && k.rx_path != RxPath::Napi {
+        return fail(key(&["kernel", "xdp"]), "an XDP program runs in the NAPI poll: it needs kernel.rx_path = \"napi\"");
+    }
+    if !(k.xdp_release_frac > 0.0 && k.xdp_release_frac < 1.0) {
+        return fail(key(&["kernel", "xdp_release_frac"]), format!("expected a fraction strictly between 0 and 1, got {}", k.xdp_release_frac));
+    }
+    for (name, v) in [("xdp_poll_ms", k.xdp_poll_ms), ("xdp_window_ms", k.xdp_window_ms)] {
+        if v == 0 {
+            return fail(key(&["kernel", name]), "expected at least 1 ms");
+        }
     }
     if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
         return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");

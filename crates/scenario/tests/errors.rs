@@ -70,6 +70,8 @@ const CASES: &[Case] = &[
     case("rps_cpu_out_of_range.toml", 10, "kernel.rps_cpus", "CPU 3 does not exist"),
     case("nice_out_of_range.toml", 22, "process[0].nice", "expected a nice value in -20..=19, got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
+    case("xdp_on_legacy_path.toml", 10, "kernel.xdp", "needs kernel.rx_path = \"napi\""),
+    case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "strictly between 0 and 1, got 1.5"),
     case("flow_limit_on_legacy.toml", 10, "kernel.backlog", "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\""),
     case("flow_limit_table_len_not_pow2.toml", 10, "kernel.flow_limit_table_len", "expected a power of two in 1..=65536, got 1000"),
     case("flow_limit_cpu_out_of_range.toml", 10, "kernel.flow_limit_cpus", "CPU 5 does not exist (the profile has 1 CPU: 0)"),
