@@ -170,13 +170,14 @@ fn the_functional_split_locks_and_exchanges_per_period_not_per_packet() {
         assert_eq!(s.packets.rps_ipis, 0);
         assert_eq!(s.metrics["ipis_per_s"], 0.0);
         // Nothing lost: what is not forwarded yet waits in the exchange queues or the NIC. A
-        // packet crosses two exchanges; the polling threads run before the bulk-send threads of
-        // the same period boundary, so each crossing can take a full period: at most three
-        // periods' worth is in flight.
+        // packet crosses two exchanges; at each it waits up to a period for the sender's bulk
+        // send and, if the receiver's poll at that boundary ran first, one more for the next
+        // poll; then its stage thread takes it (well under a period at these rates): at most
+        // five periods' worth is in flight.
         let drops: u64 = s.packets.drops.values().sum();
         assert_eq!(drops, 0, "at {rate} pkt/s");
         assert_eq!(s.packets.offered, s.packets.forwarded + s.packets.in_flight);
-        assert!(s.packets.in_flight <= 3 * u64::from(rate) / 200 + 40, "at {rate} pkt/s: {} in flight", s.packets.in_flight);
+        assert!(s.packets.in_flight <= 5 * u64::from(rate) / 200, "at {rate} pkt/s: {} in flight", s.packets.in_flight);
     }
 }
 
