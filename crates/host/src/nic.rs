@@ -66,6 +66,8 @@ impl Host {
             let nic = &self.nics[nic_i];
             let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queue = nic.first_queue + hash % nic.cfg.queues;
+            // IP forwarding: a packet no local socket takes follows the NIC's route, if any.
+            let fwd = if self.port_sock[dst_port as usize] == NONE { nic.fwd_to } else { NONE };
             let pkt = self.alloc_pkt(Packet {
                 src: s as u32,
                 flow: e.flow,
@@ -82,6 +84,8 @@ impl Host {
                 tx_segs: 0,
                 flags: e.flags,
                 tag: e.tag,
+                t_nic: Time::ZERO,
+                fwd,
                 live: true,
             });
             if delay == 0 {
@@ -123,6 +127,7 @@ impl Host {
     }
 
     pub fn frame_arrive(&mut self, pkt: PktId) {
+        self.pkts[pkt as usize].t_nic = self.now;
         let q = self.pkts[pkt as usize].queue as usize;
         let nq = &mut self.queues[q];
         if nq.ring.len() >= nq.ring_max as usize {

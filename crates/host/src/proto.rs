@@ -25,6 +25,9 @@ impl Host {
             return;
         }
         let p = &self.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.ip_forward(cpu, pkt);
+        }
         let s = self.port_sock[p.dst_port as usize];
         if s == NONE {
             return self.drop_pkt(pkt, DropPlace::NoSocket);

@@ -511,7 +511,7 @@ impl HttpClients {
                     self.conns[slot as usize].state = CState::Unopened;
                 }
             }
-            Feedback::Ack { .. } | Feedback::Reply { .. } => return None,
+            Feedback::Ack { .. } | Feedback::Reply { .. } | Feedback::Forwarded { .. } => return None,
         }
         match self.next_wake() {
             Some(t) if t < self.armed => {
