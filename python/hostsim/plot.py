@@ -6,9 +6,17 @@ usable in a notebook):
                         marks=[{"x": 190000, "label": "crossover"}])
 
 Rows that differ only in other keys (e.g. seeds) are averaged; their min-max spread is drawn.
+``at={key: value}`` keeps only the rows at those sweep coordinates. ``kind="histogram"`` draws the
+column family ``<y>_h<lo>`` (counts per bin) as bars, one series per value of ``series`` (or per
+variant):
+
+    hostsim.plot.figure(df, y="sink_gap_us", kind="histogram", series="process.sender.speed_pct",
+                        at={"process.sender.unit_bytes": 1024})
 """
 
 from __future__ import annotations
+
+import re
 
 import math
 from typing import Any, Iterable, Mapping
@@ -30,9 +38,24 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
+def _at(df: pd.DataFrame, at: Mapping[str, Any] | None) -> pd.DataFrame:
+    for k, v in (at or {}).items():
+        if k in df:
+            df = df[df[k].astype(str) == str(v)] if not isinstance(v, (int, float)) else df[df[k].astype(float) == float(v)]
+    return df
+
+
+def histogram_columns(df: pd.DataFrame, y: str) -> list[tuple[float, str]]:
+    """The bins of histogram ``y``: (lower edge, column) for every column ``<y>_h<lo>``, in order."""
+    pat = re.compile(re.escape(y) + r"_h(\d+(?:\.\d+)?)$")
+    cols = [(float(m.group(1)), c) for c in df.columns if (m := pat.match(str(c)))]
+    return sorted(cols)
+
+
 def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[str] | None = None,
            title: str | None = None, marks: Iterable[Mapping[str, Any]] = (), xlabel: str | None = None,
-           ylabel: str | None = None, paper: str | None = None, ax=None, **_ignored):
+           ylabel: str | None = None, paper: str | None = None, ax=None, kind: str | None = None,
+           at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False, **_ignored):
     """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
     ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
     ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. Returns the Figure."""
@@ -40,8 +63,21 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=100)
     else:
         fig = ax.figure
+    df = _at(df, at)
     allv = list(dict.fromkeys(df["variant"])) if "variant" in df else ["base"]
     vs = [v for v in (list(variants) if variants else allv) if v in allv]
+    if kind == "histogram":
+        _histogram(ax, df, y, vs, series, list(marks or []))
+        if log_y:
+            ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_xlabel(xlabel or y)
+        ax.set_ylabel(ylabel or "count")
+        if title:
+            ax.set_title(title + (f"\n({paper})" if paper else ""), fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+        fig.tight_layout()
+        return fig
     if y not in df:
         ax.text(0.5, 0.5, f"no metric `{y}` in the results", ha="center", va="center", transform=ax.transAxes)
         vs = []
@@ -83,6 +119,42 @@ def _lines(ax, df, x, y, vs, marks):
                         ha="right", fontsize=7)
         elif my is not None:
             ax.axhline(my, color=PAPER_COLOR, ls=":", lw=1.2, label=tag)
+
+
+def _histogram(ax, df, y, vs, series, marks):
+    cols = histogram_columns(df, y)
+    if not cols:
+        ax.text(0.5, 0.5, f"no histogram `{y}_h*` in the results", ha="center", va="center", transform=ax.transAxes)
+        return
+    edges = [lo for lo, _ in cols]
+    width = (edges[1] - edges[0]) if len(edges) > 1 else 1.0
+    groups = []
+    for v in vs:
+        d = df[df["variant"] == v] if "variant" in df else df
+        if series and series in d:
+            for s in sorted(d[series].unique(), key=lambda z: (str(type(z)), z)):
+                groups.append((f"{v}, {series.rsplit('.', 1)[-1]} = {s}" if len(vs) > 1 else f"{series.rsplit('.', 1)[-1]} = {s}",
+                               d[d[series] == s]))
+        else:
+            groups.append((v, d))
+    n = max(len(groups), 1)
+    for i, (label, d) in enumerate(groups):
+        means = [d[c].mean() for _, c in cols]
+        xs = [lo + width * (i + 0.5) / n for lo in edges]
+        ax.bar(xs, means, width=width / n, label=f"simulated: {label}", alpha=0.85)
+    labelled = False
+    for m in marks:
+        mx, my, label = _num(m.get("x")), _num(m.get("y")), m.get("label", "")
+        if mx is not None and my is not None:
+            ax.plot([mx + width / 2], [my], marker="*", ms=12, color=PAPER_COLOR, ls="none",
+                    label=None if labelled else "paper (published value)", zorder=5)
+            if label:
+                ax.annotate(label, (mx + width / 2, my), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            labelled = True
+        elif mx is not None:
+            ax.axvline(mx, color=PAPER_COLOR, ls="--", lw=1)
+            ax.annotate("paper: " + label if label else "paper", (mx, 1.0), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize=7)
 
 
 def _bars(ax, df, y, vs, marks):

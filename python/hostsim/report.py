@@ -48,7 +48,7 @@ td.num { text-align: right; font-family: monospace; white-space: nowrap; }
 .summary { font-size: 1.1em; }
 """
 
-OPS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "approx": "≈"}
+OPS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "approx": "≈", "outside": "≉"}
 
 
 def _fmt(v) -> str:
@@ -122,8 +122,10 @@ def _claims_table(claims: list[dict], tid: str) -> str:
         if c.get("error"):
             notes += f"<br><i>{html.escape(c['error'])}</i>"
         op = OPS.get(c.get("op"), html.escape(str(c.get("op"))))
-        if c.get("op") == "approx" and c.get("tolerance") is not None:
-            op += f" (±{c['tolerance'] * 100:g}%)"
+        if c.get("op") in ("approx", "outside") and c.get("tolerance") is not None:
+            # An absolute tolerance is judged on sim - target, a relative one on the ratio.
+            absolute = c.get("judged") == "sim - target"
+            op += f" (±{c['tolerance']:g})" if absolute else f" (±{c['tolerance'] * 100:g}%)"
         seeds = c.get("seeds") or 1
         judged = ""
         if c.get("paired") and seeds > 1 and c.get("judged_mean") is not None:

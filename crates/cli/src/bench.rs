@@ -2,7 +2,9 @@
 //!
 //! Cases: a UDP flood at 100,000 and 400,000 pkt/s on the 4-CPU legacy-path server
 //! (`scenarios/bench/udp-flood.toml`), and the 100,000 pkt/s flood for 10 and 60 simulated
-//! seconds to show that memory does not grow with simulated duration. Single-threaded.
+//! seconds to show that memory does not grow with simulated duration; a host-sending TCP stream
+//! at 100 Mbit/s (`scenarios/bench/tcp-send.toml`, ~8,600 segments/s out, ~4,300 ACKs/s in).
+//! `pps` is the rate of frames through the host (received + sent). Single-threaded.
 
 use crate::{reset_peak_rss, run_timed};
 use serde::Serialize;
@@ -30,9 +32,15 @@ fn case(name: &str, pps: f64, sim_s: u64) -> Result<BenchCase, String> {
         ("traffic.flood.rate_pps".to_string(), format!("{pps}")),
         ("duration_ms".to_string(), format!("{}", sim_s * 1000)),
     ];
-    let sc = hostsim_scenario::load(Path::new("bench/udp-flood"), &sets).map_err(|e| e.to_string())?;
+    timed(name, "bench/udp-flood", &sets, pps, sim_s)
+}
+
+fn timed(name: &str, scenario: &str, sets: &[(String, String)], pps: f64, sim_s: u64) -> Result<BenchCase, String> {
+    let sc = hostsim_scenario::load(Path::new(scenario), sets).map_err(|e| e.to_string())?;
     reset_peak_rss();
     let (out, info) = run_timed(sc.base_config().clone());
+    let p = &out.summary.packets;
+    let pps = if pps > 0.0 { pps } else { (p.offered + p.tx_frames) as f64 / sim_s as f64 };
     Ok(BenchCase {
         name: name.to_string(),
         pps,
@@ -59,5 +67,9 @@ pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<Be
         progress(&c);
         cases.push(c);
     }
+    let sets = vec![("duration_ms".to_string(), format!("{}", long_a * 1000))];
+    let c = timed("tcp-send-100m", "bench/tcp-send", &sets, 0.0, long_a)?;
+    progress(&c);
+    cases.push(c);
     Ok(BenchReport { cases })
 }

@@ -224,7 +224,16 @@ pub fn claims_table(results: &[ExpectResult]) -> String {
                 hostsim_scenario::Op::Le => "<=".to_string(),
                 hostsim_scenario::Op::Gt => ">".to_string(),
                 hostsim_scenario::Op::Ge => ">=".to_string(),
-                hostsim_scenario::Op::Approx => format!("~(±{}%)", r.tolerance.unwrap_or(0.05) * 100.0),
+                hostsim_scenario::Op::Approx | hostsim_scenario::Op::Outside => {
+                    let sign = if r.op == hostsim_scenario::Op::Approx { "~" } else { "outside" };
+                    let t = r.tolerance.unwrap_or(0.05);
+                    // An absolute tolerance is judged on `sim - target`, a relative one on the ratio.
+                    if r.judged == "sim - target" {
+                        format!("{sign}(±{t})")
+                    } else {
+                        format!("{sign}(±{}%)", t * 100.0)
+                    }
+                }
             };
             let _ = write!(s, "      sim {} {op} {}", with_ci(r.sim, r.sim_ci, r.seeds), with_ci(r.rhs, r.rhs_ci, r.seeds));
             if r.seeds > 1 {

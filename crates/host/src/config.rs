@@ -76,8 +76,20 @@ pub struct Costs {
     pub syscall_ns: u64,
     pub recv_ns: u64,
     pub copy_per_byte_ns: f64,
+    /// `sendto`: UDP + IP output up to the driver, beyond syscall entry (driver: below).
     pub udp_send_ns: u64,
+    /// Build and send one pure ACK from softirq, up to the driver.
     pub tcp_ack_send_ns: u64,
+    /// Output of one TCP data segment (`tcp_transmit_skb` + `ip_queue_xmit` + `dev_queue_xmit`)
+    /// up to the driver, excluding the user copy.
+    pub tcp_send_ns: u64,
+    /// Input of one pure ACK on a sending connection (IP + `tcp_ack`, freeing acknowledged
+    /// segments, waking the writer), excluding segments it lets out.
+    pub tcp_ack_rx_ns: u64,
+    /// Driver transmit per frame (`hard_start_xmit`: descriptor, doorbell).
+    pub driver_tx_frame_ns: u64,
+    /// Driver TX clean-up per completed frame (descriptor check, unmap, skb free).
+    pub driver_tx_clean_ns: u64,
     pub tx_per_byte_ns: f64,
     pub context_switch_ns: u64,
     pub tick_ns: u64,
@@ -220,6 +232,38 @@ pub struct KernelConfig {
     pub timer_slack_ns: u64,
     /// TCP delayed ACK timeout.
     pub delack_ms: u64,
+    /// Default socket send buffer (`wmem_default`; Linux 2.4 `tcp_wmem[1]` = 16384), bytes of
+    /// truesize (payload + `skb_overhead_bytes` per segment).
+    pub sndbuf_bytes: u32,
+    /// TCP maximum segment size of the host's connections (1460 on Ethernet without options).
+    pub tcp_mss_bytes: u32,
+    /// How send() data is cut into segments: `stream` (Linux: fill segments to the MSS across
+    /// calls) or `per_send` (each send() starts a new segment: a 2048 B send leaves as MSS +
+    /// remainder).
+    pub tcp_segmentation: TcpSegmentation,
+    /// Tender speed regulation (paper 002): slot length.
+    pub speed_slot_us: u64,
+    /// Tender speed regulation: block length (T = block / slot slots per block).
+    pub speed_block_ms: u64,
+    /// When a regulated process woken mid-slot runs again: `slot_boundary` (only at the start
+    /// of its next allocated slot) or `immediate` (at once if the current slot is allocated).
+    pub speed_dispatch: SpeedDispatch,
+}
+
+/// How send() data is cut into TCP segments.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpSegmentation {
+    Stream,
+    PerSend,
+}
+
+/// Dispatch of a woken speed-regulated process (paper 002 does not say; notes 002 §5.4).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SpeedDispatch {
+    SlotBoundary,
+    Immediate,
 }
 
 impl Default for KernelConfig {
@@ -258,6 +302,12 @@ impl Default for KernelConfig {
             timer_tick_sleep: false,
             timer_slack_ns: 50_000,
             delack_ms: 40,
+            sndbuf_bytes: 16384,
+            tcp_mss_bytes: 1460,
+            tcp_segmentation: TcpSegmentation::Stream,
+            speed_slot_us: 1000,
+            speed_block_ms: 1000,
+            speed_dispatch: SpeedDispatch::SlotBoundary,
         }
     }
 }
@@ -288,9 +338,19 @@ pub struct NicConfig {
     /// RX descriptors per queue.
     #[serde(default = "ring")]
     pub rx_ring: u32,
-    /// TX descriptors: frames the host sends wait here for the wire; a full ring drops them.
+    /// TX descriptors: a frame the host sends holds one from `dev_queue_xmit` until the driver's
+    /// TX clean-up after the frame has left.
     #[serde(default = "ring")]
     pub tx_ring: u32,
+    /// Device queue in front of the TX ring (`txqueuelen`, Linux `ether_setup`: 100): frames
+    /// wait here while the ring is full; beyond it they are dropped (`tx_ring_drops`).
+    #[serde(default = "txqueuelen")]
+    pub tx_queue_len: u32,
+    /// The descriptor that brings the TX ring's occupancy to this level asks for a TX-done
+    /// interrupt (tulip: `TX_RING_SIZE/2`, the default: half of `tx_ring`); the NIC also
+    /// interrupts when its ring drains. 1 = an interrupt for every frame put on an empty ring.
+    #[serde(default)]
+    pub tx_irq_ring_level: Option<u32>,
     /// Raise the interrupt once this many frames are pending ...
     #[serde(default = "one")]
     pub coalesce_frames: u32,
@@ -324,6 +384,9 @@ fn one() -> u32 {
 }
 fn ring() -> u32 {
     256
+}
+fn txqueuelen() -> u32 {
+    100
 }
 fn routing() -> IrqRouting {
     IrqRouting::Fixed
@@ -385,6 +448,56 @@ pub struct ProcessConfig {
     /// i is named `<name>-<i>` and binds `port + i`. Their metrics are summed under `<name>`.
     #[serde(default = "one")]
     pub instances: u32,
+    /// `stream_send`: bytes per send() call (1..).
+    #[serde(default)]
+    pub unit_bytes: u32,
+    /// `stream_send`: bytes to send in all (default 2^20, "1 MB").
+    #[serde(default = "total")]
+    pub total_bytes: u64,
+    /// `stream_send`: the `[[traffic]]` (a `stream_sink`) its connection goes to.
+    #[serde(default)]
+    pub connect: Option<String>,
+    /// Socket send buffer (default: kernel.sndbuf_bytes).
+    #[serde(default)]
+    pub sndbuf_bytes: Option<u32>,
+    /// TCP_NODELAY: no Nagle delay for segments shorter than the MSS.
+    #[serde(default)]
+    pub nodelay: bool,
+    /// Tender execution-speed regulation (paper 002), 1..=100 percent: the process runs only
+    /// in its n = round(speed × T / 100) allocated slots of each block. Absent = unregulated.
+    #[serde(default, deserialize_with = "speed_pct")]
+    pub speed_pct: Option<u32>,
+    /// Start at `start_ms` plus a uniform random offset in [0, start_jitter_us) (drawn from
+    /// the process's own random stream: seeds differ in phase).
+    #[serde(default)]
+    pub start_jitter_us: u64,
+}
+
+fn total() -> u64 {
+    1 << 20
+}
+
+/// `speed_pct`: an integer percentage in 1..=100; anything else is an error naming the range.
+fn speed_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    struct V;
+    const WANT: &str = "a speed in percent, an integer in 1..=100";
+    impl serde::de::Visitor<'_> for V {
+        type Value = Option<u32>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(WANT)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            if (1..=100).contains(&v) {
+                Ok(Some(v as u32))
+            } else {
+                Err(E::custom(format!("expected {WANT}, got {v}")))
+            }
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+        }
+    }
+    d.deserialize_any(V)
 }
 
 fn read_bytes() -> u32 {

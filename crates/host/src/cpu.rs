@@ -35,6 +35,9 @@ impl Host {
             if top == Some(Level::Process) || ksoftirqd_work {
                 // Task context: the process's own time (ksoftirqd running softirqs is a task).
                 self.charge_process(pid, dt, true);
+                if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
+                    self.speed_check(pid, seg_start);
+                }
             } else if !self.cfg.kernel.irq_time_accounting {
                 // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
                 // interrupt's time: it advances vruntime but is not the task's CPU time.
@@ -52,7 +55,10 @@ impl Host {
                         let nic = &self.nics[nq.nic as usize];
                         format!("irq {}-q{}", nic.cfg.name, q - nic.first_queue)
                     }
-                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => "NET_RX".to_string(),
+                    Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => {
+                        format!("irq {}-tx", self.nics[n as usize].cfg.name)
+                    }
+                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => "NET_RX".to_string(),
                     Work::Switch | Work::ProcUnit => {
                         curr.map_or("?".to_string(), |p| self.procs[p as usize].name.clone())
                     }
@@ -137,7 +143,7 @@ impl Host {
             // Receiving an IPI costs about what sending one does; the NIC entry cost includes
             // the driver's register reads, which an IPI doesn't do.
             IrqSrc::Ipi => self.cfg.profile.costs.ipi_ns,
-            IrqSrc::Nic(_) => self.cfg.profile.costs.hardirq_entry_ns,
+            IrqSrc::Nic(_) | IrqSrc::NicTx(_) => self.cfg.profile.costs.hardirq_entry_ns,
         };
         self.push_frame(cpu, Work::IrqEntry(src), CpuState::Hardirq, cost);
     }
@@ -159,6 +165,12 @@ impl Host {
                 self.irq_exit(cpu);
             }
             Work::IrqEntry(IrqSrc::Nic(q)) => self.nic_irq_handler(cpu, q as usize),
+            Work::IrqEntry(IrqSrc::NicTx(nic)) => self.nic_tx_irq_handler(cpu, nic as usize),
+            Work::TxCleanIrq { nic, n, rx_q } => self.tx_clean_irq_done(cpu, nic as usize, n, rx_q),
+            Work::TxPoll { nic, n } => {
+                self.tx_clean(nic as usize, n);
+                self.softirq_next(cpu);
+            }
             Work::IrqFrame { q, pkt } => {
                 self.netif_rx_from_irq(cpu, pkt);
                 self.cpus[cpu].irq_frames += 1;

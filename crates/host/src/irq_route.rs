@@ -109,6 +109,8 @@ mod tests {
             queues: 4,
             rx_ring: 256,
             tx_ring: 256,
+            tx_queue_len: 100,
+            tx_irq_ring_level: None,
             coalesce_frames: 1,
             coalesce_usecs: 0,
             irq_routing: kind,

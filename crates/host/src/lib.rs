@@ -40,15 +40,22 @@ mod suppress;
 mod testutil;
 mod process;
 mod proto;
+mod regulate;
 mod rx;
 mod sched;
 mod sched_o1;
 mod sim;
+mod sink_metrics;
+mod slots;
 mod stats;
 mod summary;
 #[cfg(test)]
 mod tests_wake;
+mod tcp_conn;
+mod tcp_out;
 mod trace;
+mod tx;
+mod txring;
 mod types;
 mod wake;
 mod wake_goda;
@@ -59,7 +66,7 @@ pub use irq_route::IrqRouter;
 pub use nic::wire_bytes;
 pub use summary::{
     CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
-    TrafficSummary,
+    TcpSummary, TrafficSummary,
 };
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT};
 

@@ -75,6 +75,9 @@ impl Host {
                 queue,
                 rx_cpu: NONE,
                 t_sock: Time::ZERO,
+                ack: e.ack,
+                win: e.win,
+                tx_segs: 0,
                 live: true,
             });
             if over {
@@ -87,28 +90,10 @@ impl Host {
         }
     }
 
-    /// Send a frame from the host to source `s` (a reply or an ACK).
+    /// Send a frame from the host to source `s` (a reply or an ACK) through the device layer
+    /// (`tx.rs`); the caller charges the output and driver costs.
     pub fn transmit(&mut self, s: u32, payload: u32, tcp: bool, fb: Feedback) {
-        let src = &self.srcs[s as usize];
-        let nic = &mut self.nics[src.nic as usize];
-        let now = self.now;
-        while nic.tx_ring.front().is_some_and(|&t| t <= now) {
-            nic.tx_ring.pop_front();
-        }
-        if nic.tx_ring.len() >= nic.cfg.tx_ring as usize {
-            self.stats.tx_ring_drops += 1;
-            return;
-        }
-        let bytes = wire_bytes(payload, tcp);
-        let start = self.now.max(nic.tx_wire_free);
-        let at_switch = start + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
-        nic.tx_wire_free = at_switch;
-        nic.tx_ring.push_back(at_switch);
-        let arrive = at_switch
-            + Time(nic.cfg.switch_latency_ns)
-            + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
-        self.stats.tx_frames += 1;
-        self.q.schedule(arrive, Ev::Feedback { src: s, fb });
+        self.dev_queue_xmit(crate::txring::TxFrame { dst: s, payload, tcp, fb });
     }
 
     pub fn frame_arrive(&mut self, pkt: PktId) {
@@ -167,7 +152,7 @@ impl Host {
         self.raise_irq(cpu, IrqSrc::Nic(q as u32));
     }
 
-    fn route_irq(&mut self, q: usize) -> usize {
+    pub fn route_irq(&mut self, q: usize) -> usize {
         let now = self.now;
         let jiffy = Time(self.tick_ns);
         let cpus = &self.cpus;
@@ -186,6 +171,9 @@ impl Host {
     pub fn nic_irq_handler(&mut self, cpu: usize, q: usize) {
         match self.cfg.kernel.rx_path {
             crate::config::RxPath::Legacy => {
+                if self.tx_clean_in_rx_irq(cpu, q) {
+                    return; // TX clean-up first, then the RX frames (tx.rs)
+                }
                 self.cpus[cpu].irq_frames = 0;
                 self.legacy_irq_next(cpu, q);
             }

@@ -67,7 +67,8 @@ impl Host {
     /// Returns the next unit (state, cost) or None if the process left the CPU's run state.
     fn proc_step(&mut self, cpu: usize, pid: Pid) -> Option<(CpuState, u64)> {
         let costs = &self.cfg.profile.costs;
-        let (syscall, send, tx_b) = (costs.syscall_ns, costs.udp_send_ns, costs.tx_per_byte_ns);
+        let (syscall, tx_b, drv) = (costs.syscall_ns, costs.tx_per_byte_ns, costs.driver_tx_frame_ns);
+        let (udp_send, tcp_send) = (costs.udp_send_ns, costs.tcp_send_ns);
         let pending = self.procs[pid as usize].pending;
         let outcome = match pending {
             Pending::Start => Outcome::Start,
@@ -79,6 +80,7 @@ impl Host {
                     self.procs[pid as usize].tx_packets += 1;
                     let s = self.procs[pid as usize].sock as usize;
                     let tcp = self.socks[s].tcp;
+                    self.procs[pid as usize].tx_bytes += u64::from(bytes);
                     if tcp {
                         // The reply carries the ACK: nothing left for delayed ACK on this flow.
                         if let Some(st) = self.socks[s].flows.get_mut(&(src, flow)) {
@@ -96,6 +98,12 @@ impl Host {
                 Outcome::NiceSet
             }
             Pending::RetryRecv { max_bytes } => return self.do_recv(cpu, pid, max_bytes),
+            Pending::SendUnit { tx } => {
+                self.tcp_send_unit_done(pid, tx);
+                return self.send_next(pid, 0);
+            }
+            Pending::RetrySend => return self.send_next(pid, 0),
+            Pending::Sent { bytes } => Outcome::Sent { bytes },
             Pending::Ksoftirqd => Outcome::Start,
         };
         let p = &mut self.procs[pid as usize];
@@ -109,7 +117,19 @@ impl Host {
             Action::Recv { max_bytes } => self.do_recv(cpu, pid, max_bytes),
             Action::Reply { bytes } => {
                 p.pending = Pending::Replied { bytes };
-                Some((CpuState::System, syscall + send + (f64::from(bytes) * tx_b).round() as u64))
+                // A TCP reply is one segment of tcp_echo's connection: TCP output, not UDP's.
+                let tcp = p.sock != NONE && self.socks[p.sock as usize].tcp;
+                let stack = if tcp { tcp_send } else { udp_send };
+                Some((CpuState::System, syscall + stack + drv + (f64::from(bytes) * tx_b).round() as u64))
+            }
+            Action::Send { bytes } => {
+                if p.conn == NONE {
+                    // A send on no connection fails at once (validation prevents it).
+                    p.pending = Pending::Sent { bytes: 0 };
+                    return Some((CpuState::System, syscall));
+                }
+                let step = self.tcp_send_begin(pid, bytes);
+                self.send_step_unit(pid, step)
             }
             Action::Sleep { ns } => {
                 p.pending = Pending::Slept;
@@ -137,6 +157,25 @@ impl Host {
             Action::Exit => {
                 p.state = ProcState::Exited;
                 None
+            }
+        }
+    }
+
+    /// Continue the send() in progress (`extra` ns added to its next unit).
+    fn send_next(&mut self, pid: Pid, extra: u64) -> Option<(CpuState, u64)> {
+        let step = self.tcp_send_step(pid, extra);
+        self.send_step_unit(pid, step)
+    }
+
+    fn send_step_unit(&mut self, pid: Pid, step: crate::tcp_out::SendStep) -> Option<(CpuState, u64)> {
+        use crate::tcp_out::SendStep;
+        match step {
+            SendStep::Unit(cost) => Some((CpuState::System, cost)),
+            SendStep::Blocked => None,
+            SendStep::Done(bytes) => {
+                // send() returns: the program is told at the end of this (empty) unit.
+                self.procs[pid as usize].pending = Pending::Sent { bytes };
+                Some((CpuState::System, 0))
             }
         }
     }

@@ -15,8 +15,12 @@ impl Host {
         p.seq != st.rcv_nxt || st.unacked_segs + 1 >= 2
     }
 
-    /// Softirq protocol processing finished for `pkt` on `cpu`: queue it on its socket.
+    /// Softirq protocol processing finished for `pkt` on `cpu`: queue it on its socket (or,
+    /// for an ACK to a sending connection, let the sending TCP act on it).
     pub fn protocol_deliver(&mut self, cpu: usize, pkt: PktId) {
+        if let Some(conn) = self.tcp_ack_conn(pkt) {
+            return self.tcp_ack_done(cpu, pkt, conn);
+        }
         let p = &self.pkts[pkt as usize];
         let s = self.port_sock[p.dst_port as usize];
         if s == NONE {

@@ -143,6 +143,7 @@ impl Host {
         match napi {
             Napi::Backlog => self.cpus[cpu].backlog_scheduled = true,
             Napi::Queue(q) => self.queues[q as usize].napi_scheduled = true,
+            Napi::Tx(_) => {}
         }
         let c = &mut self.cpus[cpu];
         if c.poll_list.is_empty() {
@@ -163,6 +164,15 @@ impl Host {
         self.push_frame(cpu, Work::SoftirqEntry, CpuState::Softirq, cost);
     }
 
+    /// A packet's protocol unit starts: an ACK to a sending connection is applied now (its
+    /// segments are marked; `tcp_out.rs`), anything else costs [`Host::proto_cost`].
+    pub fn proto_begin(&mut self, pkt: PktId) -> u64 {
+        match self.tcp_ack_conn(pkt) {
+            Some(conn) => self.tcp_ack_begin(pkt, conn),
+            None => self.proto_cost(pkt),
+        }
+    }
+
     /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK).
     pub fn proto_cost(&self, pkt: PktId) -> u64 {
         let c = &self.cfg.profile.costs;
@@ -176,7 +186,7 @@ impl Host {
                 cost += c.wakeup_ns;
             }
             if sock.tcp && self.tcp_will_ack(s as usize, pkt) {
-                cost += c.tcp_ack_send_ns;
+                cost += c.tcp_ack_send_ns + c.driver_tx_frame_ns;
             }
         }
         cost
@@ -204,6 +214,16 @@ impl Host {
                 continue;
             }
             match napi {
+                Napi::Tx(nic) => {
+                    // TX clean-up does not use the RX budget (e1000_clean's work_done counts RX).
+                    if self.tx_poll_next(cpu, nic as usize) {
+                        return;
+                    }
+                    let c = &mut self.cpus[cpu];
+                    c.poll_list.pop_front();
+                    c.napi_quota = 0;
+                    continue;
+                }
                 Napi::Queue(q) => {
                     let Some(pkt) = self.queues[q as usize].ring.pop_front() else {
                         // napi_complete: off the list, interrupts back on.
@@ -225,7 +245,7 @@ impl Host {
                         self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
                     } else {
                         self.pkts[pkt as usize].rx_cpu = cpu as u32;
-                        let cost = driver + self.proto_cost(pkt);
+                        let cost = driver + self.proto_begin(pkt);
                         self.next_unit(cpu, Work::Poll { pkt, proto: true }, CpuState::Softirq, cost);
                     }
                     return;
@@ -243,7 +263,7 @@ impl Host {
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
                     self.pkts[pkt as usize].rx_cpu = cpu as u32;
-                    let mut cost = self.proto_cost(pkt);
+                    let mut cost = self.proto_begin(pkt);
                     if self.cpus[cpu].backlog.needs_priority() {
                         let m = &self.cfg.profile.mechanisms;
                         cost += m.pbq_branch_ns + if self.cpus[cpu].backlog.high_load() { m.pbq_dequeue_ns } else { 0 };

@@ -64,6 +64,11 @@ impl Host {
         let seq = self.enq_seq;
         let latency = self.cfg.kernel.sched_latency_us * 1000;
         let minv = self.cpus[cpu].min_vruntime;
+        debug_assert!(
+            self.cpus[cpu].curr != Some(pid) && !self.cpus[cpu].rq_cfs.contains(&pid) && !self.cpus[cpu].rq_rt.contains(&pid),
+            "task {pid} queued twice on cpu {cpu} (seed {})",
+            self.cfg.seed
+        );
         let p = &mut self.procs[pid as usize];
         p.enq_seq = seq;
         p.cpu = cpu as u32;
@@ -93,9 +98,32 @@ impl Host {
     /// `try_to_wake_up`: place the task with the wake policy, queue it, maybe preempt.
     pub fn wake_up(&mut self, pid: Pid, waker: usize, _kthread: bool) {
         let st = self.procs[pid as usize].state;
-        if !matches!(st, ProcState::BlockedRecv | ProcState::Sleeping | ProcState::KsoftirqdIdle) {
+        if !matches!(st, ProcState::BlockedRecv | ProcState::BlockedSend | ProcState::Sleeping | ProcState::KsoftirqdIdle) {
             return;
         }
+        if !self.speed_admit(pid, true) {
+            return; // speed-regulated: queued at its next allocated slot (regulate.rs)
+        }
+        self.wake_up_admitted(pid, waker);
+    }
+
+    /// A throttled regulated process's slot begins: queue it as a wake-up from its own CPU.
+    pub fn enqueue_woken(&mut self, pid: Pid) {
+        let cpu = self.procs[pid as usize].cpu as usize;
+        self.wake_up_admitted(pid, cpu);
+    }
+
+    /// Remove a queued (not running) task from `cpu`'s run queue.
+    pub fn dequeue(&mut self, cpu: usize, pid: Pid) {
+        let c = &mut self.cpus[cpu];
+        if let Some(i) = c.rq_cfs.iter().position(|&p| p == pid) {
+            c.rq_cfs.swap_remove(i);
+        } else if let Some(i) = c.rq_rt.iter().position(|&p| p == pid) {
+            c.rq_rt.remove(i);
+        }
+    }
+
+    fn wake_up_admitted(&mut self, pid: Pid, waker: usize) {
         let prev = self.procs[pid as usize].cpu as usize;
         let target = if self.procs[pid as usize].pinned_kthread {
             prev
@@ -122,7 +150,12 @@ impl Host {
             .min_by_key(|&c| (!self.cpu_idle(c), self.cpu_load(c), c))
             .expect("validated: at least one allowed CPU");
         self.procs[pid as usize].state = ProcState::Runnable;
+        self.procs[pid as usize].cpu = cpu as u32;
         self.procs[pid as usize].vruntime = self.cpus[cpu].min_vruntime;
+        self.speed_init(pid);
+        if !self.speed_admit(pid, false) {
+            return;
+        }
         self.enqueue(cpu, pid, false);
         self.check_preempt(cpu, pid);
     }

@@ -6,8 +6,11 @@
 use crate::config::*;
 use crate::irq_route::IrqRouter;
 use crate::policies::{Backlog, Balancer, WakePlacement};
+use crate::slots::SlotPlan;
 use crate::stats::Stats;
+use crate::tcp_conn::Conn;
 use crate::trace::Trace;
+use crate::txring::TxQueue;
 use crate::types::*;
 use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
 use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig};
@@ -24,8 +27,16 @@ pub enum Ev {
     SourceWake { src: u32, gen: u32 },
     /// A frame reaches the NIC port (after the switch).
     FrameArrive { pkt: PktId },
-    /// A frame from the host reaches an external source.
-    Feedback { src: u32, fb: Feedback },
+    /// A frame from the host (`bytes` of payload) reaches an external source.
+    Feedback { src: u32, fb: Feedback, bytes: u32 },
+    /// A NIC's TX ring drained (if `gen` is still live): the TxNoBuf interrupt cause.
+    TxDrain { nic: u32, gen: u32 },
+    /// A frame that asked for a TX-done interrupt has left.
+    TxIrq { nic: u32 },
+    /// A TCP connection's retransmission timer.
+    Rto { conn: u32, gen: u32 },
+    /// A speed-regulated process's slot timer (start or end of its allocated slots).
+    SlotTimer { pid: Pid, gen: u32 },
     /// Interrupt-moderation timer of a NIC queue.
     Coalesce { q: u32, gen: u32 },
     /// A sleeping process's timer.
@@ -52,6 +63,11 @@ pub enum Work {
     Poll { pkt: PktId, proto: bool },
     /// Protocol processing of a packet taken from the backlog.
     Proto { pkt: PktId },
+    /// TX clean-up of `n` completed frames in the NIC's interrupt handler (2.4 path); then the
+    /// handler goes on with RX queue `rx_q` (NONE: none).
+    TxCleanIrq { nic: u32, n: u32, rx_q: u32 },
+    /// TX clean-up of `n` completed frames in NAPI poll.
+    TxPoll { nic: u32, n: u32 },
     /// Context switch into the CPU's current process.
     Switch,
     /// The current process's unit (see `Proc::unit`).
@@ -68,8 +84,8 @@ pub struct Frame {
 impl Frame {
     pub fn level(&self) -> Level {
         match self.work {
-            Work::IrqEntry(_) | Work::IrqFrame { .. } => Level::Hardirq,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } => Level::Softirq,
+            Work::IrqEntry(_) | Work::IrqFrame { .. } | Work::TxCleanIrq { .. } => Level::Hardirq,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => Level::Softirq,
             Work::Switch | Work::ProcUnit => Level::Process,
         }
     }
@@ -123,6 +139,8 @@ pub struct Cpu {
 pub enum Napi {
     Queue(u32),
     Backlog,
+    /// TX clean-up of a NIC (its TX-done interrupt scheduled the poll).
+    Tx(u32),
 }
 
 pub struct NicQueue {
@@ -148,10 +166,8 @@ pub struct Nic {
     pub ns_per_byte: f64,
     /// When the switch→host wire is next free.
     pub rx_wire_free: Time,
-    /// When the host→switch wire is next free.
-    pub tx_wire_free: Time,
-    /// When each frame in the TX ring finishes serialisation (oldest first).
-    pub tx_ring: VecDeque<Time>,
+    /// The transmit side: device queue, TX ring, wire (`txring.rs`, `tx.rs`).
+    pub tx: TxQueue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +175,11 @@ pub enum ProcState {
     NotStarted,
     Runnable,
     BlockedRecv,
+    /// Blocked in send() on a full send buffer.
+    BlockedSend,
     Sleeping,
+    /// A speed-regulated process outside its allocated slots (not on any run queue).
+    Throttled,
     KsoftirqdIdle,
     Exited,
 }
@@ -178,6 +198,22 @@ pub enum Pending {
     Ksoftirqd,
     /// Blocked in recv(): retry it when woken.
     RetryRecv { max_bytes: u32 },
+    /// A unit of send(): the copy and/or one segment's output; `tx` segments reach the device
+    /// when it completes.
+    SendUnit { tx: u32 },
+    /// Blocked in send(): continue it when woken.
+    RetrySend,
+    /// send() has returned `bytes`.
+    Sent { bytes: u32 },
+}
+
+/// A send() in progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendOp {
+    pub total: u32,
+    pub left: u32,
+    /// No byte of this call is queued yet (`per_send` starts a new segment).
+    pub first: bool,
 }
 
 pub struct Proc {
@@ -204,7 +240,15 @@ pub struct Proc {
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub tx_packets: u64,
+    /// Payload bytes sent (send() returned, or replies).
+    pub tx_bytes: u64,
     pub wait: Histogram,
+    /// Its TCP connection (`Host::conns`), NONE if none.
+    pub conn: u32,
+    pub send: SendOp,
+    /// Tender speed regulation (None: unregulated) and its slot timer.
+    pub speed: Option<SlotPlan>,
+    pub slot_timer: Timer,
     /// Where the last received message came from (for replies).
     pub reply_to: (u32, u32, u64),
     pub pinned_kthread: bool,
@@ -235,6 +279,8 @@ pub struct Sock {
     /// port → priority table of `ozaki-pbq`, filled at bind() and updated at nice().
     pub level: u8,
     pub delack: Timer,
+    /// Sending connections of this socket by (source, flow) of their far end.
+    pub conns: BTreeMap<(u32, u32), u32>,
     pub enqueued: u64,
     pub len_area: u128,
     pub len_changed: Time,
@@ -251,6 +297,11 @@ pub struct Packet {
     pub queue: u32,
     pub rx_cpu: u32,
     pub t_sock: Time,
+    /// A TCP acknowledgement (pure ACK to a sending connection) and its window.
+    pub ack: Option<u64>,
+    pub win: u32,
+    /// Segments an ACK's processing lets out (decided when its unit starts).
+    pub tx_segs: u32,
     /// False once freed (slab bookkeeping).
     pub live: bool,
 }
@@ -264,6 +315,8 @@ pub struct Src {
     pub link_ns_per_byte: f64,
     /// When each client's link is next free.
     pub link_free: Vec<Time>,
+    /// When its link from the switch (frames from the host) is next free.
+    pub down_free: Time,
     pub timer: Timer,
     pub rng: Rng,
 }
@@ -282,6 +335,8 @@ pub struct Host {
     pub srcs: Vec<Src>,
     pub pkts: Vec<Packet>,
     pub free_pkts: Vec<PktId>,
+    /// TCP connections of in-host senders (`tcp_conn.rs`, `tcp_out.rs`).
+    pub conns: Vec<Conn>,
     pub sock_flow: Vec<u32>,
     pub rps_cpus: Vec<u32>,
     pub wake: WakePlacement,
@@ -382,8 +437,7 @@ impl Host {
                 first_queue,
                 ns_per_byte: 8_000.0 / n.rate_mbps as f64,
                 rx_wire_free: Time::ZERO,
-                tx_wire_free: Time::ZERO,
-                tx_ring: VecDeque::with_capacity(n.tx_ring as usize),
+                tx: TxQueue::new(n.tx_ring, n.tx_queue_len, n.tx_irq_ring_level),
             });
         }
 
@@ -401,6 +455,8 @@ impl Host {
                 read_bytes: p.read_bytes,
                 reply_bytes: p.reply_bytes,
                 sleep_ns: p.sleep_ns,
+                unit_bytes: p.unit_bytes,
+                total_bytes: p.total_bytes,
             });
             let mut sock = NONE;
             let port = p.port.map(|port| port + k as u16);
@@ -409,7 +465,7 @@ impl Host {
                     port_sock[port as usize] = socks.len() as u32;
                     socks.push(Sock {
                         port,
-                        tcp: p.program == hostsim_workload::ProgramKind::TcpStream,
+                        tcp: prog.is_tcp(),
                         rcvbuf: p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes),
                         used: 0,
                         queue: VecDeque::new(),
@@ -419,6 +475,7 @@ impl Host {
                         flows: BTreeMap::new(),
                         level: 0,
                         delack: Timer::new(),
+                        conns: BTreeMap::new(),
                         enqueued: 0,
                         len_area: 0,
                         len_changed: Time::ZERO,
@@ -488,6 +545,7 @@ impl Host {
                 dst_port_per_flow: t.dst_port_per_flow,
                 link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
                 link_free: vec![Time::ZERO; t.clients.max(1) as usize],
+                down_free: Time::ZERO,
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
             });
@@ -500,7 +558,7 @@ impl Host {
         }
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let trace = cfg.trace.then(|| Trace::new(ncpu));
-        Host {
+        let mut host = Host {
             wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len()),
             balancer: Balancer::new(cfg.kernel.scheduler, ncpu),
             q: EventQueue::new(),
@@ -514,6 +572,7 @@ impl Host {
             srcs,
             pkts: Vec::with_capacity(4096),
             free_pkts: Vec::with_capacity(4096),
+            conns: Vec::new(),
             sock_flow,
             rps_cpus,
             stats,
@@ -526,6 +585,31 @@ impl Host {
             enq_seq: 0,
             ended: false,
             cfg,
+        };
+        host.open_connections();
+        host
+    }
+
+    /// Connect every `stream_send` process to the source it names (instance k: flow k).
+    fn open_connections(&mut self) {
+        for pid in 0..self.procs.len() {
+            let group = self.procs[pid].group;
+            if group == NONE {
+                continue;
+            }
+            let pc = &self.cfg.processes[group as usize];
+            let Some(dst) = pc.connect.as_ref().and_then(|n| self.srcs.iter().position(|s| &s.name == n)) else {
+                continue;
+            };
+            let sock = self.procs[pid].sock;
+            if sock == NONE {
+                continue;
+            }
+            let flow = (pid as u32).saturating_sub(self.procs.iter().position(|p| p.group == group).unwrap_or(0) as u32);
+            let sndbuf = pc.sndbuf_bytes.unwrap_or(self.cfg.kernel.sndbuf_bytes);
+            let nodelay = pc.nodelay;
+            let conn = self.tcp_connect(sock, dst as u32, flow, sndbuf, nodelay);
+            self.procs[pid].conn = conn;
         }
     }
 
@@ -548,7 +632,13 @@ impl Host {
         for pid in 0..self.procs.len() {
             let group = self.procs[pid].group;
             if group != NONE {
-                let at = Time::from_ms(self.cfg.processes[group as usize].start_ms);
+                let pc = &self.cfg.processes[group as usize];
+                let jitter = if pc.start_jitter_us > 0 {
+                    (self.procs[pid].rng.uniform() * pc.start_jitter_us as f64 * 1e3) as u64
+                } else {
+                    0
+                };
+                let at = Time::from_ms(pc.start_ms) + Time(jitter);
                 self.q.schedule(at, Ev::ProcStart { pid: pid as Pid });
                 for r in self.cfg.processes[group as usize].renice.clone() {
                     self.q.schedule(Time::from_ms(r.at_ms), Ev::Renice { pid: pid as Pid, nice: r.nice });
@@ -579,7 +669,28 @@ impl Host {
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
             Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
-            Ev::Feedback { src, fb } => self.source_feedback(src as usize, fb),
+            Ev::Feedback { src, fb, bytes } => {
+                self.stats.tx_en_route -= 1;
+                self.stats.tx_delivered += 1;
+                self.stats.tx_delivered_bytes += u64::from(bytes);
+                self.source_feedback(src as usize, fb);
+            }
+            Ev::TxDrain { nic, gen } => {
+                if self.nics[nic as usize].tx.drain.fires(gen) {
+                    self.tx_irq_cause(nic as usize);
+                }
+            }
+            Ev::TxIrq { nic } => self.tx_irq_cause(nic as usize),
+            Ev::Rto { conn, gen } => {
+                if self.conns[conn as usize].timer.fires(gen) {
+                    self.tcp_retransmit_timer(conn as usize);
+                }
+            }
+            Ev::SlotTimer { pid, gen } => {
+                if self.procs[pid as usize].slot_timer.fires(gen) {
+                    self.slot_timer(pid);
+                }
+            }
             Ev::Coalesce { q, gen } => {
                 if self.queues[q as usize].coalesce.fires(gen) {
                     self.nic_raise(q as usize);
@@ -685,7 +796,12 @@ impl Proc {
             rx_packets: 0,
             rx_bytes: 0,
             tx_packets: 0,
+            tx_bytes: 0,
             wait: Histogram::new(),
+            conn: NONE,
+            send: SendOp::default(),
+            speed: None,
+            slot_timer: Timer::new(),
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
             group: NONE,

@@ -18,6 +18,8 @@ pub(crate) struct Snapshot {
     pub(crate) acct: Vec<[u64; N_STATES]>,
     pub(crate) proc_rx: Vec<u64>,
     pub(crate) proc_rx_bytes: Vec<u64>,
+    pub(crate) proc_tx: Vec<u64>,
+    pub(crate) proc_tx_bytes: Vec<u64>,
     pub(crate) proc_cpu: Vec<u64>,
     pub(crate) migrations: [u64; N_CAUSES],
     pub(crate) cache: [u64; 4],
@@ -32,9 +34,20 @@ pub struct Stats {
     pub offered: u64,
     pub delivered: u64,
     pub drops: [u64; N_DROPS],
+    /// Frames the host handed to its NICs (`dev_queue_xmit`), and their payload bytes.
     pub tx_frames: u64,
-    /// Frames the host sent that found the NIC's TX ring full.
+    pub tx_bytes: u64,
+    /// Frames the device dropped: TX ring and device queue full.
     pub tx_ring_drops: u64,
+    /// Frames on their way (ring, wire, switch, far link) to their destination.
+    pub tx_en_route: u64,
+    /// Frames (and payload bytes) that reached their destination.
+    pub tx_delivered: u64,
+    pub tx_delivered_bytes: u64,
+    /// Incoming pure ACKs consumed by the host's sending TCP.
+    pub acks_consumed: u64,
+    /// Times a speed-regulated process ran outside its allocated slots (must stay 0).
+    pub speed_violations: u64,
     pub ipis: u64,
     pub migrations: [u64; N_CAUSES],
     pub llc_load_misses: u64,
@@ -74,7 +87,13 @@ impl Stats {
             delivered: 0,
             drops: [0; N_DROPS],
             tx_frames: 0,
+            tx_bytes: 0,
             tx_ring_drops: 0,
+            tx_en_route: 0,
+            tx_delivered: 0,
+            tx_delivered_bytes: 0,
+            acks_consumed: 0,
+            speed_violations: 0,
             ipis: 0,
             migrations: [0; N_CAUSES],
             llc_load_misses: 0,

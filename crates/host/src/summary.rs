@@ -24,6 +24,8 @@ impl Host {
             acct: self.cpus.iter().map(|c| c.acct_ns).collect(),
             proc_rx: self.procs.iter().map(|p| p.rx_packets).collect(),
             proc_rx_bytes: self.procs.iter().map(|p| p.rx_bytes).collect(),
+            proc_tx: self.procs.iter().map(|p| p.tx_packets).collect(),
+            proc_tx_bytes: self.procs.iter().map(|p| p.tx_bytes).collect(),
             proc_cpu: self.procs.iter().map(|p| p.cpu_ns).collect(),
             migrations: s.migrations,
             cache: [s.llc_load_misses, s.llc_store_misses, s.dtlb_load_misses, s.dtlb_store_misses],
@@ -93,18 +95,25 @@ impl Host {
         }
         m.insert("cpu_util".into(), 1.0 - m["cpu_idle_frac"]);
         // Per `[[process]]` entry, its instances summed: (rx packets, rx bytes, CPU ns).
-        let mut groups = vec![[0u64; 3]; self.cfg.processes.len()];
+        let mut groups = vec![[0u64; 5]; self.cfg.processes.len()];
         for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.group != NONE) {
             let w = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
             let g = &mut groups[p.group as usize];
             g[0] += end.proc_rx[i] - w(&warm.proc_rx);
             g[1] += end.proc_rx_bytes[i] - w(&warm.proc_rx_bytes);
             g[2] += end.proc_cpu[i] - w(&warm.proc_cpu);
+            g[3] += end.proc_tx[i] - w(&warm.proc_tx);
+            g[4] += end.proc_tx_bytes[i] - w(&warm.proc_tx_bytes);
         }
         for (p, g) in self.cfg.processes.iter().zip(&groups) {
             m.insert(format!("{}_rx_pps", p.name), rate(g[0], 0));
             m.insert(format!("{}_rx_mbps", p.name), rate(g[1], 0) * 8e-6);
             m.insert(format!("{}_cpu_frac", p.name), rate(g[2], 0) * 1e-9);
+            if p.program == hostsim_workload::ProgramKind::StreamSend {
+                // Segments put out and bytes that send() took, per second of the window.
+                m.insert(format!("{}_tx_pps", p.name), rate(g[3], 0));
+                m.insert(format!("{}_tx_mbps", p.name), rate(g[4], 0) * 8e-6);
+            }
         }
         let mig_total: u64 = end.migrations.iter().sum::<u64>() - warm.migrations.iter().sum::<u64>();
         m.insert("migrations_per_s".into(), mig_total as f64 / window_s);
@@ -137,6 +146,7 @@ impl Host {
                     m.insert(format!("{}_rtt_count", s.name), lat.count as f64);
                     m.insert(format!("{}_rtt_timeouts", s.name), (end.src_timeouts[i] - w(&warm.src_timeouts)) as f64);
                 }
+                hostsim_workload::SourceKind::StreamSink => crate::sink_metrics::insert(&mut m, &s.name, &st.sink),
                 hostsim_workload::SourceKind::TcpWindow => {
                     // Goodput over the part of the window in which the source was sending.
                     let cfg = s.src.config();
@@ -222,6 +232,7 @@ impl Host {
                     rx_packets: p.rx_packets,
                     rx_bytes: p.rx_bytes,
                     tx_packets: p.tx_packets,
+                    tx_bytes: p.tx_bytes,
                     wait_ns: (p.wait.count() > 0).then(|| Latency::of(&p.wait)),
                 })
                 .collect(),
@@ -237,7 +248,22 @@ impl Host {
                 rps_ipis: self.stats.ipis,
                 tx_frames: self.stats.tx_frames,
                 tx_ring_drops: self.stats.tx_ring_drops,
+                tx_bytes: self.stats.tx_bytes,
+                tx_delivered: self.stats.tx_delivered,
+                tx_delivered_bytes: self.stats.tx_delivered_bytes,
+                tx_in_flight: self.tx_in_flight(),
+                acks_consumed: self.stats.acks_consumed,
             },
+            tcp: TcpSummary {
+                connections: self.conns.len() as u64,
+                retransmits: self.conns.iter().map(|c| c.snd.retransmits).sum(),
+                timeouts: self.conns.iter().map(|c| c.snd.timeouts).sum(),
+                written_bytes: self.conns.iter().map(|c| c.snd.write_seq).sum(),
+                acked_bytes: self.conns.iter().map(|c| c.snd.snd_una).sum(),
+                unacked_bytes: self.tcp_unacked_bytes(),
+                sent_bytes: self.conns.iter().map(|c| c.tx_bytes).sum(),
+            },
+            speed_violations: self.stats.speed_violations,
             migrations: {
                 let mut mm: BTreeMap<String, u64> =
                     CAUSE_NAMES.iter().zip(self.stats.migrations).map(|(n, v)| (n.to_string(), v)).collect();
@@ -287,6 +313,20 @@ impl Host {
     }
 }
 
+/// The host's sending TCP (`tcp_out.rs`), summed over connections. Bytes written by programs
+/// are acknowledged or still held: `written_bytes = acked_bytes + unacked_bytes`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TcpSummary {
+    pub connections: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub written_bytes: u64,
+    pub acked_bytes: u64,
+    pub unacked_bytes: u64,
+    /// Payload bytes put on the wire, retransmissions included.
+    pub sent_bytes: u64,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Latency {
     pub count: u64,
@@ -323,7 +363,10 @@ pub struct ProcessSummary {
     pub migrations: u64,
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    /// Frames sent: replies, or a sender's TCP segments (retransmissions included).
     pub tx_packets: u64,
+    /// Payload bytes sent (replies; send() calls returned).
+    pub tx_bytes: u64,
     /// Time packets waited in the socket before this process read them (after warm-up).
     pub wait_ns: Option<Latency>,
 }
@@ -340,8 +383,18 @@ pub struct PacketSummary {
     pub rfs_unsafe_moves: u64,
     /// Inter-processor interrupts sent to kick another CPU's backlog (RPS/RFS).
     pub rps_ipis: u64,
+    /// Frames the host handed to its NICs, and their payload bytes: each one reaches its
+    /// destination (`tx_delivered`), is dropped by the device (`tx_ring_drops`) or is still on
+    /// its way (`tx_in_flight`).
     pub tx_frames: u64,
     pub tx_ring_drops: u64,
+    pub tx_bytes: u64,
+    pub tx_delivered: u64,
+    pub tx_delivered_bytes: u64,
+    pub tx_in_flight: u64,
+    /// Pure ACKs consumed by the host's sending TCP (offered = delivered + acks_consumed +
+    /// drops + in flight).
+    pub acks_consumed: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -388,6 +441,10 @@ pub struct Summary {
     pub latency_ns: Option<Latency>,
     pub sockets: Vec<SocketSummary>,
     pub traffic: Vec<TrafficSummary>,
+    /// The host's sending TCP connections, summed.
+    pub tcp: TcpSummary,
+    /// Times a speed-regulated process ran outside its allocated slots (paper 002; always 0).
+    pub speed_violations: u64,
     /// Flat metrics over the measurement window: the columns of `results.csv`.
     pub metrics: BTreeMap<String, f64>,
 }

@@ -14,7 +14,8 @@ pub fn zero_profile(topology: Topology) -> Profile {
         costs: Costs {
             hardirq_entry_ns: 0, driver_rx_frame_ns: 0, netif_rx_ns: 0, softirq_entry_ns: 0,
             ip_udp_rx_ns: 0, tcp_rx_ns: 0, rx_per_byte_ns: 0.0, wakeup_ns: 0, syscall_ns: 0,
-            recv_ns: 0, copy_per_byte_ns: 0.0, udp_send_ns: 0, tcp_ack_send_ns: 0,
+            recv_ns: 0, copy_per_byte_ns: 0.0, udp_send_ns: 0, tcp_ack_send_ns: 0, tcp_send_ns: 0,
+            tcp_ack_rx_ns: 0, driver_tx_frame_ns: 0, driver_tx_clean_ns: 0,
             tx_per_byte_ns: 0.0, context_switch_ns: 0, tick_ns: 0, ipi_ns: 0,
         },
         cache: CacheCosts {
@@ -31,13 +32,15 @@ pub fn sink(name: &str, port: u16, nice: i8) -> ProcessConfig {
         name: name.into(), program: ProgramKind::UdpSink, port: Some(port), nice,
         sched: SchedPolicy::Normal, rt_priority: 0, cpus: vec![], work_ns: 0,
         work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0,
-        rcvbuf_bytes: None, start_ms: 0, instances: 1, renice: vec![],
+        rcvbuf_bytes: None, start_ms: 0, instances: 1, renice: vec![], unit_bytes: 0,
+        total_bytes: 0, connect: None, sndbuf_bytes: None, nodelay: false, speed_pct: None, start_jitter_us: 0,
     }
 }
 
 pub fn nic(name: &str, routing: IrqRouting) -> NicConfig {
     NicConfig {
-        name: name.into(), rate_mbps: 1000, queues: 1, rx_ring: 256, tx_ring: 256, coalesce_frames: 1,
+        name: name.into(), rate_mbps: 1000, queues: 1, rx_ring: 256, tx_ring: 256, tx_queue_len: 100,
+        tx_irq_ring_level: None, coalesce_frames: 1,
         coalesce_usecs: 0, irq_routing: routing, irq_cpus: vec![], switch_latency_ns: 0,
         switch_buffer_bytes: 1 << 20, itr_ints_per_s: 0, balance_irq_interval_us: None,
     }

@@ -32,6 +32,8 @@ pub const STATE_NAMES: [&str; N_STATES] = ["hardirq", "softirq", "system", "user
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IrqSrc {
     Nic(u32),
+    /// A NIC's TX-done interrupt (the NIC's index).
+    NicTx(u32),
     Tick,
     Ipi,
 }

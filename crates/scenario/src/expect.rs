@@ -44,6 +44,12 @@
 //! result also reports the mean of each side with its own interval and `held`, the fraction of
 //! seeds on which the claim holds. Claims with `applicable = false` get the verdict
 //! `not_applicable` and are shown with their `finding`.
+//!
+//! `offset` is added to the target after `factor` (e.g. "1 ms longer than at 100 %": `rhs =
+//! {...}`, `offset = 1000`). With `tolerance_abs` an `approx` claim is judged on the absolute
+//! difference `x_s = sim_s − t_s` (it holds if `|x_s| <= tolerance_abs`) instead of the relative
+//! one. `outside` is the negation of `approx`: the values differ by more than the tolerance
+//! (pass when the whole interval lies outside `[−tolerance, tolerance]`).
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -62,6 +68,8 @@ pub enum Op {
     Ge,
     #[serde(rename = "approx")]
     Approx,
+    #[serde(rename = "outside")]
+    Outside,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -153,9 +161,15 @@ pub struct Expect {
     pub rhs: Option<Selector>,
     #[serde(default = "one")]
     pub factor: f64,
-    /// Relative tolerance for `approx`.
+    /// Added to the target after `factor`.
+    #[serde(default)]
+    pub offset: f64,
+    /// Relative tolerance for `approx` and `outside`.
     #[serde(default)]
     pub tolerance: Option<f64>,
+    /// Absolute tolerance for `approx` and `outside` (instead of `tolerance`).
+    #[serde(default)]
+    pub tolerance_abs: Option<f64>,
 }
 
 fn one() -> f64 {
@@ -269,7 +283,16 @@ pub fn seeds_of(rows: &[Row]) -> Vec<u64> {
 
 impl Expect {
     fn tol(&self) -> f64 {
-        self.tolerance.unwrap_or(0.05)
+        self.tolerance_abs.unwrap_or_else(|| self.tolerance.unwrap_or(0.05))
+    }
+
+    fn banded(&self) -> bool {
+        matches!(self.op, Op::Approx | Op::Outside)
+    }
+
+    /// Judged on the relative difference (`approx`/`outside` without `tolerance_abs`).
+    fn relative(&self) -> bool {
+        self.banded() && self.tolerance_abs.is_none()
     }
 
     /// Does the claim hold for one judged value `x` (see the module documentation)?
@@ -280,6 +303,7 @@ impl Expect {
             Op::Gt => x > 0.0,
             Op::Ge => x >= 0.0,
             Op::Approx => x.abs() <= self.tol(),
+            Op::Outside => x.abs() > self.tol(),
         }
     }
 
@@ -294,6 +318,10 @@ impl Expect {
                 let t = self.tol();
                 (lo >= -t && hi <= t, hi < -t || lo > t)
             }
+            Op::Outside => {
+                let t = self.tol();
+                (hi < -t || lo > t, lo >= -t && hi <= t)
+            }
         };
         if pass {
             Verdict::Pass
@@ -306,16 +334,17 @@ impl Expect {
 
     /// The judged statistic of one seed from its two sides.
     fn judged_value(&self, sim: f64, target: f64) -> f64 {
-        match self.op {
-            Op::Approx if target == 0.0 => {
-                if sim == 0.0 {
-                    0.0
-                } else {
-                    f64::INFINITY.copysign(sim)
-                }
+        if !self.relative() {
+            return sim - target;
+        }
+        if target == 0.0 {
+            if sim == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY.copysign(sim)
             }
-            Op::Approx => sim / target.abs() - target.signum(),
-            _ => sim - target,
+        } else {
+            sim / target.abs() - target.signum()
         }
     }
 
@@ -336,9 +365,9 @@ impl Expect {
             rhs: None,
             rhs_ci: None,
             op: self.op,
-            tolerance: (self.op == Op::Approx).then(|| self.tol()),
+            tolerance: self.banded().then(|| self.tol()),
             paired: self.rhs.is_some(),
-            judged: if self.op == Op::Approx { "sim / target - 1" } else { "sim - target" },
+            judged: if self.relative() { "sim / target - 1" } else { "sim - target" },
             judged_mean: None,
             judged_ci: None,
             held: None,
@@ -352,8 +381,9 @@ impl Expect {
             let rs: Vec<&Row> = rows.iter().filter(|r| r.seed == s).collect();
             let lhs = select(&rs, &self.metric, self.variant.as_deref(), &self.at, self.reduce);
             let rhs = match (&self.rhs, self.value) {
-                (Some(sel), _) => select(&rs, &sel.metric, sel.variant.as_deref(), &sel.at, sel.reduce).map(|v| v * self.factor),
-                (None, Some(v)) => Ok(v * self.factor),
+                (Some(sel), _) => select(&rs, &sel.metric, sel.variant.as_deref(), &sel.at, sel.reduce)
+                    .map(|v| v * self.factor + self.offset),
+                (None, Some(v)) => Ok(v * self.factor + self.offset),
                 (None, None) => Err("neither `value` nor `rhs` given".to_string()),
             };
             match (lhs, rhs) {
@@ -419,6 +449,15 @@ impl ExpectResult {
         }
         let loss = match self.op {
             Op::Approx => (x / self.tolerance.unwrap_or(0.05)).powi(2),
+            // Met when outside the band; else how far inside it, in units of the band.
+            Op::Outside => {
+                let t = self.tolerance.unwrap_or(0.05);
+                if x.abs() > t {
+                    0.0
+                } else {
+                    ((t - x.abs()) / t).powi(2)
+                }
+            }
             op => {
                 let scale = self.rhs.map_or(1.0, |t| t.abs().max(1.0));
                 let violation = match op {
@@ -461,6 +500,18 @@ mod tests {
 
     fn ex(src: &str) -> Expect {
         toml::from_str(src).unwrap()
+    }
+
+    #[test]
+    fn offset_absolute_tolerance_and_outside() {
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=2}\nop='approx'\nrhs={metric='m', variant='a', at={rate=1}}\noffset=19\ntolerance_abs=1.5");
+        let r = e.evaluate("s", &rows());
+        assert!(r.pass, "{r:?}");
+        assert_eq!(r.rhs, Some(29.0));
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=2}\nop='outside'\nvalue=29\ntolerance_abs=0.5");
+        assert!(e.evaluate("s", &rows()).pass, "30 is outside 29 ± 0.5");
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=2}\nop='outside'\nvalue=29\ntolerance=0.1");
+        assert!(!e.evaluate("s", &rows()).pass, "30 is within 29 ± 10%");
     }
 
     #[test]

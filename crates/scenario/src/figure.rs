@@ -16,6 +16,11 @@
 //! ```
 //!
 //! Rows that differ only in keys other than `x` (e.g. seeds) are averaged, with their spread drawn.
+//! `at = { key = value, ... }` keeps only the rows at those sweep coordinates.
+//!
+//! `kind = "histogram"`: `y` names a histogram, the family of columns `<y>_h<lo>` (count in
+//! [lo, next lo)); one set of bars per value of the swept key `series` (or per variant), averaged
+//! over the other rows. Marks `{ x, y }` are the paper's counts at bin `x`; `{ x }` a line.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,8 +34,20 @@ pub struct Figure {
     /// The swept key on the horizontal axis; none = a bar per variant.
     #[serde(default)]
     pub x: Option<String>,
-    /// The metric on the vertical axis.
+    /// The metric on the vertical axis (for a histogram: the column family's prefix).
     pub y: String,
+    /// `line` (default with `x`), `bar` (default without), or `histogram`.
+    #[serde(default)]
+    pub kind: Option<FigureKind>,
+    /// Only the rows at these sweep coordinates.
+    #[serde(default)]
+    pub at: toml::Table,
+    /// Histogram: a swept key whose values are drawn as separate series.
+    #[serde(default)]
+    pub series: Option<String>,
+    /// A logarithmic vertical axis (for histograms whose bins differ by orders of magnitude).
+    #[serde(default)]
+    pub log_y: bool,
     /// Variants drawn (default: all, in file order).
     #[serde(default)]
     pub variants: Vec<String>,
@@ -41,6 +58,14 @@ pub struct Figure {
     /// The paper's published values on the same axes.
     #[serde(default)]
     pub marks: Vec<PaperMark>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureKind {
+    Line,
+    Bar,
+    Histogram,
 }
 
 /// A published value: a point (`x` and `y`), a vertical line (`x` only), a horizontal line (`y`

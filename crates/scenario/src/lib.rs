@@ -25,7 +25,7 @@ mod validate;
 pub use error::ScenarioError;
 pub use calibrate::{CalibrateParam, Calibration, Overlay};
 pub use expect::{mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Verdict};
-pub use figure::{Figure, PaperMark};
+pub use figure::{Figure, FigureKind, PaperMark};
 pub use paths::{parse_value, set_path};
 
 use hostsim_host::{HostConfig, KernelConfig, NicConfig, ProcessConfig, Profile, TrafficConfig};

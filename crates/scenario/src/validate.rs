@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 type VResult = Result<(), (Vec<Seg>, String)>;
 
 fn is_tcp(p: ProgramKind) -> bool {
-    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho)
+    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend)
 }
 
 fn key(parts: &[&str]) -> Vec<Seg> {
@@ -84,6 +84,18 @@ pub fn config(c: &HostConfig) -> VResult {
     if k.imbalance_pct < 100 {
         return fail(key(&["kernel", "imbalance_pct"]), "expected at least 100");
     }
+    if !(1..=65495).contains(&k.tcp_mss_bytes) {
+        return fail(key(&["kernel", "tcp_mss_bytes"]), format!("expected an MSS in 1..=65495 bytes, got {}", k.tcp_mss_bytes));
+    }
+    if k.sndbuf_bytes == 0 {
+        return fail(key(&["kernel", "sndbuf_bytes"]), "expected a send buffer of at least 1 byte");
+    }
+    if k.speed_slot_us == 0 {
+        return fail(key(&["kernel", "speed_slot_us"]), "expected a slot of at least 1 us");
+    }
+    if k.speed_block_ms == 0 || k.speed_block_ms * 1000 < k.speed_slot_us {
+        return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
+    }
     let mut names = BTreeSet::new();
     for (i, n) in c.nics.iter().enumerate() {
         if !names.insert(n.name.as_str()) {
@@ -103,6 +115,9 @@ pub fn config(c: &HostConfig) -> VResult {
         }
         if let Some(&bad) = n.irq_cpus.iter().find(|&&x| x as usize >= ncpu) {
             return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+        }
+        if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
+            return fail(elem("nic", i, "tx_irq_ring_level"), format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring));
         }
         if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
             return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
@@ -159,6 +174,39 @@ pub fn config(c: &HostConfig) -> VResult {
         if is_tcp(p.program) && p.read_bytes == 0 {
             return fail(elem("process", i, "read_bytes"), "expected at least 1 byte per read");
         }
+        if p.sndbuf_bytes == Some(0) {
+            return fail(elem("process", i, "sndbuf_bytes"), "expected a send buffer of at least 1 byte");
+        }
+        if p.program == ProgramKind::StreamSend {
+            if p.unit_bytes == 0 {
+                return fail(elem("process", i, "unit_bytes"), format!("expected a send() unit in 1..={} bytes, got 0 (stream_send needs unit_bytes)", u32::MAX));
+            }
+            if p.total_bytes == 0 {
+                return fail(elem("process", i, "total_bytes"), "expected at least 1 byte to send");
+            }
+            let Some(to) = &p.connect else {
+                return fail(elem("process", i, "program"), "stream_send needs `connect`: the name of a stream_sink [[traffic]]");
+            };
+            match c.traffic.iter().find(|t| &t.name == to) {
+                None => {
+                    let have: Vec<&str> = c.traffic.iter().map(|t| t.name.as_str()).collect();
+                    return fail(elem("process", i, "connect"), format!("no [[traffic]] named `{to}` (have: {})", have.join(", ")));
+                }
+                Some(t) if t.kind != SourceKind::StreamSink => {
+                    return fail(elem("process", i, "connect"), format!("`{to}` is a {:?} source; a connection needs a stream_sink", t.kind));
+                }
+                Some(t) if t.flows < p.instances => {
+                    return fail(elem("process", i, "instances"), format!("{} instances need {} flows on `{to}` (it has {})", p.instances, p.instances, t.flows));
+                }
+                Some(_) => {}
+            }
+        } else {
+            for (k, set) in [("connect", p.connect.is_some()), ("unit_bytes", p.unit_bytes != 0)] {
+                if set {
+                    return fail(elem("process", i, k), "only a stream_send program takes this key");
+                }
+            }
+        }
     }
     let mut tnames = BTreeSet::new();
     for (i, t) in c.traffic.iter().enumerate() {
@@ -190,7 +238,7 @@ pub fn config(c: &HostConfig) -> VResult {
         if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
             return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
         }
-        let tcp = t.kind == SourceKind::TcpWindow || t.protocol == hostsim_host::Protocol::Tcp;
+        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink) || t.protocol == hostsim_host::Protocol::Tcp;
         let max = if tcp { 1460 } else { 1472 };
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
             return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
@@ -270,6 +318,21 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
             if !swept.contains(x.as_str()) {
                 return Err(at(elem("figure", i, "x"), format!("`{x}` is not a swept key ({have_swept})")));
             }
+        }
+        if let Some(x) = &f.series {
+            if !swept.contains(x.as_str()) {
+                return Err(at(elem("figure", i, "series"), format!("`{x}` is not a swept key ({have_swept})")));
+            }
+        }
+        for k in f.at.keys() {
+            if !swept.contains(k.as_str()) {
+                let mut ks = elem("figure", i, "at");
+                ks.push(Seg::Key(k.clone()));
+                return Err(at(ks, format!("`{k}` is not a swept key ({have_swept})")));
+            }
+        }
+        if f.kind == Some(crate::figure::FigureKind::Histogram) && f.x.is_some() {
+            return Err(at(elem("figure", i, "x"), "a histogram's horizontal axis is its bins: give `series`, not `x`".into()));
         }
         for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref())) {
             if !known_variant(v) {

@@ -71,6 +71,12 @@ const CASES: &[Case] = &[
     case("fifo_without_rt_priority.toml", 22, "process[0].sched", "SCHED_FIFO needs rt_priority in 1..=99"),
     case("udp_to_tcp_port.toml", 27, "traffic[0].dst_port", "port 9000 is served by a TCP program but this traffic is UDP"),
     case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected at most 1472 bytes"),
+    // Paper 002's keys: the allowed range is named for every kind of bad value.
+    case("speed_pct_zero.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got 0"),
+    case("speed_pct_over.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got 101"),
+    case("speed_pct_negative.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got -5"),
+    case("speed_pct_string.toml", 22, "process[0].speed_pct", "invalid type: string \"fast\", expected a speed in percent, an integer in 1..=100"),
+    case("unit_bytes_zero.toml", 26, "process[1].unit_bytes", "expected a send() unit in 1..=4294967295 bytes, got 0"),
     // Sweeps: errors point at the sweep's key, even when the bad value lands elsewhere.
     case("sweep_not_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an integer"),
     case("sweep_empty_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an empty one"),

@@ -17,4 +17,7 @@ mod program;
 mod source;
 
 pub use program::{Action, Outcome, Program, ProgramConfig, ProgramKind, WorkDist};
-pub use source::{Emit, Feedback, Source, SourceConfig, SourceKind, SourceStats};
+pub use source::{
+    Emit, Feedback, SinkStats, Source, SourceConfig, SourceKind, SourceStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS,
+    SIZE_BINS,
+};

@@ -19,6 +19,9 @@ pub enum ProgramKind {
     Spin,
     /// `for (;;) { work(); nanosleep(sleep_ns); }` (a periodic task; exercises timer granularity).
     Periodic,
+    /// `while (sent < total_bytes) sent += send(unit_bytes);` then exit: a bulk TCP sender on a
+    /// connection to an external receiver (paper 002's sender, ttcp/netperf-like).
+    StreamSend,
 }
 
 /// Distribution of the per-iteration user work.
@@ -45,6 +48,10 @@ pub struct ProgramConfig {
     pub reply_bytes: u32,
     /// `periodic`: nanosleep length after each burst.
     pub sleep_ns: u64,
+    /// `stream_send`: bytes per send() call.
+    pub unit_bytes: u32,
+    /// `stream_send`: bytes to send in all; the program exits after the last send() returns.
+    pub total_bytes: u64,
 }
 
 /// A system call or computation a program asks the host to perform.
@@ -56,6 +63,9 @@ pub enum Action {
     Recv { max_bytes: u32 },
     /// Send `bytes` of payload back to the sender of the last received message.
     Reply { bytes: u32 },
+    /// Blocking send() of `bytes` on the process's connected stream socket: returns once all
+    /// of it is in the socket's send buffer.
+    Send { bytes: u32 },
     /// nanosleep(ns).
     Sleep { ns: u64 },
     /// sched_yield().
@@ -74,6 +84,7 @@ pub enum Outcome {
     Computed,
     Received { bytes: u32 },
     Replied,
+    Sent { bytes: u32 },
     Slept,
     Yielded,
     NiceSet,
@@ -84,21 +95,28 @@ pub enum Outcome {
 pub struct Program {
     cfg: ProgramConfig,
     last_rx_bytes: u32,
+    sent_bytes: u64,
 }
 
 impl Program {
     pub fn new(cfg: ProgramConfig) -> Self {
-        Program { cfg, last_rx_bytes: 0 }
+        Program { cfg, last_rx_bytes: 0, sent_bytes: 0 }
     }
     pub fn config(&self) -> &ProgramConfig {
         &self.cfg
     }
     /// Does this program use a TCP socket?
     pub fn is_tcp(&self) -> bool {
-        matches!(self.cfg.kind, ProgramKind::TcpStream | ProgramKind::TcpEcho)
+        matches!(self.cfg.kind, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend)
+    }
+
+    /// Payload bytes this program has sent with `Send`.
+    pub fn sent_bytes(&self) -> u64 {
+        self.sent_bytes
     }
     /// Does this program read from a socket?
     pub fn uses_socket(&self) -> bool {
+        // (stream_send binds a socket too: its port receives the connection's ACKs.)
         !matches!(self.cfg.kind, ProgramKind::Spin | ProgramKind::Periodic)
     }
 
@@ -121,6 +139,17 @@ impl Program {
     pub fn next(&mut self, outcome: Outcome, rng: &mut Rng) -> Action {
         use ProgramKind::*;
         match (self.cfg.kind, outcome) {
+            (StreamSend, o) => {
+                if let Outcome::Sent { bytes } = o {
+                    self.sent_bytes += u64::from(bytes);
+                }
+                let left = self.cfg.total_bytes.saturating_sub(self.sent_bytes);
+                if left == 0 {
+                    Action::Exit
+                } else {
+                    Action::Send { bytes: left.min(u64::from(self.cfg.unit_bytes.max(1))) as u32 }
+                }
+            }
             (Spin, _) => Action::Compute { user_ns: self.work(rng).max(1) },
             (Periodic, Outcome::Computed) => Action::Sleep { ns: self.cfg.sleep_ns },
             (Periodic, _) => Action::Compute { user_ns: self.work(rng).max(1) },
@@ -156,7 +185,7 @@ mod tests {
     use hostsim_engine::RngStreams;
 
     fn cfg(kind: ProgramKind, work_ns: u64) -> ProgramConfig {
-        ProgramConfig { kind, work_ns, work_dist: WorkDist::Fixed, read_bytes: 65536, reply_bytes: 0, sleep_ns: 0 }
+        ProgramConfig { kind, work_ns, work_dist: WorkDist::Fixed, read_bytes: 65536, reply_bytes: 0, sleep_ns: 0, unit_bytes: 0, total_bytes: 0 }
     }
 
     #[test]
@@ -166,6 +195,20 @@ mod tests {
         assert!(matches!(p.next(Outcome::Start, &mut r), Action::Recv { .. }));
         assert_eq!(p.next(Outcome::Received { bytes: 4 }, &mut r), Action::Reply { bytes: 4 });
         assert!(matches!(p.next(Outcome::Replied, &mut r), Action::Recv { .. }));
+    }
+
+    #[test]
+    fn stream_send_sends_units_then_exits() {
+        let mut r = RngStreams::new(1).stream("p");
+        let mut c = cfg(ProgramKind::StreamSend, 0);
+        c.unit_bytes = 1024;
+        c.total_bytes = 2500;
+        let mut p = Program::new(c);
+        assert_eq!(p.next(Outcome::Start, &mut r), Action::Send { bytes: 1024 });
+        assert_eq!(p.next(Outcome::Sent { bytes: 1024 }, &mut r), Action::Send { bytes: 1024 });
+        assert_eq!(p.next(Outcome::Sent { bytes: 1024 }, &mut r), Action::Send { bytes: 452 });
+        assert_eq!(p.next(Outcome::Sent { bytes: 452 }, &mut r), Action::Exit);
+        assert_eq!(p.sent_bytes(), 2500);
     }
 
     #[test]

@@ -17,6 +17,14 @@ pub enum SourceKind {
     /// `flows` TCP senders, each keeping up to `window_bytes` unacknowledged; go-back-N from the
     /// first unacknowledged byte on three duplicate ACKs (fast retransmit) or on timeout.
     TcpWindow,
+    /// The far end of a host's TCP sender: receives its data frames, records each one's arrival
+    /// time (end of frame at its NIC) and size, and acknowledges like a Linux 2.4 receiver
+    /// (`__tcp_ack_snd_check`, net/ipv4/tcp_input.c 2.4.19): at once in quick-ACK mode (the
+    /// first up to 16 segments, `TCP_MAX_QUICKACKS`), when more than one full-sized segment
+    /// (`rcv_mss`, the largest seen) is unacknowledged, or when a segment is out of order;
+    /// otherwise after the delayed-ACK timeout (`TCP_ATO_MIN` = HZ/25 = 40 ms). Each ACK
+    /// leaves `client_stack_ns` after the frame that triggered it (the receiver's stack).
+    StreamSink,
 }
 
 /// Parameters of a generator. Times are absolute simulated ns.
@@ -53,6 +61,10 @@ pub struct Emit {
     pub seq: u64,
     pub payload_bytes: u32,
     pub tcp: bool,
+    /// A TCP acknowledgement: every byte below this has arrived.
+    pub ack: Option<u64>,
+    /// Receive window advertised with an ACK, bytes.
+    pub win: u32,
 }
 
 /// A frame from the host reaching the source.
@@ -62,6 +74,40 @@ pub enum Feedback {
     Reply { flow: u32, seq: u64 },
     /// A cumulative TCP acknowledgement: every byte below `ack` has arrived.
     Ack { flow: u32, ack: u64 },
+    /// A TCP data segment of the host's sender: payload `len` bytes from `seq`, a frame of
+    /// `frame_bytes` (Ethernet header to FCS).
+    Data { flow: u32, seq: u64, len: u32, frame_bytes: u32 },
+}
+
+/// Resolution of the inter-arrival histogram a stream sink keeps.
+pub const GAP_BIN_NS: u64 = 10_000;
+/// Bins of the inter-arrival histogram (the last one holds everything longer).
+pub const GAP_BINS: usize = 501;
+/// Gaps shorter than this are also counted by frame size (paper 002 Table 1).
+pub const SHORT_GAP_NS: u64 = 100_000;
+/// Frame-size bins (100 B each) for the short gaps; the last holds larger frames.
+pub const SIZE_BINS: usize = 16;
+/// Linux 2.4's delayed-ACK timeout (`TCP_ATO_MIN`).
+const DELACK_NS: u64 = 40_000_000;
+/// Linux 2.4's `TCP_MAX_QUICKACKS`.
+const QUICKACKS: u32 = 16;
+
+/// What a stream sink measured: per data frame, arrival time and size, kept as fixed
+/// histograms (memory does not grow with the run).
+#[derive(Clone, Debug, Default)]
+pub struct SinkStats {
+    pub frames: u64,
+    pub frame_bytes: u64,
+    /// In-order payload bytes received.
+    pub bytes: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: u64,
+    pub acks: u64,
+    pub out_of_order: u64,
+    /// Inter-arrival times between consecutive data frames, `GAP_BIN_NS` bins.
+    pub gaps: Vec<u64>,
+    /// Frames arriving less than `SHORT_GAP_NS` after the previous one, by frame size (100 B).
+    pub short_gap_sizes: Vec<u64>,
 }
 
 /// What a source measured.
@@ -76,6 +122,23 @@ pub struct SourceStats {
     pub acked_bytes: u64,
     /// Round-trip times (ping-pong), recorded after warm-up.
     pub rtt: Histogram,
+    /// stream_sink: arrivals.
+    pub sink: SinkStats,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SinkState {
+    rcv_nxt: u64,
+    /// Bytes received since the last ACK (`rcv_nxt - rcv_wup`).
+    unacked: u64,
+    rcv_mss: u32,
+    quickacks: u32,
+    /// An ACK decided and waiting for the receiver's stack time: (leaves at, ack).
+    ack_at: Option<u64>,
+    delack_at: Option<u64>,
+    last_arrival: Option<u64>,
+    /// Segments received above a hole (2.4 `out_of_order_queue`): seq → end.
+    ooo: std::collections::BTreeMap<u64, u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -97,6 +160,9 @@ pub struct Source {
     next_flow: u32,
     outstanding: Option<(u64, u64)>, // (seq, sent_at)
     tcp: Vec<TcpFlow>,
+    sink: Vec<SinkState>,
+    /// Flows with an ACK due, by due time: O(log flows) per frame with thousands of flows.
+    sink_due: std::collections::BTreeSet<(u64, u32)>,
     pub stats: SourceStats,
 }
 
@@ -107,7 +173,17 @@ impl Source {
         } else {
             Vec::new()
         };
-        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, stats: SourceStats::default() }
+        let sink = if cfg.kind == SourceKind::StreamSink {
+            vec![SinkState { rcv_mss: 536, quickacks: QUICKACKS, ..Default::default() }; cfg.flows.max(1) as usize]
+        } else {
+            Vec::new()
+        };
+        let mut stats = SourceStats::default();
+        if cfg.kind == SourceKind::StreamSink {
+            stats.sink.gaps = vec![0; GAP_BINS];
+            stats.sink.short_gap_sizes = vec![0; SIZE_BINS];
+        }
+        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), stats }
     }
     pub fn config(&self) -> &SourceConfig {
         &self.cfg
@@ -121,7 +197,114 @@ impl Source {
     fn emit(&mut self, out: &mut Vec<Emit>, flow: u32, seq: u64, bytes: u32, tcp: bool) {
         self.stats.emitted += 1;
         self.stats.emitted_bytes += u64::from(bytes);
-        out.push(Emit { flow, seq, payload_bytes: bytes, tcp });
+        out.push(Emit { flow, seq, payload_bytes: bytes, tcp, ack: None, win: 0 });
+    }
+
+    fn emit_ack(&mut self, out: &mut Vec<Emit>, flow: u32, ack: u64) {
+        self.stats.emitted += 1;
+        self.stats.sink.acks += 1;
+        out.push(Emit { flow, seq: 0, payload_bytes: 0, tcp: true, ack: Some(ack), win: self.cfg.window_bytes });
+    }
+
+    /// The sink's next timed action (an ACK leaving, a delayed ACK due).
+    fn sink_next_wake(&self) -> Option<Time> {
+        self.sink_due.first().map(|&(t, _)| Time(t))
+    }
+
+    /// Flow `f`'s due time changed from `old` to its current one: keep `sink_due` in step.
+    fn sink_reschedule(&mut self, f: usize, old: Option<u64>) {
+        let st = &self.sink[f];
+        let new = st.ack_at.or(st.delack_at);
+        if old != new {
+            if let Some(t) = old {
+                self.sink_due.remove(&(t, f as u32));
+            }
+            if let Some(t) = new {
+                self.sink_due.insert((t, f as u32));
+            }
+        }
+    }
+
+    /// Send what is due at `now`; returns the next wake-up.
+    fn sink_wake(&mut self, now_ns: u64, out: &mut Vec<Emit>) -> Option<Time> {
+        while let Some(&(t, f)) = self.sink_due.first() {
+            if t > now_ns {
+                break;
+            }
+            self.sink_due.pop_first();
+            let st = &mut self.sink[f as usize];
+            st.ack_at = None;
+            st.delack_at = None;
+            st.unacked = 0;
+            let ack = st.rcv_nxt;
+            self.emit_ack(out, f, ack);
+        }
+        self.sink_next_wake()
+    }
+
+    /// A data frame reached the sink.
+    fn sink_data(&mut self, now_ns: u64, flow: u32, seq: u64, len: u32, frame_bytes: u32) -> Option<Time> {
+        let record = now_ns >= self.cfg.record_from_ns;
+        let stack = self.cfg.client_stack_ns;
+        let f = flow as usize % self.sink.len().max(1);
+        let old_due = self.sink[f].ack_at.or(self.sink[f].delack_at);
+        let st = &mut self.sink[f];
+        let prev = st.last_arrival.replace(now_ns);
+        if record {
+            let s = &mut self.stats.sink;
+            s.frames += 1;
+            s.frame_bytes += u64::from(frame_bytes);
+            s.first_ns.get_or_insert(now_ns);
+            s.last_ns = now_ns;
+            if let Some(p) = prev {
+                let gap = now_ns - p;
+                s.gaps[((gap / GAP_BIN_NS) as usize).min(GAP_BINS - 1)] += 1;
+                if gap < SHORT_GAP_NS {
+                    s.short_gap_sizes[((frame_bytes / 100) as usize).min(SIZE_BINS - 1)] += 1;
+                }
+            }
+        }
+        let now_ack = if seq == st.rcv_nxt {
+            let mut advanced = u64::from(len);
+            st.rcv_nxt += u64::from(len);
+            // The hole is filled: take what was queued above it (tcp_ofo_queue).
+            while let Some((&s0, &e0)) = st.ooo.first_key_value() {
+                if s0 > st.rcv_nxt {
+                    break;
+                }
+                st.ooo.pop_first();
+                if e0 > st.rcv_nxt {
+                    advanced += e0 - st.rcv_nxt;
+                    st.rcv_nxt = e0;
+                }
+            }
+            let filled_hole = advanced > u64::from(len);
+            st.unacked += advanced;
+            if record {
+                self.stats.sink.bytes += advanced;
+            }
+            // tcp_measure_rcv_mss: the largest segment seen.
+            st.rcv_mss = st.rcv_mss.max(len);
+            let quick = st.quickacks > 0;
+            if quick {
+                st.quickacks -= 1;
+            }
+            quick || filled_hole || !st.ooo.is_empty() || st.unacked > u64::from(st.rcv_mss)
+        } else {
+            self.stats.sink.out_of_order += 1;
+            if seq > st.rcv_nxt {
+                st.ooo.insert(seq, seq + u64::from(len));
+            }
+            true // out of order or a duplicate: a (duplicate) ACK at once
+        };
+        if now_ack {
+            st.delack_at = None;
+            st.ack_at = Some(st.ack_at.unwrap_or(now_ns + stack));
+        } else if st.delack_at.is_none() && st.ack_at.is_none() {
+            st.delack_at = Some(now_ns + DELACK_NS);
+        }
+        self.sink_reschedule(f, old_due);
+        self.sink_next_wake()
     }
 
     fn rotate_flow(&mut self) -> u32 {
@@ -137,6 +320,7 @@ impl Source {
             return None;
         }
         match self.cfg.kind {
+            SourceKind::StreamSink => self.sink_wake(now_ns, out),
             SourceKind::Cbr => {
                 let flow = self.rotate_flow();
                 let seq = self.k;
@@ -255,6 +439,7 @@ impl Source {
                 self.fill_window(flow as usize, now_ns, out);
                 None
             }
+            Feedback::Data { flow, seq, len, frame_bytes } => self.sink_data(now_ns, flow, seq, len, frame_bytes),
         }
     }
 
@@ -285,6 +470,34 @@ mod tests {
             tcp: false,
             record_from_ns: 0,
         }
+    }
+
+    #[test]
+    fn sink_acks_like_linux_24_and_histograms_gaps() {
+        let mut c = cfg(SourceKind::StreamSink);
+        c.flows = 1;
+        c.client_stack_ns = 5_000;
+        let mut s = Source::new(c);
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        assert_eq!(s.wake(Time(0), &mut r, &mut out), None);
+        // Quick-ACK mode: the first segment is acknowledged at once (after the stack time).
+        let t = s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058 }, &mut out);
+        assert_eq!(t, Some(Time(6_000)));
+        s.wake(Time(6_000), &mut r, &mut out);
+        assert_eq!(out.last().and_then(|e| e.ack), Some(1000));
+        for k in 1..40u64 {
+            s.feedback(Time(1_000 + k * 90_000), Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058 }, &mut out);
+        }
+        let st = &s.stats.sink;
+        assert_eq!((st.frames, st.bytes), (40, 40_000));
+        assert_eq!(st.gaps[9], 39, "90 us gaps in the 90-100 us bin");
+        assert_eq!(st.short_gap_sizes[10], 39, "1058 B frames in the 1000-1099 B bin");
+        // Out of order: acknowledged at once, counted.
+        s.wake(Time(9_000_000), &mut r, &mut out);
+        let t = s.feedback(Time(10_000_000), Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058 }, &mut out);
+        assert_eq!(t, Some(Time(10_005_000)));
+        assert_eq!(s.stats.sink.out_of_order, 1);
     }
 
     #[test]

@@ -10,6 +10,8 @@ mod queueing;
 mod rfs;
 mod scheduler;
 mod seeds;
+mod speed;
+mod transmit;
 
 use hostsim_host::Summary;
 use hostsim_scenario::Scenario;
