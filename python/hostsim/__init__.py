@@ -26,7 +26,6 @@ import pandas as pd
 from . import _native
 from ._sweep import sweep
 from . import plot  # noqa: E402  (hostsim.plot.figure)
-from .calibrate import calibrate  # noqa: E402  (scipy is imported when it runs)
 
 __all__ = ["run", "sweep", "calibrate", "load", "info", "Result", "Scenario"]
 __version__ = _native.__version__
@@ -129,3 +128,11 @@ def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
         timeseries_csv=ts,
         trace_json=tr,
     )
+
+
+def calibrate(paths, **kwargs) -> dict:
+    """Fit scenarios' ``[[calibrate]]`` parameters to their calibration claims and write the overlay;
+    see :func:`hostsim.calibration.calibrate` (imported on use: it needs scipy)."""
+    from .calibration import calibrate as _calibrate
+
+    return _calibrate(paths, **kwargs)

@@ -103,7 +103,9 @@ def test_calibrate_fits_only_calibration_claims_and_the_overlay_is_applied(tmp_p
 def test_calibrate_command_line(hostsim_bin, tmp_path):
     p = _scenario(tmp_path)
     env = dict(os.environ, HOSTSIM_PYTHON=sys.executable)
-    r = cli(hostsim_bin, "calibrate", p, "--trials", "2", "--refine", "0", "--jobs", "2", "--dry-run", env=env)
+    r = cli(hostsim_bin, "calibrate", p, "--trials", "2", "--refine", "0", "--jobs", "2", "--start", "work_ns=6000",
+            "--dry-run", env=env)
     assert r.stdout.startswith("# Calibration overlay written by `hostsim calibrate")
     assert "[values]\nwork_ns = " in r.stdout and "[fit]" in r.stdout
+    assert "--start work_ns=6000" in r.stdout and 'start = { "work_ns" = 6000.0 }' in r.stdout, r.stdout
     assert not (tmp_path / "calibration" / "mm1-test.toml").exists(), "--dry-run writes nothing"

@@ -75,7 +75,7 @@ enum Cmd {
     },
     /// Fit the [[calibrate]] parameters of scenarios sharing one calibration overlay to their
     /// calibration claims (baseline only) and write calibration/NAME.toml. Runs the Python
-    /// package (`python -m hostsim.calibrate`, scipy.optimize); see `--help` there.
+    /// package (`python -m hostsim.calibration`, scipy.optimize); see `--help` there.
     Calibrate {
         /// Scenario files (they must name the same `calibration` overlay).
         #[arg(required = true)]
@@ -96,6 +96,9 @@ enum Cmd {
         dask: Option<String>,
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// A parameter's starting value (default: its current value).
+        #[arg(long = "start", value_name = "NAME=VALUE")]
+        starts: Vec<String>,
         /// Print the overlay instead of writing it.
         #[arg(long)]
         dry_run: bool,
@@ -224,7 +227,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Calibrate { files, seeds, trials, refine, jobs, dask, sets, dry_run } => {
+        Cmd::Calibrate { files, seeds, trials, refine, jobs, dask, sets, starts, dry_run } => {
             let mut args: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             if let Some(n) = seeds {
                 args.extend(["--seeds".into(), n.to_string()]);
@@ -238,6 +241,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             for s in sets {
                 args.extend(["--set".into(), s]);
+            }
+            for s in starts {
+                args.extend(["--start".into(), s]);
             }
             if dry_run {
                 args.push("--dry-run".into());

@@ -43,11 +43,11 @@ pub fn build(out: &Path) -> Result<Result<PathBuf, String>, String> {
     Ok(Ok(out.join("report").join("index.html")))
 }
 
-/// `hostsim calibrate`: run `python -m hostsim.calibrate ARGS` (the fit uses scipy; see
-/// python/hostsim/calibrate.py). Returns its exit code.
+/// `hostsim calibrate`: run `python -m hostsim.calibration ARGS` (the fit uses scipy; see
+/// python/hostsim/calibration.py). Returns its exit code.
 pub fn calibrate(args: &[String]) -> Result<i32, String> {
     let py = python();
-    let probe = Command::new(&py).args(["-c", "import hostsim.calibrate, scipy"]).output();
+    let probe = Command::new(&py).args(["-c", "import hostsim.calibration, scipy"]).output();
     match probe {
         Ok(o) if o.status.success() => {}
         _ => {
@@ -58,7 +58,7 @@ pub fn calibrate(args: &[String]) -> Result<i32, String> {
         }
     }
     let status = Command::new(&py)
-        .args(["-m", "hostsim.calibrate"])
+        .args(["-m", "hostsim.calibration"])
         .args(args)
         .status()
         .map_err(|e| format!("{}: {e}", py.display()))?;
