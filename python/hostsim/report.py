@@ -3,7 +3,8 @@ figures and tables re-drawn from the simulation with the paper's values on the s
 baseline was calibrated, and its claims in two tables, calibration claims (fitted to) apart from
 prediction claims (never tuned against), each with its verdict over seeds, 95% intervals, the
 fraction of seeds on which it holds, and what was found about it (failing claims shown, never
-hidden). Static files; opens from disk.
+hidden). Scenarios that carry a paper's experiment further (`extends = "<paper id>"`) are drawn
+apart, under "Extensions": they are not reproductions. Static files; opens from disk.
 
     python -m hostsim.report out          # reads out/<scenario>/results.csv, out/expectations.json
                                           # writes out/report/index.html and out/report/figures/*.svg
@@ -49,6 +50,7 @@ td.num { text-align: right; font-family: monospace; white-space: nowrap; }
 """
 
 OPS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "approx": "≈", "outside": "≉"}
+EXTENSIONS = "extensions"  # the group of scenarios with `extends = "<paper id>"`
 
 
 def _fmt(v) -> str:
@@ -194,14 +196,22 @@ def build(out: str | Path, log=None) -> Path:
         old.unlink()
     claims = json.loads((out / "expectations.json").read_text()) if (out / "expectations.json").exists() else []
     scen_dirs = sorted(d for d in out.iterdir() if (d / "results.csv").exists())
+    infos = {d: _scenario_info(d) for d in scen_dirs}
     groups: dict[str, list[Path]] = {}
     for d in scen_dirs:
-        groups.setdefault(paper_of(d.name) or "", []).append(d)
-    order = [p for p in PAPERS if p in groups] + ([""] if "" in groups else [])
+        key = EXTENSIONS if infos[d].get("extends") else paper_of(d.name) or ""
+        groups.setdefault(key, []).append(d)
+    order = [p for p in PAPERS if p in groups] + [k for k in ("", EXTENSIONS) if k in groups]
     body = []
     nfig = 0
     for pid in order:
-        if pid:
+        if pid == EXTENSIONS:
+            body.append('<section class="paper" id="extensions"><h2>Extensions: the papers\' experiments carried '
+                        "further (not reproductions)</h2>")
+            body.append('<p class="mechanism">Each of these runs a paper\'s experiment on another machine, kernel or '
+                        "mechanism than the paper had. No paper measured them: their claims state what the model "
+                        "predicts, and marks show only the paper's own inputs.</p>")
+        elif pid:
             p = PAPERS[pid]
             body.append(f'<section class="paper" id="paper-{pid}"><h2>paper {p["number"]} — {html.escape(p["title"])} '
                         f"(<code>{pid}</code>)</h2>")
@@ -210,9 +220,16 @@ def build(out: str | Path, log=None) -> Path:
             body.append('<section class="paper" id="paper-other"><h2>Reference experiments</h2>')
         pclaims = []
         for d in groups[pid]:
-            inf = _scenario_info(d)
+            inf = infos[d]
             df = pd.read_csv(d / "results.csv")
-            body.append(f"<h3>{html.escape(d.name)}</h3><p>{html.escape(inf['description'])}</p>")
+            ext = inf.get("extends")
+            if ext:
+                paper = f"paper {PAPERS[ext]['number']} ({ext})" if ext in PAPERS else ext
+                body.append(f'<h3 class="extension">{html.escape(d.name)} <small>— extends {html.escape(paper)}, '
+                            "not a reproduction</small></h3>")
+            else:
+                body.append(f"<h3>{html.escape(d.name)}</h3>")
+            body.append(f"<p>{html.escape(inf['description'])}</p>")
             body.append(_calibration_html(inf))
             figs = inf["figures"] or auto_figures(inf)
             for k, spec in enumerate(figs):
@@ -225,7 +242,9 @@ def build(out: str | Path, log=None) -> Path:
                 body.append(
                     f'<figure class="fig"><img src="figures/{name}" alt="{cap}" '
                     f"onload=\"this.dataset.loaded='1'\"><figcaption>{cap}. Lines/bars: simulated; "
-                    "black: the paper's published values.</figcaption></figure>"
+                    + ("black: values taken from the paper (no paper measured this setting)." if ext
+                       else "black: the paper's published values.")
+                    + "</figcaption></figure>"
                 )
                 if log:
                     log(f"  figure {name}")

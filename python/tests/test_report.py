@@ -41,7 +41,8 @@ def test_reproduce_writes_results_claims_and_report(reproduced):
     assert claims and all(keys <= c.keys() for c in claims)
     assert all(c["seeds"] == 1 for c in claims if c["verdict"] != "not_applicable" and not c["error"])
     assert {"calibration", "prediction"} <= {c["role"] for c in claims}
-    for name in ["ozaki-pbq-throughput", "ozaki-pbq-latency", "ozaki-pbq-micro", "goda-rfs-migrations", "livelock"]:
+    for name in ["ozaki-pbq-throughput", "ozaki-pbq-latency", "ozaki-pbq-micro", "goda-rfs-migrations", "livelock",
+                 "flow-limit-vs-pbq"]:
         assert (reproduced / name / "results.csv").exists()
         assert (reproduced / name / "scenario.toml").exists()
     assert (reproduced / "report" / "index.html").exists()
@@ -75,6 +76,24 @@ def test_every_figure_and_the_claims_table_render_in_chromium(reproduced, tmp_pa
         assert f'id="paper-{pid}"' in dom and f'id="claims-{pid}"' in dom
         # Calibration claims and predictions in separate tables.
         assert f'id="claims-{pid}-calibration"' in dom and f'id="claims-{pid}-prediction"' in dom
+    # A scenario that `extends` a paper's experiment is drawn apart, with its own claims table.
+    assert 'id="extensions"' in dom and 'id="claims-extensions"' in dom
+    assert dom.index('id="extensions"') > dom.index('id="paper-ozaki-pbq"')
+
+
+def test_a_scenario_that_extends_a_paper_goes_to_extensions_not_to_the_paper(hostsim_bin, tmp_path):
+    # Named like a paper experiment, but `extends` it: the report must not file it as a reproduction.
+    text = (ROOT / "scenarios" / "examples" / "livelock.toml").read_text()
+    text = 'extends = "ozaki-pbq"\n' + text.replace("duration_ms = 600", "duration_ms = 60").replace("warmup_ms = 100", "warmup_ms = 10")
+    (tmp_path / "ozaki-pbq-elsewhere.toml").write_text(text)
+    out = tmp_path / "out"
+    cli(hostsim_bin, "sweep", tmp_path / "ozaki-pbq-elsewhere.toml", "--out", out / "ozaki-pbq-elsewhere")
+    (out / "ozaki-pbq-elsewhere" / "scenario.toml").write_text(text)
+    (out / "expectations.json").write_text((out / "ozaki-pbq-elsewhere" / "expectations.json").read_text())
+    page = report.build(out).read_text()
+    assert 'id="extensions"' in page and 'id="paper-ozaki-pbq"' not in page
+    assert "extends paper 000 (ozaki-pbq), not a reproduction" in page
+    assert 'id="claims-extensions"' in page and page.count('<tr class="') == 3
 
 
 def test_screenshot(reproduced, tmp_path):

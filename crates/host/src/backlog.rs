@@ -4,8 +4,9 @@
 //! (`netif_rx` in net/core/dev.c of 2.4.18): once the queue exceeds `netdev_max_backlog` the CPU
 //! is *throttled* and every arriving packet is dropped until the queue has drained completely.
 //! On the NAPI path it is `enqueue_to_backlog` of 2.6.35+: drop only while over the limit.
-//! Priority-aware policies (the `ozaki-pbq` mechanism) implement the same trait beside it; the
-//! closed enum that selects one is `policies::Backlog`.
+//! Priority-aware policies (the `ozaki-pbq` mechanism, `pbq.rs`) and Linux's RPS flow limit
+//! (`flow_limit.rs`) implement the same trait beside it; the closed enum that selects one is
+//! `policies::Backlog`.
 
 use crate::types::PktId;
 use std::collections::VecDeque;
@@ -28,6 +29,13 @@ pub trait BacklogPolicy {
     fn len(&self) -> usize;
     /// Is the receive path in its high-load state (2.4 throttle)?
     fn high_load(&self) -> bool {
+        false
+    }
+    /// Called on the policy of the CPU that *performs* an enqueue (Linux's `this_cpu` in
+    /// `enqueue_to_backlog`; with RPS not the target), before `enqueue` on the target's policy,
+    /// with the packet's flow hash and the target backlog's length: `true` drops the packet
+    /// there (flow limit's `skb_flow_limit`, see `flow_limit.rs`). Linux's baseline never does.
+    fn limit(&mut self, _hash: u32, _target_len: usize) -> bool {
         false
     }
 }

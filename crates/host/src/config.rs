@@ -35,6 +35,9 @@ pub struct MechanismCosts {
     pub irq_suppress_check_ns: u64,
     /// Interrupt suppression: rewriting one NIC queue's IRQ affinity (IO-APIC) when it changes.
     pub irq_affinity_write_ns: u64,
+    /// Flow limit: `skb_flow_limit`'s table work (history and bucket update) per packet enqueued
+    /// by a CPU with a table while the target backlog is at least half full.
+    pub flow_limit_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -128,6 +131,10 @@ pub enum BacklogKind {
     Fifo,
     /// Priority-Based Queues (`ozaki-pbq`, paper 000) under high load.
     Pbq,
+    /// Linux's RPS flow limit (3.11+, `skb_flow_limit`): Linux's NAPI-era FIFO, and once a
+    /// backlog is at least half full, packets of a flow holding more than half of the enqueuing
+    /// CPU's recent history are dropped (`flow_limit.rs`). Needs `rx_path = "napi"`.
+    FlowLimit,
 }
 
 /// Wake-up placement policy (`select_task_rq`). `linux` is the placement of the kernel's
@@ -190,6 +197,14 @@ pub struct KernelConfig {
     pub backlog: BacklogKind,
     /// PBQ: packets the top-priority queue keeps from eviction; level l keeps this × (l+1)/40.
     pub pbq_min_packets: u32,
+    /// Flow limit: the CPUs with a flow table (`net.core.flow_limit_cpu_bitmap`). Linux consults
+    /// the table of the CPU doing the enqueue (with RPS, the one polling the NIC), so these are
+    /// the CPUs that handle receive interrupts (Documentation/networking/scaling.rst). Empty =
+    /// every CPU.
+    pub flow_limit_cpus: Vec<u32>,
+    /// Flow limit: buckets per CPU's flow table (`net.core.flow_limit_table_len`; Linux's default
+    /// 4096; a power of two, at most 65536).
+    pub flow_limit_table_len: u32,
     /// `ozaki-pbq` interrupt suppression at context switch: under high load, when the incoming
     /// process's socket buffer is over half full and a draw weighted by its priority succeeds,
     /// take its CPU out of the NICs' IRQ affinity (never the last CPU); restore afterwards.
@@ -207,6 +222,12 @@ pub struct KernelConfig {
     pub rfs_no_reorder_rule: bool,
     /// Entries of the RFS socket and device flow tables (power of two).
     pub rfs_entries: u32,
+    /// Key the flow hash per boot. Linux >= 3.19 fills the RSS key with random bytes at boot
+    /// (`netdev_rss_key_fill`) and keys its software flow hash with a random `hashrnd`, so which
+    /// flows share a NIC queue, a polling CPU, an RPS CPU or a flow-limit bucket changes from
+    /// boot to boot. `true`: the run's seed draws the key (a seed is a boot). `false` (default):
+    /// one fixed hash, the same in every run.
+    pub rss_key_per_boot: bool,
     /// Default socket receive buffer (`rmem_default`), bytes of truesize.
     pub rcvbuf_bytes: u32,
     /// Truesize overhead added to each queued packet's payload (sk_buff + slab rounding).
@@ -283,12 +304,15 @@ impl Default for KernelConfig {
             irq_frames_max: 64,
             backlog: BacklogKind::Fifo,
             pbq_min_packets: 30,
+            flow_limit_cpus: Vec::new(),
+            flow_limit_table_len: crate::flow_limit::FLOW_LIMIT_TABLE_LEN,
             irq_suppression: false,
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,
             rfs_no_reorder_rule: true,
             rfs_entries: 32768,
+            rss_key_per_boot: false,
             rcvbuf_bytes: 212_992,
             skb_overhead_bytes: 256,
             wake_policy: WakePolicy::Linux,

@@ -14,7 +14,7 @@
 //! Modules: [`cpu`](crate) nested contexts and accounting; `nic` wire, rings, interrupt
 //! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
 //! `types` the small shared types; `policies` the closed enums selecting each policy;
-//! `backlog` backlog policies (`pbq` paper 000's); `proto` UDP/TCP input and sockets; `sched` the scheduler;
+//! `backlog` backlog policies (`pbq` paper 000's, `flow_limit` Linux's RPS flow limit); `proto` UDP/TCP input and sockets; `sched` the scheduler;
 //! `wake` Linux 3.2 wake-up placement, `sched_o1` the 2.4 O(1) scheduler's placement and
 //! balancing, `placement` the era's placement (`wake_goda` paper 001's wraps it);
 //! `migration_class` classifies
@@ -29,6 +29,7 @@
 mod backlog;
 mod config;
 mod cpu;
+mod flow_limit;
 mod irq_route;
 mod migration_class;
 mod nic;

@@ -62,7 +62,7 @@ impl Host {
             let queued_bytes = (begin.since(ready).ns() as f64 / nic.ns_per_byte) as u64;
             let over = queued_bytes > nic.cfg.switch_buffer_bytes;
             let arrive = begin + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
-            let hash = flow_hash(s as u32, e.flow, dst_port);
+            let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queue = nic.first_queue + hash % nic.cfg.queues;
             let pkt = self.alloc_pkt(Packet {
                 src: s as u32,

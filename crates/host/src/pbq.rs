@@ -13,6 +13,14 @@
 //!
 //! Priorities are levels 0..=39 = 19 − nice (higher = more important), looked up from the
 //! port → priority table that bind() and nice() maintain (see `Host::sock_priority`).
+//!
+//! On the NAPI/RPS path (Linux 2.6.35+ `enqueue_to_backlog`, no throttle state) the same rules
+//! apply to the per-CPU backlog that RPS enqueues onto, with the high-load state defined as in
+//! 2.4 but without the throttle: it begins when an arrival finds the backlog over
+//! `netdev_max_backlog` (the moment `enqueue_to_backlog` would drop) and ends when the backlog
+//! has drained empty (when its backlog NAPI instance would complete, `process_backlog`'s
+//! `napi_complete`). The priority lookup runs on the enqueuing CPU, in the NAPI poll that steers
+//! the packet (`rx.rs`). This NAPI-era trigger is our definition; the paper only had 2.4.
 
 use crate::backlog::{BacklogPolicy, Enqueue};
 use crate::types::{PktId, LEVELS};

@@ -4,7 +4,7 @@
 //!
 //! | hook (trait / functions)                        | enum             | selected by           | implementations                    |
 //! |-------------------------------------------------|------------------|-----------------------|------------------------------------|
-//! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`)   | [`Backlog`]      | `kernel.backlog`      | `backlog::Fifo`, `pbq::Pbq`        |
+//! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`, `limit`) | [`Backlog`] | `kernel.backlog` | `backlog::Fifo`, `pbq::Pbq`, `flow_limit::FlowLimit` |
 //! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
 //! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_o1::O1Balance` |
 //!
@@ -15,6 +15,7 @@
 
 use crate::backlog::{BacklogPolicy, Enqueue, Fifo};
 use crate::config::{BacklogKind, KernelConfig, RxPath, Scheduler, WakePolicy};
+use crate::flow_limit::FlowLimit;
 use crate::pbq::Pbq;
 use crate::placement::BasePlacement;
 use crate::sched_o1::O1Balance;
@@ -28,15 +29,26 @@ use hostsim_engine::Rng;
 pub enum Backlog {
     Fifo(Fifo),
     Pbq(Box<Pbq>),
+    FlowLimit(FlowLimit),
 }
 
 impl Backlog {
-    pub fn new(kind: BacklogKind, k: &KernelConfig, rng: Rng) -> Backlog {
+    /// The backlog of CPU `cpu`.
+    pub fn new(kind: BacklogKind, k: &KernelConfig, cpu: usize, rng: Rng) -> Backlog {
         let max = k.netdev_max_backlog as usize;
         match kind {
             BacklogKind::Fifo => Backlog::Fifo(Fifo::new(max, k.rx_path == RxPath::Legacy)),
             BacklogKind::Pbq => Backlog::Pbq(Box::new(Pbq::new(max, k.pbq_min_packets as usize, rng))),
+            BacklogKind::FlowLimit => {
+                let has_table = k.flow_limit_cpus.is_empty() || k.flow_limit_cpus.contains(&(cpu as u32));
+                Backlog::FlowLimit(FlowLimit::new(max, has_table.then_some(k.flow_limit_table_len)))
+            }
         }
+    }
+    /// Does this (enqueuing CPU's) policy do table work in `limit` for a target backlog of
+    /// `target_len` (flow limit: it has a table and the backlog is at least half full)?
+    pub fn limit_engaged(&self, target_len: usize) -> bool {
+        matches!(self, Backlog::FlowLimit(f) if f.engaged(target_len))
     }
     /// Does this policy need each packet's priority (a port → priority lookup)?
     pub fn needs_priority(&self) -> bool {
@@ -46,18 +58,29 @@ impl Backlog {
         match self {
             Backlog::Fifo(f) => f.enqueue(pkt, prio),
             Backlog::Pbq(q) => q.enqueue(pkt, prio),
+            Backlog::FlowLimit(f) => f.enqueue(pkt, prio),
+        }
+    }
+    /// The enqueuing CPU's check before `enqueue` on the target (see `BacklogPolicy::limit`).
+    pub fn limit(&mut self, hash: u32, target_len: usize) -> bool {
+        match self {
+            Backlog::Fifo(f) => f.limit(hash, target_len),
+            Backlog::Pbq(q) => q.limit(hash, target_len),
+            Backlog::FlowLimit(f) => f.limit(hash, target_len),
         }
     }
     pub fn dequeue(&mut self) -> Option<PktId> {
         match self {
             Backlog::Fifo(f) => f.dequeue(),
             Backlog::Pbq(q) => q.dequeue(),
+            Backlog::FlowLimit(f) => f.dequeue(),
         }
     }
     pub fn len(&self) -> usize {
         match self {
             Backlog::Fifo(f) => f.len(),
             Backlog::Pbq(q) => q.len(),
+            Backlog::FlowLimit(f) => f.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -67,6 +90,7 @@ impl Backlog {
         match self {
             Backlog::Fifo(f) => f.high_load(),
             Backlog::Pbq(q) => q.high_load(),
+            Backlog::FlowLimit(f) => f.high_load(),
         }
     }
 }

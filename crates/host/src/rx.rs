@@ -94,7 +94,8 @@ impl Host {
     }
 
     /// Extra cost of the backlog policy's enqueue on `target` (PBQ: the branch, plus the
-    /// priority lookup under high load).
+    /// priority lookup under high load), charged where the enqueue runs: the legacy hard-IRQ
+    /// handler's frame (`nic.rs`) or the NAPI poll that steers the packet (`softirq_next`).
     pub fn backlog_enqueue_cost(&self, target: usize) -> u64 {
         let b = &self.cpus[target].backlog;
         if !b.needs_priority() {
@@ -104,7 +105,26 @@ impl Host {
         m.pbq_branch_ns + if b.high_load() { m.pbq_classify_ns } else { 0 }
     }
 
+    /// Extra cost of the enqueuing CPU's `limit` check on CPU `from` for an enqueue onto
+    /// `target`'s backlog (flow limit: the table work once that backlog is at least half full).
+    pub fn backlog_limit_cost(&self, from: usize, target: usize) -> u64 {
+        if self.cpus[from].backlog.limit_engaged(self.cpus[target].backlog.len()) {
+            self.cfg.profile.mechanisms.flow_limit_ns
+        } else {
+            0
+        }
+    }
+
+    /// `enqueue_to_backlog(skb, target)` run on CPU `from`.
     fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
+        // `qlen <= netdev_max_backlog && !skb_flow_limit(skb, qlen)`: the flow-limit table is the
+        // enqueuing CPU's (`this_cpu_ptr`), the queue length the target's.
+        let target_len = self.cpus[target].backlog.len();
+        let hash = self.pkts[pkt as usize].hash;
+        if self.cpus[from].backlog.limit(hash, target_len) {
+            self.stats.flow_limit_drops[from] += 1;
+            return self.drop_pkt(pkt, DropPlace::FlowLimit);
+        }
         let prio = if self.cpus[target].backlog.needs_priority() { self.packet_level(pkt) } else { 0 };
         let res = self.cpus[target].backlog.enqueue(pkt, prio);
         if let Enqueue::Evicted { victim } = res {
@@ -240,8 +260,12 @@ impl Host {
                     c.napi_quota += 1;
                     let driver = self.cfg.profile.costs.driver_rx_frame_ns;
                     let extra = self.rps_extra_cost(cpu, pkt);
-                    if self.pkts[pkt as usize].rx_cpu != NONE {
-                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra;
+                    let rx_cpu = self.pkts[pkt as usize].rx_cpu;
+                    if rx_cpu != NONE {
+                        // enqueue_to_backlog runs here, in the poll: the enqueuing CPU's check
+                        // and the target policy's enqueue work are charged to this unit.
+                        let backlog = self.backlog_limit_cost(cpu, rx_cpu as usize) + self.backlog_enqueue_cost(rx_cpu as usize);
+                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + backlog;
                         self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
                     } else {
                         self.pkts[pkt as usize].rx_cpu = cpu as u32;

@@ -347,6 +347,8 @@ pub struct Host {
     pub emit_buf: Vec<Emit>,
     pub rng_route: Rng,
     pub rng_suppress: Rng,
+    /// Key of the flow hash (RSS, RPS, RFS, flow limit): 0, or drawn per run (per boot).
+    pub hash_key: u64,
     /// CPUs currently taken out of the NICs' IRQ affinity by interrupt suppression.
     pub suppressed: u128,
     pub tick_ns: u64,
@@ -399,7 +401,7 @@ impl Host {
                 next_balance: Time::ZERO,
                 core,
                 llc,
-                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel, streams.stream(&format!("backlog/{c}"))),
+                backlog: Backlog::new(cfg.kernel.backlog, &cfg.kernel, c as usize, streams.stream(&format!("backlog/{c}"))),
                 poll_list: VecDeque::with_capacity(8),
                 napi_quota: 0,
                 backlog_scheduled: false,
@@ -580,6 +582,7 @@ impl Host {
             emit_buf: Vec::with_capacity(256),
             rng_route: streams.stream("irq-routing"),
             rng_suppress: streams.stream("irq-suppression"),
+            hash_key: if cfg.kernel.rss_key_per_boot { streams.stream("rss-key").next_u64() } else { 0 },
             suppressed: 0,
             tick_ns,
             enq_seq: 0,

@@ -34,6 +34,8 @@ pub struct Stats {
     pub offered: u64,
     pub delivered: u64,
     pub drops: [u64; N_DROPS],
+    /// Flow-limit drops by the CPU whose table refused them (`softnet_stat`'s flow_limit_count).
+    pub flow_limit_drops: Vec<u64>,
     /// Frames the host handed to its NICs (`dev_queue_xmit`), and their payload bytes.
     pub tx_frames: u64,
     pub tx_bytes: u64,
@@ -81,11 +83,12 @@ const SERIES: [&str; 12] = [
 ];
 
 impl Stats {
-    pub fn new(cfg: &HostConfig, _ncpu: usize, nprocs: usize) -> Stats {
+    pub fn new(cfg: &HostConfig, ncpu: usize, nprocs: usize) -> Stats {
         Stats {
             offered: 0,
             delivered: 0,
             drops: [0; N_DROPS],
+            flow_limit_drops: vec![0; ncpu],
             tx_frames: 0,
             tx_bytes: 0,
             tx_ring_drops: 0,

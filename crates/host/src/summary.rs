@@ -217,6 +217,7 @@ impl Host {
                         spin_ns: a[4],
                         idle_ns: a[5],
                         irqs: self.cpus[c].irqs,
+                        flow_limit_drops: self.stats.flow_limit_drops[c],
                     }
                 })
                 .collect(),
@@ -352,6 +353,9 @@ pub struct CpuSummary {
     pub spin_ns: u64,
     pub idle_ns: u64,
     pub irqs: u64,
+    /// Packets this CPU's RPS flow-limit table refused (Linux: `flow_limit_count`, column 11 of
+    /// /proc/net/softnet_stat).
+    pub flow_limit_drops: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]

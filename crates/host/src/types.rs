@@ -57,10 +57,12 @@ pub enum DropPlace {
     TcpOutOfOrder = 5,
     /// Evicted from a lower-priority PBQ by a higher-priority arrival.
     PbqEvict = 6,
+    /// Refused by the enqueuing CPU's RPS flow limit (`skb_flow_limit`).
+    FlowLimit = 7,
 }
-pub const N_DROPS: usize = 7;
+pub const N_DROPS: usize = 8;
 pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict"];
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,9 +98,10 @@ pub fn cpu_mask(cpus: &[u32], n: usize) -> u128 {
     }
 }
 
-/// A fixed 32-bit mix of a flow's identity (stands in for the NIC's Toeplitz hash).
-pub fn flow_hash(src: u32, flow: u32, dst_port: u16) -> u32 {
-    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port);
+/// A 32-bit mix of a flow's identity under `key` (stands in for the NIC's Toeplitz hash with
+/// its RSS key; key 0 is the model's fixed hash).
+pub fn flow_hash(key: u64, src: u32, flow: u32, dst_port: u16) -> u32 {
+    let mut x = (u64::from(src) << 40) ^ (u64::from(flow) << 16) ^ u64::from(dst_port) ^ key;
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;

@@ -65,6 +65,7 @@ fn scenario_info(path: &str, text: Option<&str>, sets: Sets) -> PyResult<String>
     json(&serde_json::json!({
         "name": sc.name,
         "description": sc.description,
+        "extends": sc.extends,
         "sweep": sweep,
         "variants": variants,
         "expects": sc.expects,

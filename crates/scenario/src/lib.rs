@@ -60,6 +60,11 @@ struct File {
     name: Option<String>,
     #[serde(default)]
     description: String,
+    /// The paper id (`ozaki-pbq`, …) whose experiment this scenario carries beyond the paper (to
+    /// another machine, kernel or mechanism). Such a scenario is not a reproduction: the report
+    /// draws it in its "Extensions" section.
+    #[serde(default)]
+    extends: Option<String>,
     /// A profile name (`profiles/<name>.toml`) or a path relative to the scenario file.
     profile: String,
     duration_ms: u64,
@@ -143,6 +148,8 @@ pub struct Scenario {
     pub path: PathBuf,
     pub name: String,
     pub description: String,
+    /// `extends`: the paper whose experiment this carries further (not a reproduction).
+    pub extends: Option<String>,
     src: String,
     doc: Table,
     base: HostConfig,
@@ -262,6 +269,7 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         path: path.to_path_buf(),
         name,
         description: file.description.clone(),
+        extends: file.extends.clone(),
         src: src.to_string(),
         base: to_config(path, &file).map_err(|f| blame(path, src, f, &applied, None))?,
         doc,

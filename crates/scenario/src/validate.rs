@@ -2,7 +2,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{HostConfig, IrqRouting, Profile, SchedPolicy};
+use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -77,6 +77,16 @@ pub fn config(c: &HostConfig) -> VResult {
     }
     if let Some(&bad) = k.rps_cpus.iter().find(|&&x| x as usize >= ncpu) {
         return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+    }
+    if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
+        return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");
+    }
+    // History entries are u16 bucket numbers (struct sd_flow_limit); Linux's sysctl requires a power of two.
+    if !k.flow_limit_table_len.is_power_of_two() || k.flow_limit_table_len > 1 << 16 {
+        return fail(key(&["kernel", "flow_limit_table_len"]), format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len));
+    }
+    if let Some(&bad) = k.flow_limit_cpus.iter().find(|&&x| x as usize >= ncpu) {
+        return fail(key(&["kernel", "flow_limit_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
     }
     if !(-20..=19).contains(&k.ksoftirqd_nice) {
         return fail(key(&["kernel", "ksoftirqd_nice"]), "expected a nice value in -20..=19");
@@ -265,6 +275,12 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
     let at = |segs: Vec<Seg>, msg: String| {
         crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
     };
+    if let Some(id) = &sc.extends {
+        let ok = !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !ok {
+            return Err(at(key(&["extends"]), format!("expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `{id}`")));
+        }
+    }
     let mut names = BTreeSet::new();
     for (i, v) in sc.variants.iter().enumerate() {
         if !names.insert(v.name.as_str()) {

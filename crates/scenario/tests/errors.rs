@@ -50,6 +50,7 @@ const CASES: &[Case] = &[
     case("bad_traffic_kind.toml", 25, "traffic[0].kind", "unknown value `burst`, expected one of `cbr`, `poisson`"),
     case("bad_irq_routing.toml", 14, "nic[0].irq_routing", "unknown value `x`, expected one of `fixed`, `mask`"),
     case("bad_expect_op.toml", 47, "expect[0].op", "unknown value `==`, expected one of `<`"),
+    case("bad_backlog.toml", 9, "kernel.backlog", "unknown value `flowlimit`, expected one of `fifo`, `pbq`, `flow_limit`"),
     // Missing required keys: the line is the table they belong in (none for the top level).
     Case { file: "missing_profile.toml", sets: &[], line: None, key: "profile", message: "missing required key `profile` (at the top level" },
     Case { file: "missing_duration.toml", sets: &[], line: None, key: "duration_ms", message: "missing required key `duration_ms` (at the top level" },
@@ -57,6 +58,7 @@ const CASES: &[Case] = &[
     case("missing_traffic_nic.toml", 23, "traffic[0].nic", "missing required key `nic` (in this [[traffic]])"),
     // Meaning.
     case("unknown_profile.toml", 3, "profile", "no profile `pentium5-9000` (built-in: "),
+    case("extends_not_a_paper_id.toml", 3, "extends", "expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `paper 000`"),
     case("warmup_not_shorter.toml", 5, "warmup_ms", "expected warm-up shorter than duration_ms"),
     case("duplicate_process.toml", 24, "process[1].name", "duplicate process name `sink`"),
     case("duplicate_nic.toml", 18, "nic[1].name", "duplicate NIC name `eth0`"),
@@ -68,6 +70,9 @@ const CASES: &[Case] = &[
     case("rps_cpu_out_of_range.toml", 10, "kernel.rps_cpus", "CPU 3 does not exist"),
     case("nice_out_of_range.toml", 22, "process[0].nice", "expected a nice value in -20..=19, got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
+    case("flow_limit_on_legacy.toml", 10, "kernel.backlog", "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\""),
+    case("flow_limit_table_len_not_pow2.toml", 10, "kernel.flow_limit_table_len", "expected a power of two in 1..=65536, got 1000"),
+    case("flow_limit_cpu_out_of_range.toml", 10, "kernel.flow_limit_cpus", "CPU 5 does not exist (the profile has 1 CPU: 0)"),
     case("fifo_without_rt_priority.toml", 22, "process[0].sched", "SCHED_FIFO needs rt_priority in 1..=99"),
     case("udp_to_tcp_port.toml", 27, "traffic[0].dst_port", "port 9000 is served by a TCP program but this traffic is UDP"),
     case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected at most 1472 bytes"),

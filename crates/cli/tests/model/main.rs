@@ -3,8 +3,10 @@
 
 mod conservation;
 mod determinism;
+mod flow_limit;
 mod goda;
 mod livelock;
+mod pbq;
 mod profiles;
 mod queueing;
 mod rfs;
