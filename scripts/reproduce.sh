@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
+bash scripts/deps.sh
 cargo build --release --locked -p hostsim-cli
 bash scripts/setup.sh
 HOSTSIM_PYTHON="$PWD/.venv/bin/python" exec target/release/hostsim reproduce --out out "$@"

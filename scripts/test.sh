@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The README's test command. On a fresh machine it installs what the tests need: Debian's
+# The README's test command. On a fresh machine it installs what the tests need: the build's
+# system packages (scripts/deps.sh: clang, libelf, zlib, iproute2, bpftool from apt), Debian's
 # chromium (the report is checked in a headless browser), the Python side (scripts/setup.sh:
-# .venv from PyPI, hostsim built with maturin); then runs cargo test and pytest.
+# .venv from PyPI, hostsim built with maturin); then runs cargo test and pytest. As root, the
+# live tests (crates/cli/tests/live.rs, crates/live/tests/) run on this kernel in namespaces
+# they create; elsewhere they print why they skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
+bash scripts/deps.sh
 if ! command -v chromium >/dev/null; then
   echo "test: installing chromium (apt) for the report's browser test" >&2
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"

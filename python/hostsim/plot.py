@@ -55,10 +55,15 @@ def histogram_columns(df: pd.DataFrame, y: str) -> list[tuple[float, str]]:
 def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[str] | None = None,
            title: str | None = None, marks: Iterable[Mapping[str, Any]] = (), xlabel: str | None = None,
            ylabel: str | None = None, paper: str | None = None, ax=None, kind: str | None = None,
-           at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False, **_ignored):
+           at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False,
+           measured: pd.DataFrame | None = None, measured_label: str | None = None,
+           measured_x: str | None = None, **_ignored):
     """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
     ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
-    ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. Returns the Figure."""
+    ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. ``measured`` (a frame
+    shaped like results.csv, e.g. a live run) is drawn dashed on the same axes, each variant in
+    its simulated line's colour, labelled ``measured_label``, against its column ``measured_x``
+    (default ``x``). Returns the Figure."""
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=100)
     else:
@@ -83,12 +88,16 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         vs = []
     marks = list(marks or [])
     if x is not None:
-        _lines(ax, df, x, y, vs, marks)
+        colors = _lines(ax, df, x, y, vs, marks)
+        if measured is not None:
+            _measured(ax, measured, measured_x or x, x, y, vs, colors, measured_label or "measured")
         ax.set_xlabel(xlabel or x)
     else:
         _bars(ax, df, y, vs, marks)
         ax.set_xlabel(xlabel or "variant")
     ax.set_ylabel(ylabel or y)
+    if log_y:
+        ax.set_yscale("log")
     if title:
         ax.set_title(title + (f"\n({paper})" if paper else ""), fontsize=10)
     ax.grid(True, alpha=0.3)
@@ -97,12 +106,33 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
     return fig
 
 
+def _measured(ax, m, mx, x, y, vs, colors, label):
+    """Measured rows averaged per point of the swept key ``x`` (repetitions), drawn at the mean
+    of their column ``mx``."""
+    if mx not in m or y not in m:
+        return
+    key = x if x in m else mx
+    mv = list(dict.fromkeys(m["variant"])) if "variant" in m else ["base"]
+    for v in [v for v in vs if v in mv] or mv:
+        d = m[m["variant"] == v] if "variant" in m else m
+        g = d.groupby(key, sort=True)
+        pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values("x")
+        mean = pd.Series(pts["mean"].values, index=pts["x"].values)
+        lo, hi = pts["lo"], pts["hi"]
+        (line,) = ax.plot(mean.index, mean.values, ls="--", marker="s", ms=4, color=colors.get(v),
+                          label=f"{label}: {v}")
+        if (g.size() > 1).any():
+            ax.fill_between(mean.index, lo.values, hi.values, color=line.get_color(), alpha=0.1, hatch="//")
+
+
 def _lines(ax, df, x, y, vs, marks):
+    colors = {}
     for v in vs:
         d = df[df["variant"] == v] if "variant" in df else df
         g = d.groupby(x, sort=True)[y]
         mean, lo, hi = g.mean(), g.min(), g.max()
         (line,) = ax.plot(mean.index, mean.values, marker="o", ms=4, label=f"simulated: {v}")
+        colors[v] = line.get_color()
         if (g.count() > 1).any():
             ax.fill_between(mean.index, lo.values, hi.values, color=line.get_color(), alpha=0.2)
     labelled = False
@@ -119,6 +149,7 @@ def _lines(ax, df, x, y, vs, marks):
                         ha="right", fontsize=7)
         elif my is not None:
             ax.axhline(my, color=PAPER_COLOR, ls=":", lw=1.2, label=tag)
+    return colors
 
 
 def _histogram(ax, df, y, vs, series, marks):

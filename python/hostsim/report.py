@@ -233,6 +233,9 @@ def build(out: str | Path, log=None) -> Path:
             body.append(_calibration_html(inf))
             figs = inf["figures"] or auto_figures(inf)
             for k, spec in enumerate(figs):
+                spec = dict(spec)
+                meas = d / Path(spec["measured"]).name if spec.get("measured") else None
+                spec["measured"] = pd.read_csv(meas) if meas is not None and meas.exists() else None
                 fig = plot.figure(df, **spec)
                 name = f"{d.name}-{k + 1}.svg"
                 fig.savefig(figdir / name, format="svg", metadata={"Date": None})
@@ -242,6 +245,8 @@ def build(out: str | Path, log=None) -> Path:
                 body.append(
                     f'<figure class="fig"><img src="figures/{name}" alt="{cap}" '
                     f"onload=\"this.dataset.loaded='1'\"><figcaption>{cap}. Lines/bars: simulated; "
+                    + ("dashed: measured (" + html.escape(spec.get("measured_label") or "measured") + "); "
+                       if spec["measured"] is not None else "")
                     + ("black: values taken from the paper (no paper measured this setting)." if ext
                        else "black: the paper's published values.")
                     + "</figcaption></figure>"

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub mod bench;
+pub mod live;
 pub mod report;
 
 /// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
@@ -339,6 +340,14 @@ pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seed
         std::fs::write(dir.join("results.csv"), &res.csv).map_err(|e| e.to_string())?;
         let text = if path.exists() { std::fs::read_to_string(&path).map_err(|e| e.to_string())? } else { text.to_string() };
         std::fs::write(dir.join("scenario.toml"), text).map_err(|e| e.to_string())?;
+        // Measurements a figure overlays travel with the results (the report reads them there).
+        for f in sc.figures.iter().filter_map(|f| f.measured.as_deref()) {
+            let src = path.parent().unwrap_or(Path::new(".")).join(f);
+            let name = Path::new(f).file_name().map(|n| n.to_os_string()).unwrap_or_default();
+            if src.exists() {
+                std::fs::copy(&src, dir.join(name)).map_err(|e| format!("{}: {e}", src.display()))?;
+            }
+        }
         all.extend(res.expectations);
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";

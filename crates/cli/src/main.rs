@@ -107,6 +107,18 @@ enum Cmd {
     Check { files: Vec<PathBuf> },
     /// List the built-in scenarios.
     Scenarios,
+    /// Run a mechanism for real on this machine's kernel, in network namespaces it creates and
+    /// removes (needs root; see the README's `hostsim live` section).
+    Live {
+        #[command(subcommand)]
+        cmd: LiveCmd,
+    },
+    /// A process of a live experiment (started by `hostsim live`, not by hand).
+    #[command(hide = true)]
+    LiveWorker {
+        #[command(subcommand)]
+        cmd: WorkerCmd,
+    },
     /// Measure simulation speed and memory (not a test).
     Bench {
         /// Print the figures as JSON.
@@ -115,6 +127,62 @@ enum Cmd {
         /// Short cases, to check the command works.
         #[arg(long)]
         quick: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum LiveCmd {
+    /// Paper 000's Fig. 5 on this kernel: a nice -19 UDP counter under a nice 19 flood, flood
+    /// rate swept past saturation, the XDP priority drop off and on, 3 repetitions. Writes
+    /// DIR/results.csv (the model's metric names) and DIR/run.json.
+    #[command(name = "ozaki-pbq")]
+    OzakiPbq {
+        #[arg(long)]
+        out: PathBuf,
+        /// The short run of the tests: mechanism on, one saturating flood, 0.6 s.
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of the whole sweep (default 3).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Flood rates, pkt/s, comma-separated (default 1000,25000,...,400000).
+        #[arg(long, value_delimiter = ',')]
+        rates: Option<Vec<f64>>,
+        /// Measurement window per point, seconds (default 2).
+        #[arg(long)]
+        window_s: Option<f64>,
+        /// The bw client's rate, pkt/s (default 34000, as the paper).
+        #[arg(long)]
+        bw_rate: Option<f64>,
+        /// Mechanism settings to run: `off`, `on` or `off,on` (default).
+        #[arg(long, value_delimiter = ',')]
+        modes: Option<Vec<String>>,
+    },
+    /// Delete what runs killed with SIGKILL left behind (namespaces named hsl-<dead pid>-*).
+    Clean,
+}
+
+#[derive(Subcommand)]
+enum WorkerCmd {
+    Sink {
+        #[arg(long)]
+        port: u16,
+        #[arg(long)]
+        secs: f64,
+    },
+    Send {
+        #[arg(long)]
+        dst: std::net::Ipv4Addr,
+        #[arg(long, value_delimiter = ',')]
+        ports: Vec<u16>,
+        #[arg(long)]
+        rate_pps: f64,
+        #[arg(long, default_value_t = 18)]
+        payload: usize,
+        #[arg(long)]
+        secs: f64,
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
     },
 }
 
@@ -168,8 +236,11 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             sc.derive_metrics(&mut output.summary.metrics);
             write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
             let m = &output.summary.metrics;
+            // A router delivers nothing to its processes: say what it forwarded instead.
+            let forwarded = m.get("forwarded_pps").copied().unwrap_or(0.0);
+            let fwd = if forwarded > 0.0 { format!(", forwarded {forwarded:.0} pkt/s") } else { String::new() };
             eprintln!(
-                "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s, CPU {:.1}% busy -> {}",
+                "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s{fwd}, CPU {:.1}% busy -> {}",
                 sc.name,
                 output.summary.sim_time_ns as f64 * 1e-9,
                 info.wall_s,
@@ -279,6 +350,61 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     .unwrap_or_default();
                 println!("{name:32} {desc}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Live { cmd } => match cmd {
+            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes } => {
+                let modes = match modes {
+                    None => None,
+                    Some(v) => Some(
+                        v.iter()
+                            .map(|m| match m.as_str() {
+                                "off" => Ok(false),
+                                "on" => Ok(true),
+                                o => Err(format!("--modes: `{o}`, expected `off` or `on`")),
+                            })
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                };
+                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes };
+                match hostsim_cli::live::ozaki_pbq(&o, &out) {
+                    Ok(()) => Ok(ExitCode::SUCCESS),
+                    // Exit 2 = this machine cannot run it (tests skip on it, saying why).
+                    Err(e @ hostsim_live::ozaki::LiveError::Unsupported(_)) => {
+                        eprintln!("hostsim live: {e}");
+                        Ok(ExitCode::from(2))
+                    }
+                    Err(e @ hostsim_live::ozaki::LiveError::Interrupted) => {
+                        eprintln!("hostsim live: {e}");
+                        Ok(ExitCode::from(130))
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            LiveCmd::Clean => {
+                let gone = hostsim_live::netns::clean_stale();
+                for n in &gone {
+                    println!("deleted namespace {n}");
+                }
+                let groups = hostsim_live::cgroup::clean_stale();
+                for g in &groups {
+                    println!("deleted cgroup {g}");
+                }
+                println!("{} left-over namespace(s) and {} cgroup(s) deleted", gone.len(), groups.len());
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Cmd::LiveWorker { cmd } => {
+            let r = match cmd {
+                WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs.clamp(0.0, 600.0)),
+                WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
+                    if ports.is_empty() || !(rate_pps > 0.0) {
+                        return Err("live-worker send: need --ports and a positive --rate-pps".into());
+                    }
+                    hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload.min(1472), secs.clamp(0.0, 600.0), batch)
+                }
+            };
+            r.map_err(|e| format!("live-worker: {e}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { json, quick } => {

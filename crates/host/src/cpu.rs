@@ -58,7 +58,9 @@ impl Host {
                     Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => {
                         format!("irq {}-tx", self.nics[n as usize].cfg.name)
                     }
-                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } => "NET_RX".to_string(),
+                    Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => {
+                        "NET_RX".to_string()
+                    }
                     Work::Switch | Work::ProcUnit => {
                         curr.map_or("?".to_string(), |p| self.procs[p as usize].name.clone())
                     }
@@ -70,13 +72,19 @@ impl Host {
         }
     }
 
-    /// Start (or resume) the top frame of `cpu`, or go idle.
+    /// Start (or resume) the top frame of `cpu`, or go idle. Under a kernel lock (`klock.rs`)
+    /// the frame may first have to take the lock (its cost is added to the unit) or spin.
     pub fn start_top(&mut self, cpu: usize) {
         self.account(cpu);
+        let extra = match self.lock_gate(cpu) {
+            Some(extra) => extra,
+            None => return self.spin(cpu),
+        };
         let now = self.now;
         let c = &mut self.cpus[cpu];
-        match c.stack.last() {
+        match c.stack.last_mut() {
             Some(f) => {
+                f.remaining += extra;
                 c.acct_state = f.state;
                 c.run_start = now;
                 let at = now + Time(f.remaining);
@@ -90,8 +98,12 @@ impl Host {
         }
     }
 
-    /// Pause the running top frame (its remaining cost shrinks by what it ran).
+    /// Pause the running top frame (its remaining cost shrinks by what it ran). A spinning CPU
+    /// stops spinning (its frame has not started).
     pub fn pause_top(&mut self, cpu: usize) {
+        if self.cpus[cpu].spinning {
+            return self.stop_spin(cpu);
+        }
         let ran = self.now.since(self.cpus[cpu].run_start).ns();
         self.account(cpu);
         let c = &mut self.cpus[cpu];
@@ -187,6 +199,10 @@ impl Host {
             }
             Work::Proto { pkt } => {
                 self.protocol_deliver(cpu, pkt);
+                self.softirq_next(cpu);
+            }
+            Work::XdpDrop { pkt } => {
+                self.drop_pkt(pkt, DropPlace::Xdp);
                 self.softirq_next(cpu);
             }
             Work::Switch | Work::ProcUnit => self.proc_unit_done(cpu),

@@ -7,6 +7,8 @@
 //! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`, `limit`) | [`Backlog`] | `kernel.backlog` | `backlog::Fifo`, `pbq::Pbq`, `flow_limit::FlowLimit` |
 //! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
 //! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_o1::O1Balance` |
+//! | driver entry (XDP): `verdict`, `poll`            | [`Xdp`]          | `kernel.xdp`          | none, count, `xdp_pbq::XdpPbq`     |
+//! | kernel lock gate (`klock.rs`: `needs_lock`)      | [`Concurrency`]  | `kernel.concurrency`  | `smp`, `up`, `bkl` (`concurrency::SpinLock`), `functional` (`concurrency::Symbiose`) |
 //!
 //! The IRQ router (`irq_route.rs`, `nic.irq_routing`) and interrupt suppression (`suppress.rs`,
 //! `kernel.irq_suppression`) are selected the same way in their own files.
@@ -14,7 +16,8 @@
 //! This module imports the policies; none of them imports it or the `Host` hub (`sim.rs`).
 
 use crate::backlog::{BacklogPolicy, Enqueue, Fifo};
-use crate::config::{BacklogKind, KernelConfig, RxPath, Scheduler, WakePolicy};
+use crate::concurrency::{Context, SpinLock, Symbiose};
+use crate::config::{BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, RxPath, Scheduler, WakePolicy, XdpKind};
 use crate::flow_limit::FlowLimit;
 use crate::pbq::Pbq;
 use crate::placement::BasePlacement;
@@ -22,6 +25,7 @@ use crate::sched_o1::O1Balance;
 use crate::types::{Pid, PktId};
 use crate::wake::WakeView;
 use crate::wake_goda::GodaRfs;
+use crate::xdp_pbq::{DetectorConfig, Observation, Verdict, XdpPbq};
 use hostsim_engine::Rng;
 
 /// The closed set of backlog policies (static dispatch).
@@ -154,6 +158,133 @@ impl Balancer {
         match sched {
             Scheduler::Cfs => Balancer::Cfs,
             Scheduler::O1 => Balancer::O1(O1Balance::new(ncpu)),
+        }
+    }
+}
+
+/// The closed set of programs at the driver's entry point (one per host: the live program's
+/// maps are shared by every CPU).
+#[derive(Clone, Debug)]
+pub enum Xdp {
+    None,
+    Count,
+    Pbq(Box<XdpPbq>),
+}
+
+impl Xdp {
+    pub fn new(k: &KernelConfig) -> Xdp {
+        match k.xdp {
+            XdpKind::None => Xdp::None,
+            XdpKind::Count => Xdp::Count,
+            XdpKind::Pbq => {
+                let cfg = DetectorConfig {
+                    backlog_len_high: u64::from(k.xdp_backlog_len_high),
+                    release_frac: k.xdp_release_frac,
+                    hold_ms: k.xdp_hold_ms,
+                    escalate_ms: k.xdp_escalate_ms,
+                    probe_ms: k.xdp_probe_ms,
+                };
+                Xdp::Pbq(Box::new(XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000)))
+            }
+        }
+    }
+    /// Is a program attached (so every frame pays its run)?
+    pub fn attached(&self) -> bool {
+        !matches!(self, Xdp::None)
+    }
+    /// Does it need each frame's priority level (a port → priority lookup)?
+    pub fn needs_priority(&self) -> bool {
+        matches!(self, Xdp::Pbq(_))
+    }
+    pub fn verdict(&mut self, now_ns: u64, level: u8) -> Verdict {
+        match self {
+            Xdp::None | Xdp::Count => Verdict::Pass,
+            Xdp::Pbq(p) => p.verdict(now_ns, level),
+        }
+    }
+    /// Does it want the agent's periodic poll?
+    pub fn polled(&self) -> bool {
+        matches!(self, Xdp::Pbq(_))
+    }
+    pub fn poll(&mut self, o: Observation) {
+        if let Xdp::Pbq(p) = self {
+            p.poll(o);
+        }
+    }
+    pub fn high_load(&self) -> bool {
+        match self {
+            Xdp::Pbq(p) => p.high_load(),
+            _ => false,
+        }
+    }
+}
+
+/// The closed set of kernel concurrency models (`concurrency.rs`).
+#[derive(Clone, Debug)]
+pub enum Concurrency {
+    Smp,
+    Up,
+    Bkl(SpinLock),
+    Functional(Box<Symbiose>),
+}
+
+impl Concurrency {
+    pub fn new(kind: ConcurrencyKind, k: &KernelConfig, m: &MechanismCosts, ncpu: usize) -> Concurrency {
+        match kind {
+            ConcurrencyKind::Smp => Concurrency::Smp,
+            ConcurrencyKind::Up => Concurrency::Up,
+            ConcurrencyKind::Bkl => Concurrency::Bkl(SpinLock::new(
+                m.lock_acquire_ns,
+                m.lock_line_transfer_ns + m.bkl_data_transfer_ns,
+            )),
+            ConcurrencyKind::Functional => Concurrency::Functional(Box::new(Symbiose::new(
+                ncpu,
+                k.driver_cpu as usize,
+                k.ip_cpu as usize,
+                k.exchange_period_us * 1000,
+                k.pool_buffers,
+                SpinLock::new(m.lock_acquire_ns, m.lock_line_transfer_ns),
+            ))),
+        }
+    }
+
+    /// Does a unit of context `ctx` need the model's lock?
+    pub fn needs_lock(&self, ctx: Context) -> bool {
+        match self {
+            Concurrency::Smp | Concurrency::Up => false,
+            Concurrency::Bkl(_) => ctx != Context::User,
+            Concurrency::Functional(_) => ctx == Context::Exchange,
+        }
+    }
+
+    /// The model's lock, if it has one.
+    pub fn lock(&self) -> Option<&SpinLock> {
+        match self {
+            Concurrency::Smp | Concurrency::Up => None,
+            Concurrency::Bkl(l) => Some(l),
+            Concurrency::Functional(s) => Some(&s.lock),
+        }
+    }
+
+    pub fn lock_mut(&mut self) -> Option<&mut SpinLock> {
+        match self {
+            Concurrency::Smp | Concurrency::Up => None,
+            Concurrency::Bkl(l) => Some(l),
+            Concurrency::Functional(s) => Some(&mut s.lock),
+        }
+    }
+
+    pub fn symbiose(&self) -> Option<&Symbiose> {
+        match self {
+            Concurrency::Functional(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn symbiose_mut(&mut self) -> Option<&mut Symbiose> {
+        match self {
+            Concurrency::Functional(s) => Some(s),
+            _ => None,
         }
     }
 }

@@ -22,6 +22,9 @@ impl Host {
             return self.tcp_ack_done(cpu, pkt, conn);
         }
         let p = &self.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.ip_forward(cpu, pkt);
+        }
         let s = self.port_sock[p.dst_port as usize];
         if s == NONE {
             return self.drop_pkt(pkt, DropPlace::NoSocket);
@@ -41,6 +44,7 @@ impl Host {
         }
         let sock = &mut self.socks[s];
         if sock.used + truesize > sock.rcvbuf {
+            sock.drops += 1;
             return self.drop_pkt(pkt, DropPlace::Socket);
         }
         sock.used += truesize;

@@ -8,6 +8,7 @@
 use crate::backlog::Enqueue;
 use crate::sim::*;
 use crate::types::*;
+use crate::xdp_pbq::{Observation, Verdict};
 use hostsim_engine::Time;
 
 impl Host {
@@ -69,8 +70,12 @@ impl Host {
         }
     }
 
-    /// Legacy hard-IRQ handler hands a frame to `netif_rx`.
+    /// Legacy hard-IRQ handler hands a frame to `netif_rx` (under `functional`: to the driver
+    /// CPU's local queue for the IP stage).
     pub fn netif_rx_from_irq(&mut self, cpu: usize, pkt: PktId) {
+        if self.conc.symbiose().is_some() {
+            return self.symbiose_rx(cpu, pkt);
+        }
         let target = self.pkts[pkt as usize].rx_cpu;
         let target = if target == NONE { cpu } else { target as usize };
         self.enqueue_backlog(cpu, target, pkt);
@@ -193,10 +198,14 @@ impl Host {
         }
     }
 
-    /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK).
+    /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK; or IP forwarding
+    /// and the driver's transmit).
     pub fn proto_cost(&self, pkt: PktId) -> u64 {
         let c = &self.cfg.profile.costs;
         let p = &self.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.forward_cost();
+        }
         let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
         cost += (f64::from(p.bytes) * c.rx_per_byte_ns).round() as u64;
         let s = self.port_sock[p.dst_port as usize];
@@ -258,7 +267,16 @@ impl Host {
                     let c = &mut self.cpus[cpu];
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
-                    let driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    let mut driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    if self.xdp.attached() {
+                        // The program runs on the frame before anything else sees it.
+                        driver += self.cfg.profile.mechanisms.xdp_run_ns;
+                        let level = if self.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
+                        if self.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+                            self.next_unit(cpu, Work::XdpDrop { pkt }, CpuState::Softirq, driver);
+                            return;
+                        }
+                    }
                     let extra = self.rps_extra_cost(cpu, pkt);
                     let rx_cpu = self.pkts[pkt as usize].rx_cpu;
                     if rx_cpu != NONE {
@@ -322,6 +340,28 @@ impl Host {
         let k = self.cpus[cpu].ksoftirqd;
         if self.procs[k as usize].state == ProcState::KsoftirqdIdle {
             self.wake_up(k, cpu, true);
+        }
+    }
+
+    /// The XDP agent's poll (crates/live/src/agent.rs does the same on the kernel's counters):
+    /// backlog drops and the longest backlog, drops at the sockets of the highest priority
+    /// level bound, since the previous poll.
+    pub fn xdp_poll(&mut self) {
+        let backlog_drops = self.stats.drops[DropPlace::Backlog as usize];
+        let top = self.socks.iter().map(|s| s.level).max().unwrap_or(0);
+        let top_drops: u64 = self.socks.iter().filter(|s| s.level == top && top > 0).map(|s| s.drops).sum();
+        let (last_b, last_t) = self.xdp_last_poll;
+        self.xdp_last_poll = (backlog_drops, top_drops);
+        let was_high = self.xdp.high_load();
+        self.xdp.poll(Observation {
+            t_ns: self.now.ns(),
+            backlog_drops: backlog_drops - last_b,
+            backlog_len_max: self.cpus.iter().map(|c| c.backlog.len() as u64).max().unwrap_or(0),
+            top_socket_drops: top_drops - last_t,
+            ..Observation::default()
+        });
+        if was_high {
+            self.stats.xdp_high_load_ns += self.cfg.kernel.xdp_poll_ms.max(1) * 1_000_000;
         }
     }
 }

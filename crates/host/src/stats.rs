@@ -6,7 +6,7 @@
 use crate::config::HostConfig;
 use crate::migration_class::MigrationClass;
 use crate::types::*;
-use hostsim_engine::{Time, TimeSeries};
+use hostsim_engine::{Histogram, Time, TimeSeries};
 
 /// Cumulative counters at one instant (for windowed rates and time-series deltas).
 #[derive(Clone, Debug, Default)]
@@ -25,9 +25,15 @@ pub(crate) struct Snapshot {
     pub(crate) cache: [u64; 4],
     pub(crate) wakeups: u64,
     pub(crate) irq_suppressions: u64,
+    pub(crate) xdp_high_load_ns: u64,
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
     pub(crate) src_drops: Vec<[u64; N_DROPS]>,
+    pub(crate) src_received: Vec<u64>,
+    pub(crate) forwarded: u64,
+    pub(crate) ipis: u64,
+    pub(crate) lock: [u64; 2],
+    pub(crate) exchanges: Vec<u64>,
 }
 
 pub struct Stats {
@@ -50,6 +56,12 @@ pub struct Stats {
     pub acks_consumed: u64,
     /// Times a speed-regulated process ran outside its allocated slots (must stay 0).
     pub speed_violations: u64,
+    /// Packets forwarded (IP routing): handed to the output device.
+    pub forwarded: u64,
+    /// Time from a forwarded packet's arrival at the NIC to its hand-over to the output device
+    /// (after warm-up).
+    pub forward_latency: Histogram,
+    /// Inter-processor interrupts sent (RPS/RFS backlog kicks; no model sends others).
     pub ipis: u64,
     pub migrations: [u64; N_CAUSES],
     pub llc_load_misses: u64,
@@ -65,6 +77,8 @@ pub struct Stats {
     pub rfs_flow_moves: u64,
     /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
     pub irq_suppressions: u64,
+    /// Time the XDP agent held the high-load flag (in whole polls).
+    pub xdp_high_load_ns: u64,
     /// RFS wanted to move a flow but the old CPU still held its packets (no-reorder rule).
     pub rfs_moves_deferred: u64,
     /// Moves made while the old CPU still held the flow's packets (only without the rule).
@@ -97,6 +111,8 @@ impl Stats {
             tx_delivered_bytes: 0,
             acks_consumed: 0,
             speed_violations: 0,
+            forwarded: 0,
+            forward_latency: Histogram::new(),
             ipis: 0,
             migrations: [0; N_CAUSES],
             llc_load_misses: 0,
@@ -107,6 +123,7 @@ impl Stats {
             reordered: 0,
             rfs_flow_moves: 0,
             irq_suppressions: 0,
+            xdp_high_load_ns: 0,
             rfs_moves_deferred: 0,
             rfs_unsafe_moves: 0,
             class: MigrationClass::new(nprocs),

@@ -21,6 +21,13 @@
 //! `kind = "histogram"`: `y` names a histogram, the family of columns `<y>_h<lo>` (count in
 //! [lo, next lo)); one set of bars per value of the swept key `series` (or per variant), averaged
 //! over the other rows. Marks `{ x, y }` are the paper's counts at bin `x`; `{ x }` a line.
+//!
+//! `measured = "FILE.csv"` (a path relative to the scenario file) overlays measurements taken
+//! outside the model on the same axes, e.g. a `hostsim live` sweep: a CSV shaped like
+//! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
+//! drawn dashed with `measured_label` in its legend; `measured_x` names the CSV column to use as
+//! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce`
+//! copies the file next to the results so the report finds it.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +52,8 @@ pub struct Figure {
     /// Histogram: a swept key whose values are drawn as separate series.
     #[serde(default)]
     pub series: Option<String>,
-    /// A logarithmic vertical axis (for histograms whose bins differ by orders of magnitude).
+    /// A logarithmic vertical axis (histograms whose bins differ by orders of magnitude, or a
+    /// metric that spans several, such as a latency below and past saturation).
     #[serde(default)]
     pub log_y: bool,
     /// Variants drawn (default: all, in file order).
@@ -58,6 +66,16 @@ pub struct Figure {
     /// The paper's published values on the same axes.
     #[serde(default)]
     pub marks: Vec<PaperMark>,
+    /// Measurements to overlay (CSV like results.csv), relative to the scenario file.
+    #[serde(default)]
+    pub measured: Option<String>,
+    /// Legend name of the measurements (default "measured").
+    #[serde(default)]
+    pub measured_label: Option<String>,
+    /// The measured CSV's column to use as x (default: `x`), e.g. what a live sender achieved
+    /// where the model's swept key is what its source sends.
+    #[serde(default)]
+    pub measured_x: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -1,0 +1,339 @@
+//! The user-space agent: it keeps the XDP program's port → priority table and its high-load flag.
+//!
+//! **Port → priority** (the paper's bind()/nice() hooks, §3.4.1). Linux offers no hook a program
+//! outside the kernel could use on bind() or nice(), so the agent reads what they leave behind:
+//! the sockets bound in the server's namespace (`/proc/thread-self/net/{udp,udp6,tcp,tcp6}`:
+//! UDP sockets and TCP listeners, by inode), the processes of that namespace that hold them
+//! (`/proc/PID/fd` → `socket:[inode]`, only for PIDs whose `/proc/PID/ns/net` is that namespace),
+//! and their nice values (`/proc/PID/stat`). A port's level is the highest among its holders,
+//! 19 − nice, as in the paper ("the highest priority among the processes sharing a socket").
+//! It re-reads every `rescan_ms` and writes only the entries that changed, so a bind, a close
+//! or a renice reaches the program within that period.
+//!
+//! **High load.** The paper's high-load state is the 2.4 backlog's throttle (§2.1.1). The agent
+//! takes it from the kernel's own counters, polled every `poll_ms`:
+//! - the backlog overflowed (`/proc/net/softnet_stat` `dropped` grew on some CPU) or holds more
+//!   than `backlog_len_high` packets — the same condition as the paper's, on today's backlog;
+//! - or a socket of the highest active priority dropped packets (`/proc/net/udp` `drops`): the
+//!   process the mechanism exists for is losing them.
+//!
+//! Why counters rather than a rate kept in the XDP program: a rate tells how much arrives, not
+//! how much this machine can take, which depends on the CPU, the other load and the packet mix;
+//! the counters say directly that the receive path is losing packets. But once the program
+//! sheds the flood the counters go quiet, so they cannot say when the overload has ended. For
+//! leaving high load the agent uses the arrival rate the program counts *before* dropping (all
+//! levels): high load ends when that rate has fallen below `release_frac` of the rate at which
+//! it began, or, to probe whether a transient set it, after `probe_ms` without any overload sign.
+//!
+//! The state machine is `hostsim_host::xdp_pbq::Detector`: the model's twin of this mechanism
+//! runs the same code on the model's counters.
+//!
+//! **Lower priorities first.** On entering high load the agent sheds only the lowest priority
+//! level that has traffic (`shed_below` = that level + 1). While the counters still show
+//! overload it raises `shed_below` to the next active level every `escalate_ms`, never above the
+//! highest active level, which is never shed. Every shed level keeps its minimum share (the
+//! program's per-window allowance, smaller for lower levels).
+
+use crate::procfs;
+use crate::sys;
+use crate::xdp::{level_of_nice, Ctl, LevelStats, PbqXdp, Unsupported, LEVELS};
+use hostsim_host::xdp_pbq::{Detector, DetectorConfig, Observation};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A port's owners as the scan found them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortOwner {
+    /// 19 − (lowest nice among the holders).
+    pub level: u8,
+    pub nice: i8,
+    pub pids: Vec<u32>,
+}
+
+/// Inode of a network namespace file (`/run/netns/NAME`, `/proc/PID/ns/net`).
+pub fn netns_inode(f: &File) -> std::io::Result<u64> {
+    Ok(f.metadata()?.ino())
+}
+
+/// Ports bound in the calling thread's network namespace (whose nsfs inode is `ns_inode`) and
+/// the nice values of the processes holding them.
+pub fn scan_ports(ns_inode: u64) -> std::io::Result<BTreeMap<u16, PortOwner>> {
+    let socks = procfs::read_thread_socks()?;
+    let port_of: BTreeMap<u64, u16> = socks.iter().filter(|s| s.inode != 0).map(|s| (s.inode, s.port)).collect();
+    let mut out: BTreeMap<u16, PortOwner> = BTreeMap::new();
+    let want = format!("net:[{ns_inode}]");
+    for e in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        if std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().and_then(|p| p.to_str().map(|s| s == want)) != Some(true) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        let mut ports = Vec::new();
+        for fd in fds.flatten() {
+            let Ok(l) = std::fs::read_link(fd.path()) else { continue };
+            let Some(ino) = l.to_str().and_then(|s| s.strip_prefix("socket:[")).and_then(|s| s.strip_suffix(']')) else {
+                continue;
+            };
+            if let Some(&port) = ino.parse::<u64>().ok().and_then(|i| port_of.get(&i)) {
+                ports.push(port);
+            }
+        }
+        if ports.is_empty() {
+            continue;
+        }
+        let Some(st) = procfs::read_pid_stat(pid) else { continue };
+        for port in ports {
+            let level = level_of_nice(i32::from(st.nice));
+            let o = out.entry(port).or_insert(PortOwner { level, nice: st.nice, pids: Vec::new() });
+            if level > o.level {
+                o.level = level;
+                o.nice = st.nice;
+            }
+            if !o.pids.contains(&pid) {
+                o.pids.push(pid);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The agent's parameters. The detector's are the model's `[kernel] xdp_*` keys, with the
+/// same defaults (`hostsim_host::xdp_pbq::DetectorConfig`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    pub poll_ms: u64,
+    pub rescan_ms: u64,
+    pub detector: DetectorConfig,
+    /// The program's minimum share: packets per window for the top level (level l: ·(l+1)/40).
+    pub min_share_top: u32,
+    pub window_ms: u64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> AgentConfig {
+        AgentConfig { poll_ms: 10, rescan_ms: 250, detector: DetectorConfig::default(), min_share_top: 400, window_ms: 10 }
+    }
+}
+
+/// Counters the agent reads in the server namespace, for the experiment's metrics.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub t: Option<Instant>,
+    pub xdp: Vec<LevelStats>,
+    /// The namespace's `Udp:` SNMP counters.
+    pub udp: BTreeMap<String, u64>,
+    /// Per port: drops on its socket(s).
+    pub sock_drops: BTreeMap<u16, u64>,
+    /// Per device in the server namespace.
+    pub devs: BTreeMap<String, procfs::DevCounters>,
+    /// Time spent in high load so far, and entries into it.
+    pub high_load_ns: u64,
+    pub high_load_entries: u64,
+    pub ports: BTreeMap<u16, PortOwner>,
+}
+
+enum Cmd {
+    Enable(bool),
+    Snapshot(mpsc::Sender<Snapshot>),
+    Stop,
+}
+
+/// The agent thread: it lives in the server namespace, owns the loaded program and its links,
+/// and detaches everything when stopped or dropped.
+pub struct Agent {
+    tx: mpsc::Sender<Cmd>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Agent {
+    /// Start: enter `netns`, load the program, attach it to `ifaces`, fill the port table once.
+    /// Returns when all that has succeeded (or why it failed).
+    /// With `cgroup_tasks`, the thread first joins that CPU cgroup (see [`crate::cgroup`]).
+    pub fn start(netns: File, ifaces: Vec<String>, cfg: AgentConfig, cgroup_tasks: Option<std::path::PathBuf>) -> Result<Agent, Unsupported> {
+        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("hostsim-agent".into())
+            .spawn(move || {
+                if let Some(t) = cgroup_tasks {
+                    let _ = std::fs::write(t, "0"); // best effort: v2 moves whole processes only
+                }
+                agent_thread(netns, ifaces, cfg, rx, ready_tx)
+            })
+            .map_err(|e| Unsupported(format!("starting the agent thread: {e}")))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Agent { tx, handle: Some(handle) }),
+            Ok(Err(e)) => {
+                let _ = handle.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = handle.join();
+                Err(Unsupported("the agent thread died while starting".into()))
+            }
+        }
+    }
+
+    /// Mechanism on (drops under high load) or off (the program only counts).
+    pub fn enable(&self, on: bool) {
+        let _ = self.tx.send(Cmd::Enable(on));
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let (tx, rx) = mpsc::channel();
+        if self.tx.send(Cmd::Snapshot(tx)).is_err() {
+            return Snapshot::default();
+        }
+        rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
+    }
+
+    /// Stop the thread; the program is detached and unloaded when this returns.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.tx.send(Cmd::Stop);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn agent_thread(
+    netns: File,
+    ifaces: Vec<String>,
+    cfg: AgentConfig,
+    rx: mpsc::Receiver<Cmd>,
+    ready: mpsc::Sender<Result<(), Unsupported>>,
+) {
+    let setup = || -> Result<(PbqXdp, u64), Unsupported> {
+        sys::enter_netns(&netns).map_err(|e| Unsupported(format!("entering the server namespace: {e}")))?;
+        let ino = netns_inode(&netns).map_err(|e| Unsupported(e.to_string()))?;
+        let mut x = PbqXdp::load()?;
+        for i in &ifaces {
+            let idx = sys::ifindex(i).map_err(|e| Unsupported(e.to_string()))?;
+            x.attach(idx)?;
+        }
+        Ok((x, ino))
+    };
+    let (mut x, ino) = match setup() {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut ctl = Ctl { min_share_top: cfg.min_share_top, window_ns: cfg.window_ms * 1_000_000, ..Ctl::default() };
+    x.set_ctl(ctl);
+    let mut table: BTreeMap<u16, u8> = BTreeMap::new();
+    let mut ports = BTreeMap::new();
+    let rescan = |x: &PbqXdp, table: &mut BTreeMap<u16, u8>, ports: &mut BTreeMap<u16, PortOwner>| {
+        let Ok(found) = scan_ports(ino) else { return };
+        for (&p, o) in &found {
+            if table.get(&p) != Some(&o.level) && x.set_port_level(p, o.level).is_ok() {
+                table.insert(p, o.level);
+            }
+        }
+        let gone: Vec<u16> = table.keys().filter(|p| !found.contains_key(p)).copied().collect();
+        for p in gone {
+            if x.set_port_level(p, 0).is_ok() {
+                table.remove(&p);
+            }
+        }
+        *ports = found;
+    };
+    rescan(&x, &mut table, &mut ports);
+    let _ = ready.send(Ok(()));
+
+    let t0 = Instant::now();
+    let mut det = Detector::new(cfg.detector);
+    let mut last_rescan = Instant::now();
+    let mut prev_sn = procfs::read_softnet().unwrap_or_default();
+    let mut prev_xdp = x.stats();
+    let mut prev_sock: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut high_load_ns = 0u64;
+    let mut last_poll = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(cfg.poll_ms)) {
+            Ok(Cmd::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(Cmd::Enable(on)) => {
+                ctl.enabled = on;
+                x.set_ctl(ctl);
+                continue;
+            }
+            Ok(Cmd::Snapshot(reply)) => {
+                let socks = procfs::read_thread_socks().unwrap_or_default();
+                let mut sock_drops = BTreeMap::new();
+                for s in socks {
+                    *sock_drops.entry(s.port).or_insert(0) += s.drops;
+                }
+                let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp").unwrap_or_default();
+                let dev = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default();
+                let _ = reply.send(Snapshot {
+                    t: Some(Instant::now()),
+                    xdp: x.stats(),
+                    udp: procfs::parse_snmp_udp(&snmp),
+                    sock_drops,
+                    devs: procfs::parse_net_dev(&dev),
+                    high_load_ns: high_load_ns + if det.high { last_poll.elapsed().as_nanos() as u64 } else { 0 },
+                    high_load_entries: det.entries,
+                    ports: ports.clone(),
+                });
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        // One poll.
+        let now = Instant::now();
+        if det.high {
+            high_load_ns += now.duration_since(last_poll).as_nanos() as u64;
+        }
+        last_poll = now;
+        if now.duration_since(last_rescan) >= Duration::from_millis(cfg.rescan_ms) {
+            rescan(&x, &mut table, &mut ports);
+            last_rescan = now;
+        }
+        let sn = procfs::read_softnet().unwrap_or_default();
+        let xs = x.stats();
+        let mut obs = Observation { t_ns: now.duration_since(t0).as_nanos() as u64, ..Observation::default() };
+        for (a, b) in sn.iter().zip(prev_sn.iter()) {
+            obs.backlog_drops += a.dropped.saturating_sub(b.dropped);
+            obs.backlog_len_max = obs.backlog_len_max.max(a.backlog_len);
+        }
+        for l in 0..LEVELS {
+            obs.arrivals[l] = xs[l].rx.saturating_sub(prev_xdp[l].rx);
+        }
+        let top = table.values().copied().max().unwrap_or(0);
+        let socks = procfs::read_thread_socks().unwrap_or_default();
+        let mut sock_now: BTreeMap<u16, u64> = BTreeMap::new();
+        for s in &socks {
+            *sock_now.entry(s.port).or_insert(0) += s.drops;
+        }
+        for (p, &d) in &sock_now {
+            if table.get(p).copied() == Some(top) && top > 0 {
+                obs.top_socket_drops += d.saturating_sub(prev_sock.get(p).copied().unwrap_or(d));
+            }
+        }
+        prev_sock = sock_now;
+        prev_sn = sn;
+        prev_xdp = xs;
+        det.observe(&obs);
+        let want = Ctl { high_load: det.high, shed_below: det.shed_below, ..ctl };
+        if want != ctl {
+            ctl = want;
+            x.set_ctl(ctl);
+        }
+    }
+    x.detach_all();
+}

@@ -1,0 +1,35 @@
+/* Shared between the XDP program (pbq_xdp.bpf.c) and its user space (src/xdp.rs): the layout
+ * of the control block and of the per-level statistics. Rust sees these through the skeleton's
+ * BTF-generated types; keep the two sides in step by changing only this file. */
+#ifndef HOSTSIM_PBQ_H
+#define HOSTSIM_PBQ_H
+
+/* Priority levels 0..39 = 19 - nice, as crates/host/src/pbq.rs (`level_of_nice`). */
+#define PBQ_LEVELS 40
+/* Index of the statistics slot for packets without a port (ARP, ICMP, fragments, other). */
+#define PBQ_OTHER PBQ_LEVELS
+
+/* Written by the agent, read by the program on every packet. */
+struct pbq_ctl {
+	__u32 enabled;        /* 0: count only, never drop (the "off" runs and the baseline) */
+	__u32 high_load;      /* set by the agent from the kernel's counters (src/agent.rs) */
+	__u32 shed_below;     /* under high load, levels below this are dropped ... */
+	__u32 min_share_top;  /* ... beyond their minimum share: level l passes
+	                       * min_share_top * (l + 1) / PBQ_LEVELS packets per window */
+	__u64 window_ns;      /* the minimum-share window */
+};
+
+/* Per level (and PBQ_OTHER), per CPU. */
+struct pbq_level_stats {
+	__u64 rx;             /* packets seen */
+	__u64 drop;           /* dropped (XDP_DROP) */
+	__u64 share_pass;     /* passed under high load only because of the minimum share */
+};
+
+/* Per level: the current minimum-share window. */
+struct pbq_share {
+	__u64 start_ns;
+	__u64 passed;
+};
+
+#endif

@@ -1,0 +1,119 @@
+//! Thin, checked wrappers around the system calls the live side needs: entering a network
+//! namespace, CPU affinity, nice values, and the SIGINT/SIGTERM flag that makes every wait
+//! loop unwind (so that the guards' `Drop` undo what the run changed).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+fn check(r: libc::c_int, what: &str) -> io::Result<()> {
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(())
+}
+
+/// Move the calling *thread* into the network namespace `ns` (a file under /run/netns).
+/// Other threads keep theirs; `/proc/thread-self/net/*` then shows `ns`.
+pub fn enter_netns(ns: &File) -> io::Result<()> {
+    // SAFETY: setns on a valid descriptor only changes this thread's namespace.
+    check(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) }, "setns(CLONE_NEWNET)")
+}
+
+/// Pin the calling thread (pid 0) or process `pid` to one CPU.
+pub fn pin_to_cpu(pid: libc::pid_t, cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set), "sched_setaffinity")
+    }
+}
+
+/// Set the nice value of the calling process (all of `setpriority`'s rules apply: lowering it
+/// below the current value needs CAP_SYS_NICE).
+pub fn set_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: plain system call.
+    check(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) }, "setpriority")
+}
+
+/// Ask the kernel to SIGKILL this process when its parent thread dies, so that workers never
+/// outlive a killed `hostsim live` (their own time limit bounds them anyway).
+pub fn die_with_parent() -> io::Result<()> {
+    // SAFETY: plain prctl.
+    check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) }, "prctl(PR_SET_PDEATHSIG)")
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn send_signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill on a pid we spawned; failure (already gone) is fine.
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Turn SIGINT and SIGTERM into a flag that [`stop_requested`] reports and [`sleep`] obeys.
+pub fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// The run was interrupted by SIGINT or SIGTERM.
+#[derive(Debug)]
+pub struct Interrupted;
+
+/// Sleep `d` in steps of at most 10 ms, returning early with `Interrupted` on SIGINT/SIGTERM.
+pub fn sleep(d: Duration) -> Result<(), Interrupted> {
+    let end = Instant::now() + d;
+    loop {
+        if stop_requested() {
+            return Err(Interrupted);
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(10)));
+    }
+}
+
+/// Is `pid` alive (a process we could signal)?
+pub fn pid_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence and permission.
+    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+}
+
+/// `if_nametoindex` in the calling thread's network namespace.
+pub fn ifindex(name: &str) -> io::Result<u32> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::other("interface name has a NUL"))?;
+    // SAFETY: valid C string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface `{name}` in this namespace")));
+    }
+    Ok(i)
+}

@@ -1,0 +1,285 @@
+//! The live experiment's processes: a UDP sink (the paper's `bw` counter and the `flood` servers)
+//! and a rate-controlled UDP sender (`sendmmsg`; this kernel has no pktgen). Each runs as its own
+//! process, started by [`spawn`] inside a namespace with its nice value and CPU, so that the
+//! agent finds it in `/proc` like any server and the scheduler treats it like one.
+//!
+//! Protocol with the parent: SIGUSR1 marks the start of the measurement window, SIGUSR2 its end
+//! (each records the packet count at that instant, from the signal handler, so the window is
+//! exact whatever the process is doing); SIGTERM ends it. On exit it prints one JSON line
+//! `{"count": N, "marks": [start, end], "errors": E}`. Every worker also stops by itself after
+//! `secs` seconds (and a sender after `count_max` packets) and dies with its parent
+//! (PR_SET_PDEATHSIG), so no loop outlives the run.
+
+use crate::sys;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+static COUNT: AtomicU64 = AtomicU64::new(0);
+static MARK_START: AtomicU64 = AtomicU64::new(u64::MAX);
+static MARK_END: AtomicU64 = AtomicU64::new(u64::MAX);
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let c = COUNT.load(Ordering::Relaxed);
+    match sig {
+        libc::SIGUSR1 => MARK_START.store(c, Ordering::Relaxed),
+        libc::SIGUSR2 => MARK_END.store(c, Ordering::Relaxed),
+        _ => STOP.store(true, Ordering::Relaxed),
+    }
+}
+
+fn install_worker_signals() {
+    for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only touches atomics. No SA_RESTART: a blocked recv returns EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn report(errors: u64) {
+    let m = |a: &AtomicU64| {
+        let v = a.load(Ordering::Relaxed);
+        if v == u64::MAX {
+            serde_json::Value::Null
+        } else {
+            v.into()
+        }
+    };
+    let j = serde_json::json!({
+        "count": COUNT.load(Ordering::Relaxed),
+        "marks": [m(&MARK_START), m(&MARK_END)],
+        "errors": errors,
+    });
+    println!("{j}");
+}
+
+/// The sink: bind `port` on all addresses, receive one datagram per recv() (as the model's
+/// `udp_sink`), count, until SIGTERM or `secs`.
+pub fn run_sink(port: u16, secs: f64) -> io::Result<()> {
+    install_worker_signals();
+    let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
+    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let mut buf = [0u8; 2048];
+    let fd = sock.as_raw_fd();
+    let mut errors = 0;
+    while !STOP.load(Ordering::Relaxed) && Instant::now() < deadline {
+        // SAFETY: recv into our buffer.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n >= 0 {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let e = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            if e != libc::EINTR && e != libc::EAGAIN {
+                errors += 1;
+            }
+        }
+    }
+    report(errors);
+    Ok(())
+}
+
+/// The sender: `rate_pps` datagrams of `payload` bytes per second to `dst` at `ports` in turn,
+/// in `sendmmsg` batches of at most `batch`, paced against the monotonic clock. When the CPU
+/// cannot keep up it skips what it owes beyond 1 ms of packets rather than bursting, so its
+/// achieved rate (the count) is what it could send. Stops after `secs` or `count_max` packets.
+pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, secs: f64, batch: usize) -> io::Result<()> {
+    install_worker_signals();
+    // SAFETY: timer slack of 1 ns makes nanosleep wake on time (default 50 us).
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    }
+    let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
+    let fd = sock.as_raw_fd();
+    let count_max = (rate_pps * secs * 1.05) as u64 + 1;
+    let batch = batch.clamp(1, 64);
+    let addrs: Vec<libc::sockaddr_in> = ports
+        .iter()
+        .map(|&p| libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: p.to_be(),
+            sin_addr: libc::in_addr { s_addr: u32::from(dst).to_be() },
+            sin_zero: [0; 8],
+        })
+        .collect();
+    let payload_buf = vec![0x5au8; payload.max(1)];
+    let mut iov: Vec<libc::iovec> = (0..batch)
+        .map(|_| libc::iovec { iov_base: payload_buf.as_ptr() as *mut _, iov_len: payload })
+        .collect();
+    // SAFETY: zeroed mmsghdr is a valid empty header.
+    let mut msgs: Vec<libc::mmsghdr> = (0..batch).map(|_| unsafe { std::mem::zeroed() }).collect();
+    let lag_max = (rate_pps / 1000.0).max(batch as f64) as u64;
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(secs);
+    let (mut sent, mut skipped, mut errors, mut next_port) = (0u64, 0u64, 0u64, 0usize);
+    while !STOP.load(Ordering::Relaxed) && sent < count_max {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        let due = (now.duration_since(t0).as_secs_f64() * rate_pps) as u64;
+        let mut owed = due.saturating_sub(sent + skipped);
+        if owed > lag_max {
+            skipped += owed - lag_max;
+            owed = lag_max;
+        }
+        if owed == 0 {
+            // Until the next packet is due (at least 20 us: a sleep costs a few us itself).
+            let next_s = (sent + skipped + 1) as f64 / rate_pps;
+            let wait = (t0 + Duration::from_secs_f64(next_s)).saturating_duration_since(now);
+            std::thread::sleep(wait.max(Duration::from_micros(20)));
+            continue;
+        }
+        let n = (owed as usize).min(batch);
+        for i in 0..n {
+            let a = &addrs[next_port % addrs.len()];
+            next_port += 1;
+            msgs[i].msg_hdr.msg_name = a as *const _ as *mut _;
+            msgs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: n initialised headers pointing at live buffers.
+        let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as u32, 0) };
+        if r > 0 {
+            sent += r as u64;
+            COUNT.store(sent, Ordering::Relaxed);
+        } else {
+            errors += 1;
+            skipped += n as u64; // ENOBUFS etc.: those packets were not sent
+        }
+    }
+    report(errors);
+    Ok(())
+}
+
+/// Where and how to start a worker process.
+pub struct Placement<'a> {
+    /// Network namespace file to enter.
+    pub netns: &'a File,
+    pub cpu: Option<usize>,
+    pub nice: i32,
+    /// A cgroup's `cgroup.procs`, opened for writing: the worker joins it.
+    pub cgroup: Option<&'a File>,
+}
+
+/// A running worker.
+pub struct Worker {
+    pub name: String,
+    child: Child,
+}
+
+/// What a worker reported at exit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    pub count: u64,
+    pub start: Option<u64>,
+    pub end: Option<u64>,
+    pub errors: u64,
+}
+
+impl WorkerReport {
+    /// Packets within the measurement window.
+    pub fn in_window(&self) -> Option<u64> {
+        Some(self.end?.saturating_sub(self.start?))
+    }
+}
+
+/// Start `exe ARGS` as a worker: in `place.netns`, pinned, at `place.nice`, dying with us.
+pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Result<Worker, String> {
+    let ns_fd = place.netns.as_raw_fd();
+    let cpu = place.cpu;
+    let nice = place.nice;
+    let cg_fd = place.cgroup.map(|f| f.as_raw_fd());
+    let mut cmd = Command::new(exe);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    // SAFETY: only async-signal-safe system calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(ns_fd, libc::CLONE_NEWNET) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(c) = cpu {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(c, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if libc::setpriority(libc::PRIO_PROCESS, 0, nice) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(fd) = cg_fd {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| format!("starting worker {name}: {e}"))?;
+    Ok(Worker { name: name.to_string(), child })
+}
+
+impl Worker {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn signal(&self, sig: libc::c_int) {
+        sys::send_signal(self.child.id(), sig);
+    }
+
+    /// SIGTERM, then wait (SIGKILL after `grace`) and parse the report.
+    pub fn finish(mut self, grace: Duration) -> Result<WorkerReport, String> {
+        self.signal(libc::SIGTERM);
+        let end = Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Err(format!("worker {} did not stop within {grace:?}", self.name));
+                }
+            }
+        }
+        let out = self.child.stdout.take().ok_or("worker stdout")?;
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).map_err(|e| e.to_string())?;
+        let v: serde_json::Value =
+            serde_json::from_str(line.trim()).map_err(|e| format!("worker {} report `{}`: {e}", self.name, line.trim()))?;
+        let mark = |i: usize| v["marks"][i].as_u64();
+        Ok(WorkerReport {
+            count: v["count"].as_u64().unwrap_or(0),
+            start: mark(0),
+            end: mark(1),
+            errors: v["errors"].as_u64().unwrap_or(0),
+        })
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Reached on error paths (finish() consumes the worker): never leave a child behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# System packages the build and `hostsim live` need, from Debian's packages (apt), installed only
+# if missing: clang (compiles the XDP program, crates/live/src/bpf/), libelf and zlib headers,
+# pkg-config and make (libbpf-sys builds its vendored libbpf), iproute2 (`ip netns`, veth) and
+# bpftool (the live tests look for leaked programs). Idempotent; needs root or sudo to install.
+set -euo pipefail
+need=()
+command -v clang >/dev/null || need+=(clang)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v make >/dev/null || need+=(make)
+command -v ip >/dev/null || need+=(iproute2)
+command -v bpftool >/dev/null || need+=(bpftool)
+[ -e /usr/include/gelf.h ] || need+=(libelf-dev)
+[ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
+[ -e /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "deps: installing ${need[*]} (apt)" >&2
+sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+command -v clang >/dev/null || { echo "deps: clang did not install" >&2; exit 1; }
