@@ -673,39 +673,57 @@ impl Expect {
 }
 
 impl ExpectResult {
-    /// The calibration objective's term for this claim (0 when met; `hostsim calibrate` sums
-    /// them over the calibration claims). `approx`: the squared mean relative error in units of
-    /// the tolerance, so the fit aims at the paper's value and not just inside the band. Order
-    /// claims: zero when the mean satisfies them, else the squared violation relative to the
-    /// target in units of 5%. A claim without a value costs 1000.
+    /// The calibration objective's term for this claim (`hostsim calibrate` sums them over the
+    /// calibration claims). It is at least 1 exactly when the claim fails on the mean of its
+    /// seeds, so the objective counts the calibration claims the fit misses and shapes the
+    /// search within each count:
+    /// - a met `approx` claim: `0.5 e²` with `e = |sim/target − 1| / tolerance` (< 0.5), so the
+    ///   fit aims at the paper's value and not just inside the band;
+    /// - a missed `approx` claim: `1 + (e − 1) / e` (1 to 2, growing with the miss);
+    /// - a met order claim: 0; a missed one: `1 + d`, `d` = the violation relative to the larger
+    ///   of the two sides (0 to 1);
+    /// - a met `outside` claim: 0; a missed one: `1 + (t − |e|) / t` (1 to 2);
+    /// - a claim without a value: 2.
     pub fn calibration_loss(&self) -> f64 {
         let (Some(x), None) = (self.judged_mean, &self.error) else {
-            return 1000.0;
+            return 2.0;
         };
         if !x.is_finite() {
-            return 1000.0;
+            return 2.0;
         }
-        let loss = match self.op {
-            Op::Approx => (x / self.tolerance.unwrap_or(0.05)).powi(2),
-            // Met when outside the band; else how far inside it, in units of the band.
+        match self.op {
+            Op::Approx => {
+                let e = x.abs() / self.tolerance.unwrap_or(0.05);
+                if e <= 1.0 {
+                    0.5 * e * e
+                } else {
+                    1.0 + (e - 1.0) / e
+                }
+            }
+            // Met when outside the band; a miss: 1 + how far inside it, in units of the band.
             Op::Outside => {
                 let t = self.tolerance.unwrap_or(0.05);
                 if x.abs() > t {
                     0.0
                 } else {
-                    ((t - x.abs()) / t).powi(2)
+                    1.0 + (t - x.abs()) / t
                 }
             }
             op => {
-                let scale = self.rhs.map_or(1.0, |t| t.abs().max(1.0));
-                let violation = match op {
-                    Op::Lt | Op::Le => x.max(0.0),
-                    _ => (-x).max(0.0),
+                let holds = match op {
+                    Op::Lt => x < 0.0,
+                    Op::Le => x <= 0.0,
+                    Op::Gt => x > 0.0,
+                    _ => x >= 0.0,
                 };
-                (violation / scale / 0.05).powi(2)
+                if holds {
+                    0.0
+                } else {
+                    let scale = self.rhs.unwrap_or(0.0).abs().max(self.sim.unwrap_or(0.0).abs()).max(1e-12);
+                    1.0 + (x.abs() / scale).min(1.0)
+                }
             }
-        };
-        loss.min(1000.0)
+        }
     }
 }
 
@@ -899,7 +917,11 @@ mod tests {
         let near = at(5.5).evaluate("s", &rs).calibration_loss();
         let far = at(8.0).evaluate("s", &rs).calibration_loss();
         assert!(near > 0.0 && far > near, "{near} {far}");
-        let order = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=10");
-        assert_eq!(order.evaluate("s", &rs).calibration_loss(), 0.0);
+        assert!(near < 0.5 && far >= 1.0, "a miss costs at least 1: {near} {far}");
+        let order = |v: f64| ex(&format!("claim='c'\nmetric='m'\nvariant='a'\nat={{rate=3}}\nop='<'\nvalue={v}"));
+        assert_eq!(order(10.0).evaluate("s", &rs).calibration_loss(), 0.0);
+        let l = order(4.0).evaluate("s", &rs).calibration_loss();
+        assert!((l - 1.2).abs() < 1e-12, "sim 5 misses < 4 by 1/5: {l}");
+        assert_eq!(order(5.0).evaluate("s", &rs).calibration_loss(), 1.0, "the boundary of a strict claim fails");
     }
 }
