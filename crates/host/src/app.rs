@@ -25,9 +25,8 @@ use crate::config::SyscallCosts;
 use crate::sim::*;
 use crate::sockets::{EpKind, Listener, PortUse};
 use crate::types::*;
-use hostsim_engine::{Time, Timer};
 use hostsim_workload::{Accel, Action, Outcome, ThreadProgram};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 impl Host {
     pub(crate) fn app_of(&self, pid: Pid) -> (usize, usize) {
@@ -41,24 +40,7 @@ impl Host {
 
     fn new_sock(&mut self, port: u16) -> u32 {
         let id = self.socks.len() as u32;
-        self.socks.push(Sock {
-            port,
-            tcp: true,
-            rcvbuf: self.cfg.kernel.rcvbuf_bytes,
-            used: 0,
-            queue: VecDeque::new(),
-            head_off: 0,
-            waiters: VecDeque::new(),
-            hash: 0,
-            flows: BTreeMap::new(),
-            level: 0,
-            delack: Timer::new(),
-            conns: BTreeMap::new(),
-            enqueued: 0,
-            len_area: 0,
-            len_changed: Time::ZERO,
-            drops: 0,
-        });
+        self.socks.push(Sock::new(port, true, self.cfg.kernel.rcvbuf_bytes));
         self.port_sock[port as usize] = id;
         id
     }

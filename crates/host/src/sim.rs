@@ -318,6 +318,30 @@ pub struct Sock {
     pub len_changed: Time,
 }
 
+impl Sock {
+    /// An empty socket bound to `port` with a receive buffer of `rcvbuf` bytes.
+    pub fn new(port: u16, tcp: bool, rcvbuf: u32) -> Self {
+        Sock {
+            port,
+            tcp,
+            rcvbuf,
+            used: 0,
+            queue: VecDeque::new(),
+            head_off: 0,
+            waiters: VecDeque::new(),
+            hash: 0,
+            flows: BTreeMap::new(),
+            level: 0,
+            drops: 0,
+            delack: Timer::new(),
+            conns: BTreeMap::new(),
+            enqueued: 0,
+            len_area: 0,
+            len_changed: Time::ZERO,
+        }
+    }
+}
+
 pub struct Packet {
     pub src: u32,
     pub flow: u32,
@@ -571,24 +595,7 @@ impl Host {
             if let (true, Some(port)) = (prog.uses_socket(), port) {
                 if port_sock[port as usize] == NONE {
                     port_sock[port as usize] = socks.len() as u32;
-                    socks.push(Sock {
-                        port,
-                        tcp: prog.is_tcp(),
-                        rcvbuf: p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes),
-                        used: 0,
-                        queue: VecDeque::new(),
-                        head_off: 0,
-                        waiters: VecDeque::new(),
-                        hash: 0,
-                        flows: BTreeMap::new(),
-                        level: 0,
-                        drops: 0,
-                        delack: Timer::new(),
-                        conns: BTreeMap::new(),
-                        enqueued: 0,
-                        len_area: 0,
-                        len_changed: Time::ZERO,
-                    });
+                    socks.push(Sock::new(port, prog.is_tcp(), p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes)));
                 }
                 sock = port_sock[port as usize];
             }
