@@ -13,7 +13,12 @@
 //!   seconds with and without `--trace` (Perfetto, streamed to a temporary file): the trace must
 //!   not grow memory (RSS within 2x);
 //! - `tcp-send-100m`: a host-sending TCP stream at 100 Mbit/s (`bench/tcp-send`, ~8,600
-//!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path.
+//!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path;
+//! - `forward-2cpu-148k`: a 2-CPU router forwarding at Fast Ethernet's line rate, 148,809
+//!   frames/s, under a big kernel lock (`bench/forward-2cpu`);
+//! - `accel-7000-2000rps`, `accel-7000-long`: paper 004's web accelerator over ~7,000
+//!   persistent connections at 2,000 requests/s (`kawai-interval-static`, static 20 ms
+//!   control) for 10 and 60 simulated seconds (memory flat in duration).
 //!
 //! `packets` counts the frames through the host (received + sent).
 //!
@@ -58,6 +63,8 @@ struct Spec {
     pps: f64,
     sim_ms: u64,
     traced: bool,
+    /// More `--set`s, applied after the duration, warm-up and rate.
+    extra: &'static [(&'static str, &'static str)],
 }
 
 fn case(s: &Spec) -> Result<BenchCase, String> {
@@ -66,6 +73,7 @@ fn case(s: &Spec) -> Result<BenchCase, String> {
     if !s.rate_key.is_empty() {
         sets.push((s.rate_key.to_string(), format!("{}", s.pps)));
     }
+    sets.extend(s.extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let sc = hostsim_scenario::load(Path::new(s.scenario), &sets).map_err(|e| e.to_string())?;
     let cfg = sc.config_with(s.variant, &[]).map_err(|e| e.to_string())?;
     reset_peak_rss();
@@ -95,25 +103,39 @@ fn case(s: &Spec) -> Result<BenchCase, String> {
     })
 }
 
+/// No more settings.
+const NO: &[(&str, &str)] = &[];
+
+/// The accelerator cases' settings: 2,000 requests/s, static 20 ms interval control.
+const ACCEL: &[(&str, &str)] = &[
+    ("traffic.clients.http.rate_rps", "2000"),
+    ("process.chamomile.accelerator.interval_control", "static"),
+    ("process.chamomile.accelerator.min_cycle_ms", "20"),
+    ("warmup_ms", "500"),
+];
+
 /// Run all cases; `quick` shortens them (for smoke-testing the command itself).
 pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<BenchReport, String> {
     // Simulated ms per case: (full, quick).
     let ms = |full: u64, short: u64| if quick { short } else { full };
     let specs = [
-        ("livelock-150k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 150_000.0, ms(5000, 50), false),
-        ("livelock-400k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 400_000.0, ms(5000, 50), false),
-        ("udp-flood-150k", "bench/udp-flood", None, "traffic.flood.rate_pps", 150_000.0, ms(5000, 50), false),
-        ("udp-flood-400k", "bench/udp-flood", None, "traffic.flood.rate_pps", 400_000.0, ms(5000, 50), false),
-        ("modern-64c", "bench/modern-64c", None, "", 10_000_000.0, ms(1000, 5), false),
-        ("memory-100k-10s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(10_000, 100), false),
-        ("memory-100k-60s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(60_000, 200), false),
-        ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false),
-        ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true),
-        ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false),
+        ("livelock-150k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 150_000.0, ms(5000, 50), false, NO),
+        ("livelock-400k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 400_000.0, ms(5000, 50), false, NO),
+        ("udp-flood-150k", "bench/udp-flood", None, "traffic.flood.rate_pps", 150_000.0, ms(5000, 50), false, NO),
+        ("udp-flood-400k", "bench/udp-flood", None, "traffic.flood.rate_pps", 400_000.0, ms(5000, 50), false, NO),
+        ("modern-64c", "bench/modern-64c", None, "", 10_000_000.0, ms(1000, 5), false, NO),
+        ("memory-100k-10s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(10_000, 100), false, NO),
+        ("memory-100k-60s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(60_000, 200), false, NO),
+        ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false, NO),
+        ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true, NO),
+        ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false, NO),
+        ("forward-2cpu-148k", "bench/forward-2cpu", None, "traffic.load.rate_pps", 148_809.0, ms(5000, 1000), false, NO),
+        ("accel-7000-2000rps", "kawai-interval-static", None, "", 0.0, ms(10_000, 1000), false, ACCEL),
+        ("accel-7000-long", "kawai-interval-static", None, "", 0.0, ms(60_000, 2000), false, ACCEL),
     ];
     let mut cases = Vec::new();
-    for (name, scenario, variant, rate_key, pps, sim_ms, traced) in specs {
-        let c = case(&Spec { name, scenario, variant, rate_key, pps, sim_ms, traced })?;
+    for (name, scenario, variant, rate_key, pps, sim_ms, traced, extra) in specs {
+        let c = case(&Spec { name, scenario, variant, rate_key, pps, sim_ms, traced, extra })?;
         progress(&c);
         cases.push(c);
     }

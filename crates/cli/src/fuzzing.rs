@@ -48,6 +48,12 @@ pub fn run_cost(cfg: &HostConfig) -> f64 {
             hostsim_workload::SourceKind::TcpWindow => link,
             // The host's sending TCP into this sink: data frames in, ACKs out, at most its link.
             hostsim_workload::SourceKind::StreamSink => link,
+            // Requests and responses on every connection, at most what the links carry both
+            // ways, plus each connection's set-up and tear-down.
+            hostsim_workload::SourceKind::HttpClients => 2.0 * link + t.http.as_ref().map_or(0.0, |h| f64::from(h.conns) * 8.0 / secs.max(1e-9)),
+            hostsim_workload::SourceKind::HttpOrigin => 2.0 * link,
+            // A sink only receives (what is forwarded to it is counted at its source).
+            hostsim_workload::SourceKind::Sink => 0.0,
         };
         // Each packet: arrival, interrupt, softirq, protocol, wake-up, recv, maybe a reply.
         events += pps * secs * 12.0;
@@ -56,6 +62,10 @@ pub fn run_cost(cfg: &HostConfig) -> f64 {
         if matches!(p.program, hostsim_workload::ProgramKind::Spin | hostsim_workload::ProgramKind::Periodic) {
             let period = (p.work_ns + p.sleep_ns + cfg.kernel.timer_slack_ns).max(1) as f64;
             events += f64::from(p.instances) * cfg.duration_ns as f64 / period * 4.0;
+        }
+        if p.program == hostsim_workload::ProgramKind::Accelerator {
+            // Its threads' poll loops: at most one system call per simulated microsecond each.
+            events += p.threads.len() as f64 * cfg.duration_ns as f64 / 1000.0;
         }
         events += f64::from(p.instances) * 4.0;
     }

@@ -68,8 +68,12 @@ pub fn reset_peak_rss() {
 }
 
 /// The checks every finished run must pass before its numbers are written: each CPU's states sum
-/// exactly to the elapsed time; every packet offered is delivered, dropped somewhere, or still in
-/// flight; processes are charged no more time than the CPUs ran. A failure is a bug in the model.
+/// exactly to the elapsed time; every packet offered is delivered to a socket, forwarded (IP
+/// routing), consumed by the sending TCP (ACKs) or by connection set-up and tear-down (SYN,
+/// handshake ACK, FIN), dropped somewhere, or still in flight; every frame the host sends
+/// (forwarded ones included) is delivered, dropped by the device or on its way; TCP bytes
+/// written are acknowledged or held; every HTTP request sent is completed or outstanding; processes are charged no more time than the CPUs ran. A
+/// failure is a bug in the model.
 pub fn conservation(s: &Summary) -> Result<(), String> {
     for c in &s.cpus {
         let sum = [c.hardirq_ns, c.softirq_ns, c.system_ns, c.user_ns, c.spin_ns, c.idle_ns].iter().fold(0u64, |a, &b| a.saturating_add(b));
@@ -79,11 +83,11 @@ pub fn conservation(s: &Summary) -> Result<(), String> {
     }
     let p = &s.packets;
     let drops: u64 = p.drops.values().fold(0u64, |a, &b| a.saturating_add(b));
-    let accounted = p.delivered.saturating_add(p.acks_consumed).saturating_add(drops).saturating_add(p.in_flight);
+    let accounted = [p.delivered, p.forwarded, p.acks_consumed, p.ctrl_consumed, drops, p.in_flight].iter().fold(0u64, |a, &b| a.saturating_add(b));
     if p.offered != accounted {
         return Err(format!(
-            "{} packets offered but {} delivered + {} ACKs consumed + {drops} dropped + {} in flight",
-            p.offered, p.delivered, p.acks_consumed, p.in_flight
+            "{} packets offered but {} delivered + {} forwarded + {} ACKs consumed + {} SYN/FIN consumed + {drops} dropped + {} in flight",
+            p.offered, p.delivered, p.forwarded, p.acks_consumed, p.ctrl_consumed, p.in_flight
         ));
     }
     let tx_accounted = p.tx_delivered.saturating_add(p.tx_ring_drops).saturating_add(p.tx_in_flight);
@@ -105,6 +109,16 @@ pub fn conservation(s: &Summary) -> Result<(), String> {
     }
     if t.sent_bytes < t.acked_bytes {
         return Err(format!("TCP acknowledged {} bytes but sent {}", t.acked_bytes, t.sent_bytes));
+    }
+    for t in &s.traffic {
+        if let Some(h) = t.http {
+            if h.sent != h.completed.saturating_add(h.outstanding) {
+                return Err(format!(
+                    "HTTP source {}: {} requests sent but {} completed + {} outstanding",
+                    t.name, h.sent, h.completed, h.outstanding
+                ));
+            }
+        }
     }
     if s.speed_violations != 0 {
         return Err(format!("a speed-regulated process ran outside its slots {} times", s.speed_violations));

@@ -35,6 +35,10 @@ impl Host {
             if top == Some(Level::Process) || ksoftirqd_work {
                 // Task context: the process's own time (ksoftirqd running softirqs is a task).
                 self.charge_process(pid, dt, true);
+                if state == CpuState::System && self.in_poll(cpu, pid) {
+                    // Kernel time by function, as a profiler sees it: poll()'s share.
+                    self.stats.poll_ns += dt;
+                }
                 if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
                     self.speed_check(pid, seg_start);
                 }
@@ -46,13 +50,19 @@ impl Host {
         }
     }
 
-    /// Start (or resume) the top frame of `cpu`, or go idle.
+    /// Start (or resume) the top frame of `cpu`, or go idle. Under a kernel lock (`klock.rs`)
+    /// the frame may first have to take the lock (its cost is added to the unit) or spin.
     pub fn start_top(&mut self, cpu: usize) {
         self.account(cpu);
+        let extra = match self.lock_gate(cpu) {
+            Some(extra) => extra,
+            None => return self.spin(cpu),
+        };
         let now = self.now;
         let c = &mut self.cpus[cpu];
-        match c.stack.last() {
+        match c.stack.last_mut() {
             Some(f) => {
+                f.remaining += extra;
                 c.acct_state = f.state;
                 c.run_start = now;
                 let at = now + Time(f.remaining);
@@ -66,8 +76,12 @@ impl Host {
         }
     }
 
-    /// Pause the running top frame (its remaining cost shrinks by what it ran).
+    /// Pause the running top frame (its remaining cost shrinks by what it ran). A spinning CPU
+    /// stops spinning (its frame has not started).
     pub fn pause_top(&mut self, cpu: usize) {
+        if self.cpus[cpu].spinning {
+            return self.stop_spin(cpu);
+        }
         let ran = self.now.since(self.cpus[cpu].run_start).ns();
         self.account(cpu);
         let c = &mut self.cpus[cpu];
@@ -102,7 +116,7 @@ impl Host {
     }
 
     /// The trace's label of the unit `work` on `cpu` (see `trace_labels`).
-    fn trace_label(&self, cpu: usize, work: Work) -> u32 {
+    pub(crate) fn trace_label(&self, cpu: usize, work: Work) -> u32 {
         let nq = self.queues.len() as u32;
         let nn = self.nics.len() as u32;
         match work {
@@ -266,5 +280,17 @@ impl Host {
         }
         let k = self.cpus[cpu].ksoftirqd as usize;
         self.procs[k].state == ProcState::Runnable
+    }
+}
+
+impl Host {
+    /// Is `pid`'s current unit on `cpu` the kernel work of a poll() (`poll.rs`)?
+    fn in_poll(&self, cpu: usize, pid: Pid) -> bool {
+        use crate::app_state::AppPending;
+        self.cpus[cpu].stack.last().is_some_and(|f| f.work == Work::ProcUnit)
+            && matches!(
+                self.procs[pid as usize].pending,
+                Pending::App(AppPending::PollPass { .. } | AppPending::Polled { .. })
+            )
     }
 }

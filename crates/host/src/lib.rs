@@ -15,6 +15,8 @@
 //! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
 //! `types` the small shared types; `policies` the closed enums selecting each policy;
 //! `backlog` backlog policies (`pbq` paper 000's, `flow_limit` Linux's RPS flow limit); `proto` UDP/TCP input and sockets; `sched` the scheduler;
+//! `concurrency` the kernel concurrency models (big kernel lock, paper 003's functional split),
+//! gated in `klock`, with Symbiose's exchange threads in `symbiose` and IP forwarding in `forward`;
 //! `wake` Linux 3.2 wake-up placement, `sched_o1` the 2.4 O(1) scheduler's placement and
 //! balancing, `placement` the era's placement (`wake_goda` paper 001's wraps it);
 //! `migration_class` classifies
@@ -27,16 +29,25 @@
 //!
 //! Entry point: [`run`].
 
+mod app;
+mod app_metrics;
+mod app_state;
 mod backlog;
+mod concurrency;
 mod config;
 mod cpu;
+mod endpoint;
 mod flow_limit;
+mod forward;
 mod irq_route;
+mod klock;
 mod migration_class;
+mod nanosleep;
 mod nic;
 mod pbq;
 mod placement;
 mod policies;
+mod poll;
 mod suppress;
 #[cfg(test)]
 mod testutil;
@@ -48,10 +59,12 @@ mod rx;
 mod sched;
 mod sched_o1;
 mod sim;
+mod sockets;
 mod sink_metrics;
 mod slots;
 mod stats;
 mod summary;
+mod symbiose;
 #[cfg(test)]
 mod tests_wake;
 mod tcp_conn;
@@ -70,8 +83,8 @@ pub use irq_route::IrqRouter;
 pub use nic::wire_bytes;
 pub use run::RunError;
 pub use summary::{
-    CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
-    TcpSummary, TrafficSummary,
+    CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
+    TcpSummary, TrafficSummary, HttpTotals,
 };
 pub use trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};

@@ -65,7 +65,7 @@ impl Host {
     fn send_emits(&mut self, s: usize, out: &[hostsim_workload::Emit]) {
         for e in out {
             self.stats.offered += 1;
-            let (link_ns, port_ns) = self.srcs[s].wire_ns(e.payload_bytes, e.tcp, &self.nics);
+            let (link_ns, _) = self.srcs[s].wire_ns(e.payload_bytes, e.tcp, &self.nics);
             let src = &mut self.srcs[s];
             // Client machine `c` sends on its own link (to its own port unless ports are per flow).
             let clients = src.link_free.len();
@@ -74,16 +74,20 @@ impl Host {
             let at_switch = start + Time(link_ns);
             src.link_free[c] = at_switch;
             let nic_i = src.nic as usize;
-            let dst_port = if src.dst_port_per_flow { src.dst_port + e.flow as u16 } else { src.dst_port + c as u16 };
+            let dst_port = if src.fixed_port {
+                src.dst_port
+            } else if src.dst_port_per_flow {
+                src.dst_port + e.flow as u16
+            } else {
+                src.dst_port + c as u16
+            };
+            let delay = src.link_delay_ns;
             let nic = &self.nics[nic_i];
-            let ready = at_switch + Time(nic.cfg.switch_latency_ns);
-            let begin = ready.max(nic.rx_wire_free);
-            let waited = begin.since(ready).ns();
-            let over = waited > 0 && (waited as f64 / nic.ns_per_byte) as u64 > nic.cfg.switch_buffer_bytes;
-            let arrive = begin + Time(port_ns);
             let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queues = nic.cfg.queues;
             let queue = nic.first_queue + if queues == 1 { 0 } else { hash % queues };
+            // IP forwarding: a packet no local socket takes follows the NIC's route, if any.
+            let fwd = if self.port_sock[dst_port as usize] == NONE { nic.fwd_to } else { NONE };
             let pkt = self.alloc_pkt(Packet {
                 src: s as u32,
                 flow: e.flow,
@@ -98,16 +102,42 @@ impl Host {
                 ack: e.ack,
                 win: e.win,
                 tx_segs: 0,
+                flags: e.flags,
+                tag: e.tag,
+                t_nic: Time::ZERO,
+                fwd,
                 live: true,
             });
-            if over {
-                self.drop_pkt(pkt, DropPlace::Switch);
-                continue;
+            if delay == 0 {
+                self.switch_forward(pkt, nic_i, at_switch);
+            } else {
+                // The frame is on a long link: it reaches the switch later, in time order with
+                // everyone else's (the switch's output queue is kept in arrival order).
+                self.q.schedule(at_switch + Time(delay), Ev::AtSwitch { pkt, nic: nic_i as u32 });
             }
-            let nic = &mut self.nics[nic_i];
-            nic.rx_wire_free = arrive;
-            self.q.schedule(arrive, Ev::FrameArrive { pkt });
         }
+    }
+
+    /// A frame reached the switch at `at_switch`: it queues for the port's wire, or is dropped
+    /// when the switch's buffer in front of the port is full.
+    pub fn switch_forward(&mut self, pkt: PktId, nic_i: usize, at_switch: Time) {
+        let bytes = {
+            let p = &self.pkts[pkt as usize];
+            wire_bytes(p.bytes, p.tcp)
+        };
+        let nic = &self.nics[nic_i];
+        let ready = at_switch + Time(nic.cfg.switch_latency_ns);
+        let begin = ready.max(nic.rx_wire_free);
+        let queued_bytes = (begin.since(ready).ns() as f64 / nic.ns_per_byte) as u64;
+        let over = queued_bytes > nic.cfg.switch_buffer_bytes;
+        let arrive = begin + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
+        if over {
+            self.drop_pkt(pkt, DropPlace::Switch);
+            return;
+        }
+        let nic = &mut self.nics[nic_i];
+        nic.rx_wire_free = arrive;
+        self.q.schedule(arrive, Ev::FrameArrive { pkt });
     }
 
     /// Send a frame from the host to source `s` (a reply or an ACK) through the device layer
@@ -117,6 +147,7 @@ impl Host {
     }
 
     pub fn frame_arrive(&mut self, pkt: PktId) {
+        self.pkts[pkt as usize].t_nic = self.now;
         let q = self.pkts[pkt as usize].queue as usize;
         let nq = &mut self.queues[q];
         if nq.ring.len() >= nq.ring_max as usize {

@@ -21,7 +21,13 @@ impl Host {
         if let Some(conn) = self.tcp_ack_conn(pkt) {
             return self.tcp_ack_done(cpu, pkt, conn);
         }
+        if self.ep_deliver(cpu, pkt) {
+            return;
+        }
         let p = &self.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.ip_forward(cpu, pkt);
+        }
         let s = self.port_sock[p.dst_port as usize];
         if s == NONE {
             return self.drop_pkt(pkt, DropPlace::NoSocket);

@@ -5,7 +5,8 @@
 
 use crate::config::*;
 use crate::irq_route::IrqRouter;
-use crate::policies::{Backlog, Balancer, WakePlacement, Xdp};
+use crate::concurrency::{Stage, SymbioseThread};
+use crate::policies::{Backlog, Balancer, Concurrency, WakePlacement, Xdp};
 use crate::slots::SlotPlan;
 use crate::stats::Stats;
 use crate::tcp_conn::Conn;
@@ -13,7 +14,7 @@ use crate::trace::{Trace, TraceSink};
 use crate::txring::TxQueue;
 use crate::types::*;
 use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
-use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig};
+use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig, SourceKind};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Simulation events. Small and `Copy`: the queue stores them inline.
@@ -27,6 +28,8 @@ pub enum Ev {
     SourceWake { src: u32, gen: u32 },
     /// A frame reaches the NIC port (after the switch).
     FrameArrive { pkt: PktId },
+    /// A frame from a source with a long link reaches the switch in front of NIC `nic`.
+    AtSwitch { pkt: PktId, nic: u32 },
     /// A frame from the host (`bytes` of payload) reaches an external source.
     Feedback { src: u32, fb: Feedback, bytes: u32 },
     /// A NIC's TX ring drained (if `gen` is still live): the TxNoBuf interrupt cause.
@@ -47,6 +50,8 @@ pub enum Ev {
     DelAck { sock: u32, gen: u32 },
     /// A scheduled nice change.
     Renice { pid: Pid, nice: i8 },
+    /// Delayed-ACK timer of a connected endpoint (`endpoint.rs`).
+    EpDelAck { ep: u32, gen: u32 },
     /// The XDP agent's periodic poll of the counters (`kernel.xdp = "pbq"`).
     XdpPoll,
     Sample,
@@ -138,6 +143,8 @@ pub struct Cpu {
     pub input_queue_head: u64,
     pub input_queue_tail: u64,
     pub irqs: u64,
+    /// The top frame waits for the kernel-concurrency model's lock (state `spin`).
+    pub spinning: bool,
 }
 
 /// An entry of a CPU's NAPI poll list.
@@ -174,6 +181,9 @@ pub struct Nic {
     pub rx_wire_free: Time,
     /// The transmit side: device queue, TX ring, wire (`txring.rs`, `tx.rs`).
     pub tx: TxQueue,
+    /// Where packets arriving here that no local socket takes are forwarded: the sink source
+    /// (`Host::srcs` index) on the route's output NIC, NONE if no route.
+    pub fwd_to: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +214,10 @@ pub enum Pending {
     Ksoftirqd,
     /// Blocked in recv(): retry it when woken.
     RetryRecv { max_bytes: u32 },
+    /// Symbiose thread: a splice of a local and a global queue (holds the global-queue lock).
+    Exchange,
+    /// Symbiose stage thread: one buffer through its stage.
+    Stage { pkt: PktId, stage: Stage },
     /// A unit of send(): the copy and/or one segment's output; `tx` segments reach the device
     /// when it completes.
     SendUnit { tx: u32 },
@@ -211,6 +225,8 @@ pub enum Pending {
     RetrySend,
     /// send() has returned `bytes`.
     Sent { bytes: u32 },
+    /// A system call of a multi-threaded program's thread (`app.rs`).
+    App(crate::app_state::AppPending),
 }
 
 /// A send() in progress.
@@ -258,8 +274,16 @@ pub struct Proc {
     /// Where the last received message came from (for replies).
     pub reply_to: (u32, u32, u64),
     pub pinned_kthread: bool,
+    /// A Symbiose exchange thread (`functional`), and which.
+    pub symbiose: Option<SymbioseThread>,
+    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
+    pub period_start_ns: u64,
     /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
     pub group: u32,
+    /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
+    /// thread number.
+    pub app: u32,
+    pub thread: u32,
     pub rng: Rng,
 }
 
@@ -294,6 +318,30 @@ pub struct Sock {
     pub len_changed: Time,
 }
 
+impl Sock {
+    /// An empty socket bound to `port` with a receive buffer of `rcvbuf` bytes.
+    pub fn new(port: u16, tcp: bool, rcvbuf: u32) -> Self {
+        Sock {
+            port,
+            tcp,
+            rcvbuf,
+            used: 0,
+            queue: VecDeque::new(),
+            head_off: 0,
+            waiters: VecDeque::new(),
+            hash: 0,
+            flows: BTreeMap::new(),
+            level: 0,
+            drops: 0,
+            delack: Timer::new(),
+            conns: BTreeMap::new(),
+            enqueued: 0,
+            len_area: 0,
+            len_changed: Time::ZERO,
+        }
+    }
+}
+
 pub struct Packet {
     pub src: u32,
     pub flow: u32,
@@ -310,6 +358,14 @@ pub struct Packet {
     pub win: u32,
     /// Segments an ACK's processing lets out (decided when its unit starts).
     pub tx_segs: u32,
+    /// TCP flags beyond ACK (`hostsim_workload::http::FLAG_*`) and the application's label of
+    /// the message the segment carries (`Emit::tag`).
+    pub flags: u8,
+    pub tag: u64,
+    /// When the frame reached the NIC.
+    pub t_nic: Time,
+    /// The sink it is forwarded to (`Host::srcs` index), NONE if it is for a local socket.
+    pub fwd: u32,
     /// False once freed (slab bookkeeping).
     pub live: bool,
 }
@@ -323,8 +379,12 @@ pub struct Src {
     pub link_ns_per_byte: f64,
     /// When each client's link is next free.
     pub link_free: Vec<Time>,
-    /// When its link from the switch (frames from the host) is next free.
-    pub down_free: Time,
+    /// When each client's link from the switch (frames from the host) is next free.
+    pub down_free: Vec<Time>,
+    /// One-way propagation delay of the client links.
+    pub link_delay_ns: u64,
+    /// All frames go to `dst_port` (HTTP clients and origins talk to one listening port).
+    pub fixed_port: bool,
     pub timer: Timer,
     pub rng: Rng,
     /// The last frame size's serialisation times, (payload, tcp) -> (link ns, port ns): a
@@ -349,11 +409,20 @@ pub struct Host {
     pub free_pkts: Vec<PktId>,
     /// TCP connections of in-host senders (`tcp_conn.rs`, `tcp_out.rs`).
     pub conns: Vec<Conn>,
+    /// Slots of closed connections, reused by `tcp_connect`.
+    pub free_conns: Vec<u32>,
+    /// Connected and listening sockets of event-driven programs, their poll sets
+    /// (`endpoint.rs`, `poll.rs`).
+    pub eps: crate::sockets::Endpoints,
+    /// Multi-threaded programs (`app.rs`).
+    pub apps: Vec<crate::app_state::App>,
     pub sock_flow: Vec<u32>,
     pub rps_cpus: Vec<u32>,
     pub wake: WakePlacement,
     /// The era's load balancer (`kernel.scheduler`).
     pub balancer: Balancer,
+    /// The kernel concurrency model (`kernel.concurrency`): its lock and Symbiose's queues.
+    pub conc: Concurrency,
     pub stats: Stats,
     pub trace: Option<Trace>,
     pub emit_buf: Vec<Emit>,
@@ -372,6 +441,34 @@ pub struct Host {
     pub ended: bool,
 }
 
+/// The profile's costs as this kernel pays them: fine-grained SMP locking (`smp_lock_factor`)
+/// on the locking-sensitive costs under `concurrency = "smp"` only; the other models get their
+/// locking from their own lock model (`concurrency.rs`), a uniprocessor kernel none.
+fn effective_costs(cfg: &HostConfig) -> Costs {
+    let mut c = cfg.profile.costs.clone();
+    let f = cfg.profile.mechanisms.smp_lock_factor;
+    if cfg.kernel.concurrency == ConcurrencyKind::Smp && f != 1.0 {
+        for v in [
+            &mut c.netif_rx_ns,
+            &mut c.softirq_entry_ns,
+            &mut c.ip_udp_rx_ns,
+            &mut c.tcp_rx_ns,
+            &mut c.wakeup_ns,
+            &mut c.recv_ns,
+            &mut c.udp_send_ns,
+            &mut c.tcp_ack_send_ns,
+            &mut c.tcp_send_ns,
+            &mut c.tcp_ack_rx_ns,
+            &mut c.ip_forward_ns,
+            &mut c.driver_tx_frame_ns,
+            &mut c.driver_tx_clean_ns,
+        ] {
+            *v = (*v as f64 * f).round() as u64;
+        }
+    }
+    c
+}
+
 /// The highest priority level among the processes bound to socket `s`.
 pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
     procs.iter().filter(|p| p.sock == s).map(|p| level_of_nice(p.nice)).max().unwrap_or(0)
@@ -379,9 +476,11 @@ pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
 
 impl Host {
     pub fn new(cfg: HostConfig) -> Host {
+        let mut cfg = cfg;
+        cfg.profile.costs = effective_costs(&cfg);
         let streams = RngStreams::new(cfg.seed);
         let topo = &cfg.profile.topology;
-        let ncpu = topo.cpus();
+        let ncpu = cfg.online_cpus();
         let tick_ns = 1_000_000_000 / u64::from(cfg.kernel.hz.max(1));
         let mut cpus = Vec::with_capacity(ncpu);
         for c in 0..ncpu as u32 {
@@ -424,6 +523,7 @@ impl Host {
                 input_queue_head: 0,
                 input_queue_tail: 0,
                 irqs: 0,
+                spinning: false,
             });
         }
         let mut nics = Vec::new();
@@ -456,6 +556,7 @@ impl Host {
                 ns_per_byte: 8_000.0 / n.rate_mbps as f64,
                 rx_wire_free: Time::ZERO,
                 tx: TxQueue::new(n.tx_ring, n.tx_queue_len, n.tx_irq_ring_level),
+                fwd_to: NONE,
             });
         }
 
@@ -466,6 +567,23 @@ impl Host {
         let instances = cfg.processes.iter().enumerate().flat_map(|(i, p)| (0..p.instances.max(1)).map(move |k| (i, k)));
         for (i, k) in instances {
             let p = &cfg.processes[i];
+            if p.program == hostsim_workload::ProgramKind::Accelerator {
+                // A multi-threaded program: one task per `[[process.thread]]`, named
+                // `<process>/<thread>`, with the process's nice, class and CPUs (a thread's own
+                // `cpus` override them); `init_apps` (app.rs) builds the program around them.
+                for th in &p.threads {
+                    let allowed = cpu_mask(if th.cpus.is_empty() { &p.cpus } else { &th.cpus }, ncpu);
+                    let name = format!("{}/{}", p.name, th.name);
+                    let rt = match p.sched {
+                        SchedPolicy::Fifo => Some(p.rt_priority.max(1)),
+                        SchedPolicy::Normal => None,
+                    };
+                    let stream = streams.stream(&format!("process/{i}/{name}"));
+                    procs.push(Proc::new(name, None, NONE, p.nice, rt, allowed, allowed.trailing_zeros(), stream));
+                    procs.last_mut().expect("pushed").group = i as u32;
+                }
+                continue;
+            }
             let prog = Program::new(ProgramConfig {
                 kind: p.program,
                 work_ns: p.work_ns,
@@ -481,24 +599,7 @@ impl Host {
             if let (true, Some(port)) = (prog.uses_socket(), port) {
                 if port_sock[port as usize] == NONE {
                     port_sock[port as usize] = socks.len() as u32;
-                    socks.push(Sock {
-                        port,
-                        tcp: prog.is_tcp(),
-                        rcvbuf: p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes),
-                        used: 0,
-                        queue: VecDeque::new(),
-                        head_off: 0,
-                        waiters: VecDeque::new(),
-                        hash: 0,
-                        flows: BTreeMap::new(),
-                        level: 0,
-                        drops: 0,
-                        delack: Timer::new(),
-                        conns: BTreeMap::new(),
-                        enqueued: 0,
-                        len_area: 0,
-                        len_changed: Time::ZERO,
-                    });
+                    socks.push(Sock::new(port, prog.is_tcp(), p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes)));
                 }
                 sock = port_sock[port as usize];
             }
@@ -537,6 +638,34 @@ impl Host {
             procs.push(k);
             cpus[c as usize].ksoftirqd = pid;
         }
+        if cfg.kernel.concurrency == ConcurrencyKind::Functional {
+            // Each OS's polling and bulk-send threads (paper 003 Fig. 2), above everything else,
+            // and its stage thread just below them (notes 003 §6.10).
+            for c in 0..ncpu as u32 {
+                let threads = [
+                    (SymbioseThread::Poll, "symbiose-poll", 99),
+                    (SymbioseThread::Send, "symbiose-send", 99),
+                    (SymbioseThread::Stages, "symbiose-stage", 98),
+                ];
+                for (op, name, prio) in threads {
+                    let mut t = Proc::new(
+                        format!("{name}/{c}"),
+                        None,
+                        NONE,
+                        0,
+                        Some(prio),
+                        1u128 << c,
+                        c,
+                        streams.stream(&format!("{name}/{c}")),
+                    );
+                    t.pinned_kthread = true;
+                    t.symbiose = Some(op);
+                    t.state = ProcState::Sleeping;
+                    t.pending = Pending::Slept;
+                    procs.push(t);
+                }
+            }
+        }
 
         let mut srcs = Vec::new();
         for (i, t) in cfg.traffic.iter().enumerate() {
@@ -558,13 +687,17 @@ impl Host {
                     total_bytes: t.total_bytes,
                     tcp: t.protocol == Protocol::Tcp,
                     record_from_ns: cfg.warmup_ns,
+                    http: t.http.clone(),
+                    clients: t.clients.max(1),
                 }),
                 nic,
                 dst_port: t.dst_port,
                 dst_port_per_flow: t.dst_port_per_flow,
                 link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
                 link_free: vec![Time::ZERO; t.clients.max(1) as usize],
-                down_free: Time::ZERO,
+                down_free: vec![Time::ZERO; t.clients.max(1) as usize],
+                link_delay_ns: t.link_delay_us * 1000,
+                fixed_port: matches!(t.kind, SourceKind::HttpClients | SourceKind::HttpOrigin),
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
                 wire_cache: None,
@@ -577,9 +710,11 @@ impl Host {
             socks[s].level = sock_level(&procs, s as u32);
         }
         let stats = Stats::new(&cfg, ncpu, procs.len());
+        let conc = Concurrency::new(cfg.kernel.concurrency, &cfg.kernel, &cfg.profile.mechanisms, ncpu);
         let mut host = Host {
             wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len()),
             balancer: Balancer::new(cfg.kernel.scheduler, ncpu),
+            conc,
             q: EventQueue::new(),
             now: Time::ZERO,
             cpus,
@@ -592,6 +727,9 @@ impl Host {
             pkts: Vec::with_capacity(4096),
             free_pkts: Vec::with_capacity(4096),
             conns: Vec::new(),
+            free_conns: Vec::new(),
+            eps: crate::sockets::Endpoints::default(),
+            apps: Vec::new(),
             sock_flow,
             rps_cpus,
             stats,
@@ -609,6 +747,15 @@ impl Host {
             cfg,
         };
         host.open_connections();
+        host.init_apps();
+        host.set_routes();
+        if let Some(sym) = host.conc.symbiose_mut() {
+            for (pid, p) in host.procs.iter().enumerate() {
+                if p.symbiose == Some(SymbioseThread::Stages) {
+                    sym.stage_thread[p.cpu as usize] = pid as Pid;
+                }
+            }
+        }
         host
     }
 
@@ -668,6 +815,7 @@ impl Host {
                 }
             }
         }
+        self.symbiose_start();
         self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
         if self.xdp.polled() {
             self.q.schedule(Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
@@ -706,6 +854,7 @@ impl Host {
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
             Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
+            Ev::AtSwitch { pkt, nic } => self.switch_forward(pkt, nic as usize, self.now),
             Ev::Feedback { src, fb, bytes } => {
                 self.stats.tx_en_route -= 1;
                 self.stats.tx_delivered += 1;
@@ -741,6 +890,7 @@ impl Host {
             }
             Ev::ProcStart { pid } => self.proc_start(pid),
             Ev::Renice { pid, nice } => self.set_nice(pid, nice),
+            Ev::EpDelAck { ep, gen } => self.ep_delack_fire(ep, gen),
             Ev::DelAck { sock, gen } => {
                 if self.socks[sock as usize].delack.fires(gen) {
                     self.delack_fire(sock as usize);
@@ -845,7 +995,11 @@ impl Proc {
             slot_timer: Timer::new(),
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
+            symbiose: None,
+            period_start_ns: 0,
             group: NONE,
+            app: NONE,
+            thread: 0,
             rng,
         }
     }

@@ -15,7 +15,7 @@ pub fn zero_profile(topology: Topology) -> Profile {
             hardirq_entry_ns: 0, driver_rx_frame_ns: 0, netif_rx_ns: 0, softirq_entry_ns: 0,
             ip_udp_rx_ns: 0, tcp_rx_ns: 0, rx_per_byte_ns: 0.0, wakeup_ns: 0, syscall_ns: 0,
             recv_ns: 0, copy_per_byte_ns: 0.0, udp_send_ns: 0, tcp_ack_send_ns: 0, tcp_send_ns: 0,
-            tcp_ack_rx_ns: 0, driver_tx_frame_ns: 0, driver_tx_clean_ns: 0,
+            tcp_ack_rx_ns: 0, driver_tx_frame_ns: 0, driver_tx_clean_ns: 0, ip_forward_ns: 0,
             tx_per_byte_ns: 0.0, context_switch_ns: 0, tick_ns: 0, ipi_ns: 0,
         },
         cache: CacheCosts {
@@ -24,6 +24,7 @@ pub fn zero_profile(topology: Topology) -> Profile {
             remote_packet_llc_load_misses: 0, remote_packet_llc_store_misses: 0,
         },
         mechanisms: MechanismCosts::default(),
+        syscalls: None,
     }
 }
 
@@ -33,7 +34,7 @@ pub fn sink(name: &str, port: u16, nice: i8) -> ProcessConfig {
         sched: SchedPolicy::Normal, rt_priority: 0, cpus: vec![], work_ns: 0,
         work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0,
         rcvbuf_bytes: None, start_ms: 0, instances: 1, renice: vec![], unit_bytes: 0,
-        total_bytes: 0, connect: None, sndbuf_bytes: None, nodelay: false, speed_pct: None, start_jitter_us: 0,
+        total_bytes: 0, connect: None, sndbuf_bytes: None, nodelay: false, speed_pct: None, start_jitter_us: 0, accelerator: None, threads: vec![],
     }
 }
 
@@ -59,6 +60,7 @@ pub fn host_with(topology: Topology, kernel: KernelConfig, nics: Vec<NicConfig>,
         nics,
         processes,
         traffic: vec![],
+        routes: vec![],
         duration_ns: 1,
         warmup_ns: 0,
         seed: 1,

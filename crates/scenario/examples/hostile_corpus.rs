@@ -56,21 +56,45 @@ fn int(v: i64) -> String {
     v.to_string()
 }
 
+/// The keys a wildcard row stands for (`process.*.accelerator.*_ns`): each gets its own files.
+fn expand(pattern: &str) -> Vec<String> {
+    match pattern {
+        "process.*.accelerator.*_ns" => ["loop_base_ns", "user_per_fd_ns", "request_ns", "fetch_ns"].iter().map(|k| format!("process.*.accelerator.{k}")).collect(),
+        p => vec![p.to_string()],
+    }
+}
+
 fn cases_for(pattern: &str, range: Range, why: &str) -> Vec<Case> {
+    expand(pattern).iter().flat_map(|p| cases_for_key(p, range, why)).collect()
+}
+
+fn cases_for_key(pattern: &str, range: Range, why: &str) -> Vec<Case> {
     let segs: Vec<&str> = pattern.split('.').collect();
     // Where the key lives in minimal.toml and how it is written.
-    let (header, key, shown, shape): (&str, &str, String, fn(&str) -> String) = match segs.as_slice() {
-        [k] => ("", *k, k.to_string(), |v| v.to_string()),
-        ["kernel", k] => ("[kernel]", *k, format!("kernel.{k}"), |v| v.to_string()),
-        ["kernel", k, "*"] => ("[kernel]", *k, format!("kernel.{k}[0]"), |v| format!("[{v}]")),
-        ["nic", "*", k] => ("[[nic]]", *k, format!("nic[0].{k}"), |v| v.to_string()),
-        ["nic", "*", k, "*"] => ("[[nic]]", *k, format!("nic[0].{k}[0]"), |v| format!("[{v}]")),
-        ["process", "*", "renice", "*", "at_ms"] => ("[[process]]", "renice", "process[0].renice[0].at_ms".into(), |v| format!("[{{ at_ms = {v}, nice = 0 }}]")),
-        ["process", "*", "renice", "*", "nice"] => ("[[process]]", "renice", "process[0].renice[0].nice".into(), |v| format!("[{{ at_ms = 1, nice = {v} }}]")),
-        ["process", "*", k] => ("[[process]]", *k, format!("process[0].{k}"), |v| v.to_string()),
-        ["process", "*", k, "*"] => ("[[process]]", *k, format!("process[0].{k}[0]"), |v| format!("[{v}]")),
-        ["traffic", "*", k] => ("[[traffic]]", *k, format!("traffic[0].{k}"), |v| v.to_string()),
-        ["expect", "*", k] => ("[[expect]]", *k, format!("expect[0].{k}"), |v| v.to_string()),
+    type Shape = Box<dyn Fn(&str) -> String>;
+    let plain: Shape = Box::new(|v| v.to_string());
+    let list: Shape = Box::new(|v| format!("[{v}]"));
+    let (header, key, shown, shape): (&str, &str, String, Shape) = match segs.as_slice() {
+        [k] => ("", *k, k.to_string(), plain),
+        ["kernel", k] => ("[kernel]", *k, format!("kernel.{k}"), plain),
+        ["kernel", k, "*"] => ("[kernel]", *k, format!("kernel.{k}[0]"), list),
+        ["nic", "*", k] => ("[[nic]]", *k, format!("nic[0].{k}"), plain),
+        ["nic", "*", k, "*"] => ("[[nic]]", *k, format!("nic[0].{k}[0]"), list),
+        ["process", "*", "renice", "*", "at_ms"] => ("[[process]]", "renice", "process[0].renice[0].at_ms".into(), Box::new(|v| format!("[{{ at_ms = {v}, nice = 0 }}]"))),
+        ["process", "*", "renice", "*", "nice"] => ("[[process]]", "renice", "process[0].renice[0].nice".into(), Box::new(|v| format!("[{{ at_ms = 1, nice = {v} }}]"))),
+        ["process", "*", "thread", "*", "cpus", "*"] => ("[[process]]", "thread", "process[0].thread[0].cpus[0]".into(), Box::new(|v| format!("[{{ name = \"t\", program = \"io\", cpus = [{v}] }}]"))),
+        ["process", "*", "accelerator", k] => {
+            let k = k.to_string();
+            ("[[process]]", "accelerator", format!("process[0].accelerator.{k}"), Box::new(move |v| format!("{{ {k} = {v} }}")))
+        }
+        ["traffic", "*", "http", k] => {
+            let k = k.to_string();
+            ("[[traffic]]", "http", format!("traffic[0].http.{k}"), Box::new(move |v| format!("{{ {k} = {v} }}")))
+        }
+        ["process", "*", k] => ("[[process]]", *k, format!("process[0].{k}"), plain),
+        ["process", "*", k, "*"] => ("[[process]]", *k, format!("process[0].{k}[0]"), list),
+        ["traffic", "*", k] => ("[[traffic]]", *k, format!("traffic[0].{k}"), plain),
+        ["expect", "*", k] => ("[[expect]]", *k, format!("expect[0].{k}"), plain),
         _ => return Vec::new(),
     };
     let stem = pattern.replace(".*", "").replace('.', "-");
@@ -182,7 +206,20 @@ fn profile_cases() -> Vec<Case> {
             }
         }
     }
-    for k in ["pbq_branch_ns", "pbq_classify_ns", "pbq_dequeue_ns", "irq_suppress_check_ns", "irq_affinity_write_ns"] {
+    for k in [
+        "pbq_branch_ns",
+        "pbq_classify_ns",
+        "pbq_dequeue_ns",
+        "irq_suppress_check_ns",
+        "irq_affinity_write_ns",
+        "xdp_run_ns",
+        "flow_limit_ns",
+        "smp_lock_factor",
+        "lock_acquire_ns",
+        "lock_line_transfer_ns",
+        "bkl_data_transfer_ns",
+        "symbiose_splice_ns",
+    ] {
         if !keys.iter().any(|(t, x)| t == "mechanisms" && x == k) {
             keys.push(("mechanisms".into(), k.into()));
         }

@@ -127,6 +127,12 @@ pub const SCENARIO: &[Bound] = &[
     ("kernel.xdp_probe_ms", int(0, DAY_MS), TIME),
     ("kernel.xdp_min_share_top", int(0, 1_000_000_000), "packets per window; a frame takes at least 1 ns, so a 1 s window holds at most 10^9"),
     ("kernel.xdp_window_ms", int(1, 60_000), "ms per minimum-share window; at most a minute"),
+    ("kernel.online_cpus", int(1, 128), "CPUs brought up (the first N of the profile's); the model has at most 128"),
+    ("kernel.driver_cpu", int(0, 127), CPU_ID),
+    ("kernel.ip_cpu", int(0, 127), CPU_ID),
+    ("kernel.exchange_period_us", int(1, 1_000_000), "us between Symbiose's queue exchanges (paper 003: 5,000); at most 1 s"),
+    ("kernel.pool_buffers", int(1, 1_048_576), "packet buffers in Symbiose's pool (2^20, as a backlog; in the memory budget)"),
+    ("route", len(64), "routes; one per NIC is all forwarding can use"),
     // [[nic]]
     ("nic.*.rate_mbps", int(1, 1_000_000), "Mbit/s; 1 Tbit/s is above the fastest Ethernet port (800 Gbit/s)"),
     ("nic.*.queues", int(1, 128), "RX queues"),
@@ -163,6 +169,18 @@ pub const SCENARIO: &[Bound] = &[
     ("process.*.sndbuf_bytes", int(1, 1 << 30), "bytes; Linux's sk_sndbuf is an int and SO_SNDBUF doubles it, so 2^30"),
     ("process.*.speed_pct", int(1, 100), "a speed in percent, Tender's regulation"),
     ("process.*.start_jitter_us", int(0, DAY_US), TIME),
+    ("process.*.thread", len(64), "threads of a multi-threaded program (an accelerator has 3)"),
+    ("process.*.thread.*.cpus", len(128), "CPUs"),
+    ("process.*.thread.*.cpus.*", int(0, 127), CPU_ID),
+    ("process.*.accelerator.min_cycle_ms", float(0.0, 60_000.0), "ms per interval-control cycle (paper 004: 10..=100); at most a minute"),
+    ("process.*.accelerator.ratio", float(0.0, 1_000.0), "the paper's k-times interval is ratio = k - 1 (paper 004: up to 4); 1,000 is far past any"),
+    ("process.*.accelerator.fifo_priority", int(1, 99), "SCHED_FIFO priorities are 1..=99"),
+    ("process.*.accelerator.origin_conns", int(1, 65_535), "connections to the origins, one client port each"),
+    ("process.*.accelerator.origin_port", int(1, 65_535), PORT),
+    ("process.*.accelerator.origin_request_bytes", int(1, 1_460), "bytes; a request is one TCP segment"),
+    ("process.*.accelerator.read_bytes", int(1, 1 << 30), "bytes per read(), at most a receive buffer"),
+    ("process.*.accelerator.listen_backlog", int(1, 65_535), "connections; Linux's somaxconn is at most 65,535 (a u16 before 4.1)"),
+    ("process.*.accelerator.*_ns", int(0, 1_000_000_000), "ns; user work costing more than 1 s per step is a hang, not a cost"),
     // [[traffic]]
     ("traffic.*.dst_port", int(1, 65_535), PORT),
     ("traffic.*.clients", int(1, 65_535), "client machines, one port each"),
@@ -177,6 +195,20 @@ pub const SCENARIO: &[Bound] = &[
     ("traffic.*.window_bytes", int(1, 1 << 30), "bytes; RFC 7323 window scaling reaches 2^30"),
     ("traffic.*.rto_ms", int(1, 120_000), "ms; Linux's TCP_RTO_MAX is 120 s"),
     ("traffic.*.total_bytes", int(0, 1 << 50), "bytes per flow (0 = unlimited); at most 1 PiB"),
+    ("traffic.*.link_delay_us", int(0, 1_000_000), "us of one-way propagation; 1 s is longer than any path on Earth or to a geostationary satellite"),
+    ("traffic.*.http.rate_rps", float(0.0, 1e7), "requests per second (paper 004: 2,000); 10^7 is past any one accelerator"),
+    ("traffic.*.http.conns", int(1, 262_144), "persistent connections (paper 004: ~7,000); 2^18, in the memory budget"),
+    ("traffic.*.http.request_bytes", int(1, 1_460), "bytes; a request is one TCP segment"),
+    ("traffic.*.http.response_header_bytes", int(0, 65_536), "bytes of HTTP response header"),
+    ("traffic.*.http.hit_ratio", float(0.0, 1.0), "a probability"),
+    ("traffic.*.http.object_bytes", int(0, 1 << 30), "bytes per object; at most 1 GiB"),
+    ("traffic.*.http.size_scale", float(0.0, 1_000.0), "a multiplier on the object-size mix; above 0"),
+    ("traffic.*.http.conn_uses_zipf", int(1, 1_000_000), "the Zipf parameter N of requests per connection (paper 004: 16)"),
+    ("traffic.*.http.connect_ramp_ms", int(0, DAY_MS), TIME),
+    ("traffic.*.http.delack_ms", int(0, 60_000), "ms; Linux's delayed ACK is 40..=200 ms"),
+    ("traffic.*.http.timeout_ms", int(1, 3_600_000), "ms; at most an hour"),
+    ("traffic.*.http.think_ms_mean", float(0.0, 86_400_000.0), TIME),
+    ("traffic.*.http.think_ms_sd", float(0.0, 86_400_000.0), TIME),
     // [[expect]] and [[figure]]: values compared with or drawn, never simulated.
     ("expect.*.paper_value", finite(), ""),
     ("expect.*.value", finite(), ""),
@@ -200,7 +232,9 @@ pub const PROFILE: &[Bound] = &[
     ("costs.*", int(0, 1_000_000_000), "ns; an operation costing more than 1 s is a hang, not a cost"),
     ("cache.*_ns", int(0, 1_000_000_000), "ns; an operation costing more than 1 s is a hang, not a cost"),
     ("cache.*", int(0, 1_000_000), "modelled misses per event"),
+    ("mechanisms.smp_lock_factor", float(1.0, 10.0), "a multiplier on the locking-sensitive costs: SMP locking adds cost (>= 1; measured factors are ~1.15)"),
     ("mechanisms.*", int(0, 1_000_000_000), "ns; an operation costing more than 1 s is a hang, not a cost"),
+    ("syscalls.*", int(0, 1_000_000_000), "ns; a system call costing more than 1 s is a hang, not a cost"),
 ];
 
 /// A value outside its bound: where it is (segments from the document's root) and the message.
@@ -480,19 +514,22 @@ mod tests {
         for k in ["duration_ms", "warmup_ms", "seed", "sample_interval_ms"] {
             doc.insert(k.into(), Value::Integer(1));
         }
-        let kernel = KernelConfig { rps_cpus: vec![0], flow_limit_cpus: vec![0], ..KernelConfig::default() };
+        let kernel = KernelConfig { rps_cpus: vec![0], flow_limit_cpus: vec![0], online_cpus: Some(1), ..KernelConfig::default() };
         doc.insert("kernel".into(), Value::try_from(kernel).unwrap());
         let nic: NicConfig = toml::from_str("name = \"a\"\nrate_mbps = 1\nbalance_irq_interval_us = 1\nirq_cpus = [0]\ntx_irq_ring_level = 1").unwrap();
-        let process: ProcessConfig = toml::from_str("name = \"a\"\nprogram = \"udp_sink\"\nport = 1\ncpus = [0]\nrenice = [{ at_ms = 1, nice = 0 }]\nrcvbuf_bytes = 1\nsndbuf_bytes = 1\nspeed_pct = 50").unwrap();
-        let traffic: TrafficConfig = toml::from_str("name = \"a\"\nkind = \"cbr\"\nnic = \"a\"\ndst_port = 1\nstop_ms = 1").unwrap();
+        let process: ProcessConfig = toml::from_str("name = \"a\"\nprogram = \"udp_sink\"\nport = 1\ncpus = [0]\nrenice = [{ at_ms = 1, nice = 0 }]\nrcvbuf_bytes = 1\nsndbuf_bytes = 1\nspeed_pct = 50\naccelerator = { origin = \"o\" }\nthread = [{ name = \"t\", program = \"io\", cpus = [0] }]").unwrap();
+        let traffic: TrafficConfig = toml::from_str("name = \"a\"\nkind = \"cbr\"\nnic = \"a\"\ndst_port = 1\nstop_ms = 1\nlink_delay_us = 1\nhttp = { rate_rps = 1 }").unwrap();
         let expect: crate::Expect = toml::from_str("claim = \"\"\nmetric = \"m\"\nop = \"<\"\nvalue = 1\npaper_value = 1\ntolerance = 1\ntolerance_abs = 1").unwrap();
         let figure: crate::Figure = toml::from_str("title = \"\"\ny = \"m\"\nmarks = [{ x = 1, y = 1 }]").unwrap();
         for (k, v) in [("nic", Value::try_from(nic).unwrap()), ("process", Value::try_from(process).unwrap()), ("traffic", Value::try_from(traffic).unwrap()), ("expect", Value::try_from(expect).unwrap()), ("figure", Value::try_from(figure).unwrap())] {
             doc.insert(k.into(), Value::Array(vec![v]));
         }
-        let (_, text) = crate::builtin_profiles()[0];
-        let profile: Profile = toml::from_str(text).unwrap();
-        let profile = Value::try_from(profile).unwrap();
+        // Every built-in profile: optional tables ([syscalls]) are in some only.
+        let profiles: Vec<Value> = crate::builtin_profiles()
+            .iter()
+            .map(|(_, text)| Value::try_from(toml::from_str::<Profile>(text).unwrap()).unwrap())
+            .collect();
+        assert!(profiles.iter().any(|p| p.get("syscalls").is_some()), "a profile with [syscalls]");
         let mut missing = Vec::new();
         fn leaves(v: &Value, path: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
             match v {
@@ -514,7 +551,8 @@ mod tests {
                 _ => {}
             }
         }
-        for (d, table) in [(&Value::Table(doc), SCENARIO), (&profile, PROFILE)] {
+        let doc = Value::Table(doc);
+        for (d, table) in std::iter::once((&doc, SCENARIO)).chain(profiles.iter().map(|p| (p, PROFILE))) {
             let mut found = Vec::new();
             leaves(d, &mut Vec::new(), &mut found);
             assert!(found.len() > 20);

@@ -10,14 +10,152 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
+use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
 type VResult = Result<(), (Vec<Seg>, String)>;
 
 fn is_tcp(p: ProgramKind) -> bool {
-    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend)
+    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend | ProgramKind::Accelerator)
+}
+
+/// Programs that read no socket (they take no `port`).
+fn socketless(p: ProgramKind) -> bool {
+    matches!(p, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder)
+}
+
+fn sub(arr: &str, i: usize, table: &str, field: &str) -> Vec<Seg> {
+    vec![Seg::Key(arr.into()), Seg::Index(i), Seg::Key(table.into()), Seg::Key(field.into())]
+}
+
+/// A multi-threaded web accelerator (`program = "accelerator"`): its threads, policy and
+/// origin, and the profile's system-call costs it needs.
+fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VResult {
+    use hostsim_workload::{IntervalControl, ThreadProgram};
+    if c.profile.syscalls.is_none() {
+        return fail(elem("process", i, "program"), format!("the accelerator makes poll()/accept() calls, but profile `{}` has no [syscalls] costs", c.profile.name));
+    }
+    if p.instances != 1 {
+        return fail(elem("process", i, "instances"), "an accelerator runs as one process (its threads are [[process.thread]])");
+    }
+    let thread = |j: usize, f: &str| vec![Seg::Key("process".into()), Seg::Index(i), Seg::Key("thread".into()), Seg::Index(j), Seg::Key(f.into())];
+    let mut names = BTreeSet::new();
+    for (j, t) in p.threads.iter().enumerate() {
+        if !names.insert(t.name.as_str()) {
+            return fail(thread(j, "name"), format!("duplicate thread name `{}`", t.name));
+        }
+        check_name(&t.name, "thread", true).map_err(|m| (thread(j, "name"), m))?;
+        if t.program.is_none() {
+            return fail(thread(j, "name"), format!("thread `{}` has no program: expected program = \"listen\", \"io\" or \"retrieve\"", t.name));
+        }
+        let machine = c.profile.topology.cpus();
+        check_cpu_list(&t.cpus, machine, machine, thread(j, "cpus"), false)?;
+    }
+    for role in [ThreadProgram::Listen, ThreadProgram::Io, ThreadProgram::Retrieve] {
+        let n = p.threads.iter().filter(|t| t.program == Some(role)).count();
+        if n != 1 {
+            let what = format!("{role:?}").to_lowercase();
+            return fail(elem("process", i, "program"), format!("an accelerator needs exactly one [[process.thread]] with program = \"{what}\" (found {n})"));
+        }
+    }
+    let a = p.accelerator.clone().unwrap_or_default();
+    let acc = |f: &str| sub("process", i, "accelerator", f);
+    if !(a.min_cycle_ms.is_finite() && a.min_cycle_ms >= 0.0) {
+        return fail(acc("min_cycle_ms"), format!("expected a cycle of at least 0 ms, got {}", a.min_cycle_ms));
+    }
+    if !(a.ratio.is_finite() && a.ratio >= 0.0) {
+        return fail(acc("ratio"), format!("expected a ratio of at least 0 (the paper's k× interval is ratio = k - 1), got {}", a.ratio));
+    }
+    if matches!(a.interval_control, IntervalControl::Old | IntervalControl::Static) && a.min_cycle_ms <= 0.0 {
+        return fail(acc("min_cycle_ms"), "old and static interval control need a cycle above 0 ms (`none` is the 0 ms case)");
+    }
+    if !(1..=99).contains(&a.fifo_priority) {
+        return fail(acc("fifo_priority"), format!("expected a SCHED_FIFO priority in 1..=99, got {}", a.fifo_priority));
+    }
+    if a.origin_conns == 0 {
+        return fail(acc("origin_conns"), "expected at least 1 connection to the origins");
+    }
+    if a.read_bytes == 0 {
+        return fail(acc("read_bytes"), "expected at least 1 byte per read");
+    }
+    if a.listen_backlog == 0 {
+        return fail(acc("listen_backlog"), "expected a backlog of at least 1");
+    }
+    if !(1..=1460).contains(&a.origin_request_bytes) {
+        return fail(acc("origin_request_bytes"), "expected a request of 1..=1460 bytes (one segment)");
+    }
+    if Some(a.origin_port) == p.port {
+        return fail(acc("origin_port"), "the origin connections need a port other than the listening port");
+    }
+    match c.traffic.iter().find(|t| t.name == a.origin) {
+        Some(t) if t.kind == SourceKind::HttpOrigin => {
+            if t.dst_port != a.origin_port {
+                return fail(acc("origin_port"), format!("origin `{}` sends to port {}; set origin_port = {} (or its dst_port)", t.name, t.dst_port, t.dst_port));
+            }
+        }
+        Some(t) => return fail(acc("origin"), format!("`{}` is a {:?} source; the origin must be http_origin", t.name, t.kind)),
+        None => {
+            let have: Vec<&str> = c.traffic.iter().filter(|t| t.kind == SourceKind::HttpOrigin).map(|t| t.name.as_str()).collect();
+            return fail(acc("origin"), format!("no http_origin [[traffic]] named `{}` (have: {})", a.origin, have.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// `[traffic.http]` of http_clients / http_origin.
+fn http(c: &HostConfig, i: usize, t: &hostsim_host::TrafficConfig) -> VResult {
+    let is_http = matches!(t.kind, SourceKind::HttpClients | SourceKind::HttpOrigin);
+    if !is_http {
+        if t.http.is_some() {
+            return fail(elem("traffic", i, "http"), "only http_clients and http_origin traffic take [traffic.http]");
+        }
+        return Ok(());
+    }
+    let h = t.http.clone().unwrap_or_default();
+    let k = |f: &str| sub("traffic", i, "http", f);
+    if t.kind == SourceKind::HttpClients {
+        if h.conns == 0 {
+            return fail(k("conns"), "expected at least 1 connection");
+        }
+        if !(h.rate_rps.is_finite() && h.rate_rps > 0.0) {
+            return fail(k("rate_rps"), "expected a request rate above 0 requests/s");
+        }
+        if !(0.0..=1.0).contains(&h.hit_ratio) {
+            return fail(k("hit_ratio"), format!("expected a probability in 0..=1, got {}", h.hit_ratio));
+        }
+        if !(h.size_scale.is_finite() && h.size_scale > 0.0) {
+            return fail(k("size_scale"), "expected a size scale above 0");
+        }
+        if h.conn_uses_zipf == 0 {
+            return fail(k("conn_uses_zipf"), "expected at least 1 request per connection");
+        }
+        if !(1..=1460).contains(&h.request_bytes) {
+            return fail(k("request_bytes"), "expected a request of 1..=1460 bytes (one segment)");
+        }
+        if h.content == hostsim_workload::ContentMix::Fixed && h.object_bytes == 0 {
+            return fail(k("object_bytes"), "expected an object of at least 1 byte");
+        }
+        if h.timeout_ms == 0 {
+            return fail(k("timeout_ms"), "expected a timeout of at least 1 ms");
+        }
+        let served = c.processes.iter().any(|p| p.program == ProgramKind::Accelerator && p.port == Some(t.dst_port));
+        if !served {
+            return fail(elem("traffic", i, "dst_port"), format!("http_clients need an accelerator listening on port {} ([[process]] program = \"accelerator\", port = {})", t.dst_port, t.dst_port));
+        }
+    } else {
+        if !(h.think_ms_mean.is_finite() && h.think_ms_mean >= 0.0) {
+            return fail(k("think_ms_mean"), "expected a think time of at least 0 ms");
+        }
+        if !(h.think_ms_sd.is_finite() && h.think_ms_sd >= 0.0) {
+            return fail(k("think_ms_sd"), "expected a standard deviation of at least 0 ms");
+        }
+        let used = c.processes.iter().any(|p| p.accelerator.as_ref().is_some_and(|a| a.origin == t.name));
+        if !used {
+            return fail(elem("traffic", i, "kind"), format!("no accelerator names `{}` as its origin", t.name));
+        }
+    }
+    Ok(())
 }
 
 fn key(parts: &[&str]) -> Vec<Seg> {
@@ -32,6 +170,14 @@ fn cpus(n: usize) -> String {
     } else {
         format!("the profile has {n} CPUs: 0..={}", n - 1)
     }
+}
+/// The CPUs that exist for this run: all the profile's, or the online ones.
+fn online(n: usize, machine: usize) -> String {
+    if n == machine {
+        return cpus(n);
+    }
+    let which = if n == 1 { "0".to_string() } else { format!("0..={}", n - 1) };
+    format!("{n} of the profile's {machine} CPUs are online: {which}")
 }
 fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)> {
     Err((k, msg.into()))
@@ -54,10 +200,11 @@ fn check_name(name: &str, what: &str, dash: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// A CPU list: every CPU exists and, unless `dups_ok`, appears once (it is a mask).
-fn check_cpu_list(list: &[u32], ncpu: usize, at: Vec<Seg>, dups_ok: bool) -> VResult {
+/// A CPU list: every CPU exists (the first `ncpu` of the profile's `machine` are online) and,
+/// unless `dups_ok`, appears once (it is a mask).
+fn check_cpu_list(list: &[u32], ncpu: usize, machine: usize, at: Vec<Seg>, dups_ok: bool) -> VResult {
     if let Some(&bad) = list.iter().find(|&&x| x as usize >= ncpu) {
-        return fail(at, format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+        return fail(at, format!("CPU {bad} does not exist ({})", online(ncpu, machine)));
     }
     let mut seen = BTreeSet::new();
     if !dups_ok {
@@ -87,7 +234,20 @@ pub const SAMPLES_MAX: u64 = 1_000_000;
 pub const RATE_PPS_MIN: f64 = 1e-3;
 
 pub fn config(c: &HostConfig) -> VResult {
-    let ncpu = c.profile.topology.cpus();
+    let machine = c.profile.topology.cpus();
+    let k = &c.kernel;
+    if let Some(n) = k.online_cpus {
+        if n == 0 || n as usize > machine {
+            return fail(key(&["kernel", "online_cpus"]), format!("expected 1..={machine} ({})", cpus(machine)));
+        }
+        if k.concurrency == ConcurrencyKind::Up && n != 1 {
+            return fail(key(&["kernel", "online_cpus"]), "a uniprocessor kernel (concurrency = \"up\") runs 1 CPU: expected 1 or no value");
+        }
+    }
+    let ncpu = c.online_cpus();
+    if c.duration_ns == 0 {
+        return fail(key(&["duration_ms"]), "expected a duration of at least 1 ms");
+    }
     if c.warmup_ns >= c.duration_ns {
         return fail(key(&["warmup_ms"]), "expected warm-up shorter than duration_ms");
     }
@@ -98,16 +258,19 @@ pub fn config(c: &HostConfig) -> VResult {
             format!("duration_ms / sample_interval_ms = {samples} samples, more than {SAMPLES_MAX}: sample less often"),
         );
     }
-    kernel(c, ncpu)?;
+    kernel(c, ncpu, machine)?;
     let mut names = BTreeSet::new();
     for (i, n) in c.nics.iter().enumerate() {
         check_name(&n.name, "NIC", true).map_err(|m| (elem("nic", i, "name"), m))?;
         if !names.insert(n.name.as_str()) {
             return fail(elem("nic", i, "name"), format!("duplicate NIC name `{}`", n.name));
         }
-        check_cpu_list(&n.irq_cpus, ncpu, elem("nic", i, "irq_cpus"), n.irq_routing == IrqRouting::Msix)?;
+        check_cpu_list(&n.irq_cpus, ncpu, machine, elem("nic", i, "irq_cpus"), n.irq_routing == IrqRouting::Msix)?;
         if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
             return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
+        }
+        if k.concurrency == ConcurrencyKind::Functional && n.irq_cpus != [k.driver_cpu] {
+            return fail(elem("nic", i, "irq_cpus"), format!("under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]", k.driver_cpu));
         }
         if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
             return fail(elem("nic", i, "tx_irq_ring_level"), format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring));
@@ -119,12 +282,13 @@ pub fn config(c: &HostConfig) -> VResult {
             );
         }
     }
-    processes(c, ncpu)?;
+    processes(c, ncpu, machine)?;
     traffic(c)?;
+    routes(c)?;
     memory(c)
 }
 
-fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
+fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     let k = &c.kernel;
     if k.rps && !k.rfs && k.rps_cpus.is_empty() {
         return fail(key(&["kernel", "rps"]), "RPS needs a map (kernel.rps_cpus) or RFS (kernel.rfs = true)");
@@ -153,11 +317,27 @@ fn kernel(c: &HostConfig, ncpu: usize) -> VResult {
     if !k.flow_limit_table_len.is_power_of_two() || k.flow_limit_table_len > 1 << 16 {
         return fail(key(&["kernel", "flow_limit_table_len"]), format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len));
     }
-    check_cpu_list(&k.flow_limit_cpus, ncpu, key(&["kernel", "flow_limit_cpus"]), false)?;
+    check_cpu_list(&k.flow_limit_cpus, ncpu, machine, key(&["kernel", "flow_limit_cpus"]), false)?;
     if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
         return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
     }
-    check_cpu_list(&k.rps_cpus, ncpu, key(&["kernel", "rps_cpus"]), false)
+    if k.concurrency == ConcurrencyKind::Functional {
+        for (name, v) in [("driver_cpu", k.driver_cpu), ("ip_cpu", k.ip_cpu)] {
+            if v as usize >= ncpu {
+                return fail(key(&["kernel", name]), format!("CPU {v} does not exist ({})", online(ncpu, machine)));
+            }
+        }
+        if k.exchange_period_us == 0 {
+            return fail(key(&["kernel", "exchange_period_us"]), "expected an exchange period of at least 1 us (paper 003: 5000)");
+        }
+        if k.pool_buffers == 0 {
+            return fail(key(&["kernel", "pool_buffers"]), "expected at least 1 buffer");
+        }
+        if k.rx_path != RxPath::Legacy {
+            return fail(key(&["kernel", "concurrency"]), "the functional split's driver takes frames in its interrupt handler: it needs rx_path = \"legacy\"");
+        }
+    }
+    check_cpu_list(&k.rps_cpus, ncpu, machine, key(&["kernel", "rps_cpus"]), false)
 }
 
 /// The ports each socket-reading `[[process]]` entry binds: (first, last, program, entry), sorted.
@@ -166,14 +346,14 @@ fn port_ranges(c: &HostConfig) -> Vec<(u32, u32, ProgramKind, usize)> {
         .processes
         .iter()
         .enumerate()
-        .filter(|(_, p)| !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic))
+        .filter(|(_, p)| !socketless(p.program))
         .filter_map(|(i, p)| p.port.map(|port| (u32::from(port), u32::from(port) + p.instances.max(1) - 1, p.program, i)))
         .collect();
     r.sort_by_key(|&(first, _, _, i)| (first, i));
     r
 }
 
-fn processes(c: &HostConfig, ncpu: usize) -> VResult {
+fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     let mut pnames = BTreeSet::new();
     for (i, p) in c.processes.iter().enumerate() {
         check_name(&p.name, "process", true).map_err(|m| (elem("process", i, "name"), m))?;
@@ -184,14 +364,14 @@ fn processes(c: &HostConfig, ncpu: usize) -> VResult {
             // Without an rt_priority the fault is on the `sched` line.
             return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
         }
-        check_cpu_list(&p.cpus, ncpu, elem("process", i, "cpus"), false)?;
+        check_cpu_list(&p.cpus, ncpu, machine, elem("process", i, "cpus"), false)?;
         if p.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
             return fail(elem("process", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never run", c.duration_ns / 1_000_000));
         }
         if let Some(r) = p.renice.iter().find(|r| r.at_ms.saturating_mul(1_000_000) >= c.duration_ns) {
             return fail(elem("process", i, "renice"), format!("a nice change at {} ms, at or after the end of the run ({} ms)", r.at_ms, c.duration_ns / 1_000_000));
         }
-        if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
+        if !socketless(p.program) {
             let Some(port) = p.port else {
                 return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
             };
@@ -200,16 +380,26 @@ fn processes(c: &HostConfig, ncpu: usize) -> VResult {
                 return fail(elem("process", i, "instances"), format!("instances bind ports {port}..={last}: past 65535"));
             }
         } else if p.port.is_some() {
-            return fail(elem("process", i, "port"), "spin and periodic read no socket: remove `port`");
+            return fail(elem("process", i, "port"), "spin, periodic and yielder read no socket: remove `port`");
         }
-        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) && p.work_ns == 0 {
-            return fail(elem("process", i, "work_ns"), "spin and periodic need work_ns > 0 (the burst length)");
+        if socketless(p.program) && p.work_ns == 0 {
+            return fail(elem("process", i, "work_ns"), "spin, periodic and yielder need work_ns > 0 (the burst length)");
         }
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
         }
         if p.program == ProgramKind::TcpEcho && p.reply_bytes > 1460 {
             return fail(elem("process", i, "reply_bytes"), "expected at most 1460 bytes (one TCP segment)");
+        }
+        if p.program == ProgramKind::Accelerator {
+            accelerator(c, i, p)?;
+        } else {
+            if !p.threads.is_empty() {
+                return fail(elem("process", i, "thread"), "only a multi-threaded program (accelerator) takes [[process.thread]]");
+            }
+            if p.accelerator.is_some() {
+                return fail(elem("process", i, "accelerator"), "only program = \"accelerator\" takes [process.accelerator]");
+            }
         }
         if p.sndbuf_bytes == Some(0) {
             return fail(elem("process", i, "sndbuf_bytes"), "expected a send buffer of at least 1 byte");
@@ -295,7 +485,11 @@ fn traffic(c: &HostConfig) -> VResult {
             let have = if have.is_empty() { "none: add a [[nic]]".to_string() } else { have.join(", ") };
             return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {have})", t.nic));
         }
-        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink) || t.protocol == hostsim_host::Protocol::Tcp;
+        if t.kind != SourceKind::Sink && t.dst_port == 0 {
+            return fail(elem("traffic", i, "dst_port"), "this traffic sends: expected a destination port 1..=65535");
+        }
+        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
+            || t.protocol == hostsim_host::Protocol::Tcp;
         if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) {
             // The busiest client link carries ceil(F / C) of the F flows' frames.
             let flows = t.flows.max(t.clients);
@@ -327,6 +521,7 @@ fn traffic(c: &HostConfig) -> VResult {
         if u32::from(t.dst_port) + t.clients - 1 > 65535 {
             return fail(elem("traffic", i, "clients"), format!("clients send to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.clients - 1));
         }
+        http(c, i, t)?;
         if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
             return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
         }
@@ -349,6 +544,25 @@ fn traffic(c: &HostConfig) -> VResult {
     Ok(())
 }
 
+/// `[[route]]`: IP forwarding from a NIC (or any) to a NIC something receives on.
+fn routes(c: &HostConfig) -> VResult {
+    let have_nics = || c.nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ");
+    for (i, r) in c.routes.iter().enumerate() {
+        if let Some(from) = &r.from {
+            if !c.nics.iter().any(|n| &n.name == from) {
+                return fail(elem("route", i, "from"), format!("no NIC named `{from}` (have: {})", have_nics()));
+            }
+        }
+        if !c.nics.iter().any(|n| n.name == r.to) {
+            return fail(elem("route", i, "to"), format!("no NIC named `{}` (have: {})", r.to, have_nics()));
+        }
+        if !c.traffic.iter().any(|t| t.kind == SourceKind::Sink && t.nic == r.to) {
+            return fail(elem("route", i, "to"), format!("nothing receives on NIC `{}`: add a [[traffic]] with kind = \"sink\" and nic = \"{}\"", r.to, r.to));
+        }
+    }
+    Ok(())
+}
+
 /// What a run may use for model state, at most. The model's memory is its queues (every packet
 /// the configuration lets it hold at once), one latency histogram per process and source, flow
 /// tables and the time series: all known from the configuration, so a configuration that could
@@ -366,13 +580,17 @@ pub const PROCESS_BYTES: u64 = HISTOGRAM_BYTES + 1_024;
 pub const FLOW_BYTES: u64 = 128;
 /// A time-series row: 13 numbers.
 pub const SAMPLE_BYTES: u64 = 13 * 8;
+/// A TCP connection of an HTTP client or an accelerator (an upper estimate): the client's
+/// connection state, the server's socket (struct, queue headers, listen entry) and its TCP
+/// sender state.
+pub const CONN_BYTES: u64 = 1_024;
 
 /// The model's worst-case memory, part by part, each with the key that sets it (and, when
 /// `describe`, what the part is, for the message).
 pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, String)> {
     let ncpu = c.profile.topology.cpus() as u64;
     let k = &c.kernel;
-    let mut parts = Vec::with_capacity(8 + c.nics.len() * 2 + c.processes.len() * 2 + c.traffic.len());
+    let mut parts = Vec::with_capacity(9 + c.nics.len() * 3 + c.processes.len() * 4 + c.traffic.len() * 2);
     let mut push = |bytes: u64, at: Vec<Seg>, what: &dyn Fn() -> String| parts.push((bytes, at, if describe { what() } else { String::new() }));
     push(ncpu * (u64::from(k.netdev_max_backlog) + 1) * PACKET_BYTES, key(&["kernel", "netdev_max_backlog"]), &|| {
         format!("{ncpu} CPU backlogs of {} packets", k.netdev_max_backlog)
@@ -383,6 +601,9 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
         push(u64::from(k.rfs_entries) * (4 + 16 * total_queues), key(&["kernel", "rfs_entries"]), &|| {
             format!("RFS tables of {} entries for {total_queues} queues", k.rfs_entries)
         });
+    }
+    if k.concurrency == ConcurrencyKind::Functional {
+        push(u64::from(k.pool_buffers) * PACKET_BYTES, key(&["kernel", "pool_buffers"]), &|| format!("Symbiose's pool of {} buffers", k.pool_buffers));
     }
     let samples = c.duration_ns / c.sample_interval_ns.max(1);
     push(samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), &|| format!("{samples} time-series samples"));
@@ -400,7 +621,14 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
     }
     for (i, p) in c.processes.iter().enumerate() {
         push(u64::from(p.instances) * PROCESS_BYTES, elem("process", i, "instances"), &|| format!("process `{}`: {} instances", p.name, p.instances));
-        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) || p.port.is_none() {
+        push(p.threads.len() as u64 * PROCESS_BYTES, elem("process", i, "thread"), &|| format!("process `{}`: {} threads", p.name, p.threads.len()));
+        if let Some(a) = &p.accelerator {
+            let conns = u64::from(a.origin_conns) + u64::from(a.listen_backlog);
+            push(conns * CONN_BYTES, sub("process", i, "accelerator", "origin_conns"), &|| {
+                format!("process `{}`: {} origin connections and a listen backlog of {}", p.name, a.origin_conns, a.listen_backlog)
+            });
+        }
+        if socketless(p.program) || p.port.is_none() {
             continue;
         }
         let (rcvbuf, at) = match p.rcvbuf_bytes {
@@ -418,6 +646,9 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
     for (i, t) in c.traffic.iter().enumerate() {
         let flows = u64::from(t.flows.max(t.clients));
         let base = PROCESS_BYTES + u64::from(t.clients) * 8 + flows * 8;
+        if let Some(h) = &t.http {
+            push(u64::from(h.conns) * CONN_BYTES, sub("traffic", i, "http", "conns"), &|| format!("traffic `{}`: {} HTTP connections", t.name, h.conns));
+        }
         if t.kind == SourceKind::TcpWindow {
             // Every flow puts a window of segments on its client's link at once.
             let segs = u64::from(t.window_bytes).div_ceil(u64::from(t.payload_bytes.max(1)));

@@ -71,7 +71,7 @@ const CASES: &[Case] = &[
     case("nice_out_of_range.toml", 22, "process[0].nice", "expected a whole number in -20..=19 (Linux nice values), got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
     case("xdp_on_legacy_path.toml", 10, "kernel.xdp", "needs kernel.rx_path = \"napi\""),
-    case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "strictly between 0 and 1, got 1.5"),
+    case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "expected a number in 0..=1 (a fraction of the rate at which high load began (strictly inside 0..1)), got 1.5"),
     case("flow_limit_on_legacy.toml", 10, "kernel.backlog", "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\""),
     case("flow_limit_table_len_not_pow2.toml", 10, "kernel.flow_limit_table_len", "expected a power of two in 1..=65536, got 1000"),
     case("flow_limit_cpu_out_of_range.toml", 10, "kernel.flow_limit_cpus", "CPU 5 does not exist (the profile has 1 CPU: 0)"),
@@ -84,6 +84,18 @@ const CASES: &[Case] = &[
     case("speed_pct_negative.toml", 22, "process[0].speed_pct", "expected a whole number in 1..=100 (a speed in percent, Tender's regulation), got -5"),
     case("speed_pct_string.toml", 22, "process[0].speed_pct", "invalid type: a string \"fast\", expected a whole number in 1..=100 (a speed in percent, Tender's regulation)"),
     case("unit_bytes_zero.toml", 26, "process[1].unit_bytes", "expected a send() unit in 1..=4294967295 bytes, got 0"),
+    // Paper 004's keys (files derived from tests/good/accelerator.toml).
+    case("accel_cycle_negative.toml", 17, "process[0].accelerator.min_cycle_ms", "expected a number in 0..=60000 (ms per interval-control cycle"),
+    case("accel_ratio_negative.toml", 18, "process[0].accelerator.ratio", "expected a number in 0..=1000 (the paper's k-times interval is ratio = k - 1"),
+    case("http_zero_conns.toml", 42, "traffic[0].http.conns", "expected a whole number in 1..=262_144 (persistent connections"),
+    case("accel_thread_without_program.toml", 27, "process[0].thread[1].name", "thread `io` has no program: expected program = \"listen\", \"io\" or \"retrieve\""),
+    // Kernel concurrency models and forwarding (paper 003).
+    case("functional_stage_cpu_out_of_range.toml", 12, "kernel.driver_cpu", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
+    case("exchange_period_zero.toml", 13, "kernel.exchange_period_us", "expected a whole number in 1..=1_000_000 (us between Symbiose's queue exchanges"),
+    case("functional_needs_legacy.toml", 10, "kernel.concurrency", "it needs rx_path = \"legacy\""),
+    case("online_cpus_out_of_range.toml", 10, "kernel.online_cpus", "expected 1..=1 (the profile has 1 CPU: 0)"),
+    case("route_to_missing_nic.toml", 33, "route[0].to", "no NIC named `eth1` (have: eth0)"),
+    case("route_without_sink.toml", 32, "route[0].to", "nothing receives on NIC `eth0`: add a [[traffic]] with kind = \"sink\""),
     // Sweeps: errors point at the sweep's key, even when the bad value lands elsewhere.
     case("sweep_not_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an integer"),
     case("sweep_empty_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an empty one"),
@@ -195,6 +207,7 @@ fn every_bad_file_is_in_the_table() {
 fn the_minimal_scenario_they_derive_from_is_valid() {
     let sc = load(&dir("good").join("minimal.toml"), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sc.runs().unwrap().len(), 4);
+    load(&dir("good").join("accelerator.toml"), &[]).unwrap_or_else(|e| panic!("{e}"));
     // The --set cases are only bad because of their overrides.
     for c in CASES.iter().filter(|c| !c.sets.is_empty()) {
         load(&dir("bad").join(c.file), &[]).unwrap_or_else(|e| panic!("{}: {e}", c.file));
