@@ -96,6 +96,8 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         _bars(ax, df, y, vs, marks)
         ax.set_xlabel(xlabel or "variant")
     ax.set_ylabel(ylabel or y)
+    if log_y:
+        ax.set_yscale("log")
     if title:
         ax.set_title(title + (f"\n({paper})" if paper else ""), fontsize=10)
     ax.grid(True, alpha=0.3)

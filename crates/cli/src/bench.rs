@@ -13,7 +13,9 @@
 //!   seconds with and without `--trace` (Perfetto, streamed to a temporary file): the trace must
 //!   not grow memory (RSS within 2x);
 //! - `tcp-send-100m`: a host-sending TCP stream at 100 Mbit/s (`bench/tcp-send`, ~8,600
-//!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path.
+//!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path;
+//! - `forward-2cpu-148k`: a 2-CPU router forwarding at Fast Ethernet's line rate, 148,809
+//!   frames/s, under a big kernel lock (`bench/forward-2cpu`).
 //!
 //! `packets` counts the frames through the host (received + sent).
 //!
@@ -110,6 +112,7 @@ pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<Be
         ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false),
         ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true),
         ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false),
+        ("forward-2cpu-148k", "bench/forward-2cpu", None, "traffic.load.rate_pps", 148_809.0, ms(5000, 1000), false),
     ];
     let mut cases = Vec::new();
     for (name, scenario, variant, rate_key, pps, sim_ms, traced) in specs {

@@ -244,8 +244,11 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             sc.derive_metrics(&mut output.summary.metrics);
             write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
             let m = &output.summary.metrics;
+            // A router delivers nothing to its processes: say what it forwarded instead.
+            let forwarded = m.get("forwarded_pps").copied().unwrap_or(0.0);
+            let fwd = if forwarded > 0.0 { format!(", forwarded {forwarded:.0} pkt/s") } else { String::new() };
             eprintln!(
-                "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s, CPU {:.1}% busy -> {}",
+                "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s{fwd}, CPU {:.1}% busy -> {}",
                 sc.name,
                 output.summary.sim_time_ns as f64 * 1e-9,
                 info.wall_s,

@@ -22,7 +22,7 @@ pub struct Profile {
 }
 
 /// Extra costs the papers' mechanisms add, in ns.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Default)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MechanismCosts {
     /// PBQ: the extra branch on every backlog enqueue and dequeue (also at low load).
@@ -40,6 +40,48 @@ pub struct MechanismCosts {
     /// Flow limit: `skb_flow_limit`'s table work (history and bucket update) per packet enqueued
     /// by a CPU with a table while the target backlog is at least half full.
     pub flow_limit_ns: u64,
+    /// Fine-grained SMP locking (`kernel.concurrency = "smp"`): the locking-sensitive costs
+    /// (`netif_rx_ns`, `softirq_entry_ns`, `ip_udp_rx_ns`, `tcp_rx_ns`, `wakeup_ns`, `recv_ns`,
+    /// `udp_send_ns`, `tcp_ack_send_ns`, `tcp_send_ns`, `tcp_ack_rx_ns`, `ip_forward_ns`,
+    /// `driver_tx_frame_ns`, `driver_tx_clean_ns`) are multiplied by this factor: the
+    /// lock-prefixed atomics and spin locks an SMP kernel adds to the uniprocessor path. 1.0
+    /// (the default) where the profile's costs were measured on an SMP kernel and already include
+    /// them; a profile whose costs are uniprocessor costs gives the factor here, so that `up`,
+    /// `bkl` and `functional` runs do not carry it (their locking comes from their own model).
+    pub smp_lock_factor: f64,
+    /// One uncontended spin-lock acquisition (a locked read-modify-write on a line this CPU
+    /// already owns, and the instructions around it): the big kernel lock at every kernel entry
+    /// from user mode or idle (`bkl`), Symbiose's global-queue lock at every exchange.
+    pub lock_acquire_ns: u64,
+    /// Extra when the lock's cache line was last written by another CPU (one cache-to-cache
+    /// transfer).
+    pub lock_line_transfer_ns: u64,
+    /// `bkl`: extra when the big kernel lock moves to another CPU, for the kernel data it
+    /// guards that the new holder then touches (device, queue, route and statistics lines last
+    /// written by the other CPU).
+    pub bkl_data_transfer_ns: u64,
+    /// `functional`: one bulk move of a local queue into or out of a global queue (Symbiose,
+    /// paper 003 Fig. 2), under its lock, excluding the lock itself.
+    pub symbiose_splice_ns: u64,
+}
+
+impl Default for MechanismCosts {
+    fn default() -> Self {
+        MechanismCosts {
+            pbq_branch_ns: 0,
+            pbq_classify_ns: 0,
+            pbq_dequeue_ns: 0,
+            irq_suppress_check_ns: 0,
+            irq_affinity_write_ns: 0,
+            xdp_run_ns: 0,
+            flow_limit_ns: 0,
+            smp_lock_factor: 1.0,
+            lock_acquire_ns: 0,
+            lock_line_transfer_ns: 0,
+            bkl_data_transfer_ns: 0,
+            symbiose_splice_ns: 0,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -95,6 +137,10 @@ pub struct Costs {
     pub driver_tx_frame_ns: u64,
     /// Driver TX clean-up per completed frame (descriptor check, unmap, skb free).
     pub driver_tx_clean_ns: u64,
+    /// IP forwarding of one packet in the kernel, no socket: `ip_rcv`, route lookup, TTL and
+    /// checksum update (`ip_forward`), `ip_output` with the neighbour header, and the device
+    /// queue, up to the driver (whose transmit cost is separate).
+    pub ip_forward_ns: u64,
     pub tx_per_byte_ns: f64,
     pub context_switch_ns: u64,
     pub tick_ns: u64,
@@ -181,6 +227,25 @@ pub enum Scheduler {
     /// tick of an idle CPU and every HZ/4 ticks of a busy one (with a 25% imbalance), never moving
     /// a running or cache-hot task. See `sched_o1.rs`.
     O1,
+}
+
+/// How the kernel runs on several CPUs (`kernel.concurrency`; `concurrency.rs`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConcurrencyKind {
+    /// Today's fine-grained SMP: any CPU runs any kernel code at any time; locking costs are the
+    /// profile's `smp_lock_factor` on the locking-sensitive costs.
+    Smp,
+    /// A uniprocessor kernel: CPU 0 only (the profile's other CPUs are offline), no SMP locking.
+    Up,
+    /// One big kernel lock (Linux 2.0 `kernel_flag`): every kernel-context unit (hard IRQ,
+    /// softirq, system call, context switch) runs holding it; a CPU that needs it while another
+    /// holds it spins (CPU state `spin`).
+    Bkl,
+    /// Functionally distributed (HiTactix/Symbiose, paper 003): the driver on `driver_cpu`, IP on
+    /// `ip_cpu`, per-CPU lock-free local queues, global queues under one spin lock exchanged in
+    /// bulk by periodic threads every `exchange_period_us`.
+    Functional,
 }
 
 /// Kernel options. Defaults are Linux 3.x-like; the 2.4 scenarios override a few.
@@ -290,6 +355,22 @@ pub struct KernelConfig {
     pub timer_slack_ns: u64,
     /// TCP delayed ACK timeout.
     pub delack_ms: u64,
+    /// How the kernel runs on several CPUs: `smp` (fine-grained, the default), `up`
+    /// (uniprocessor kernel), `bkl` (one big kernel lock) or `functional` (paper 003's split).
+    pub concurrency: ConcurrencyKind,
+    /// CPUs brought up (the first N of the profile's; Linux `maxcpus=`). Absent = all of them;
+    /// `concurrency = "up"` runs one. Offline CPUs do nothing at all (no ticks).
+    pub online_cpus: Option<u32>,
+    /// `functional`: the CPU running the Ethernet driver and ARP (paper 003: CPU#1). Every
+    /// NIC's interrupts must go to it.
+    pub driver_cpu: u32,
+    /// `functional`: the CPU running IP (and UDP/TCP input) (paper 003: CPU#0).
+    pub ip_cpu: u32,
+    /// `functional`: period of each CPU's bulk-send and polling threads (paper 003: 5 ms).
+    pub exchange_period_us: u64,
+    /// `functional`: buffers in the shared inter-OS buffer pool (paper 003 §3 gives no size). A
+    /// frame arriving when all are in the exchange queues is dropped (drop place `buffer_pool`).
+    pub pool_buffers: u32,
     /// Default socket send buffer (`wmem_default`; Linux 2.4 `tcp_wmem[1]` = 16384), bytes of
     /// truesize (payload + `skb_overhead_bytes` per segment).
     pub sndbuf_bytes: u32,
@@ -378,6 +459,12 @@ impl Default for KernelConfig {
             speed_slot_us: 1000,
             speed_block_ms: 1000,
             speed_dispatch: SpeedDispatch::SlotBoundary,
+            concurrency: ConcurrencyKind::Smp,
+            online_cpus: None,
+            driver_cpu: 1,
+            ip_cpu: 0,
+            exchange_period_us: 5000,
+            pool_buffers: 4096,
         }
     }
 }
@@ -599,7 +686,9 @@ pub struct TrafficConfig {
     pub kind: SourceKind,
     /// NIC (by name) the traffic arrives on.
     pub nic: String,
-    /// Destination port; with several `clients`, client i sends to `dst_port + i`.
+    /// Destination port; with several `clients`, client i sends to `dst_port + i`. Required
+    /// for every kind that sends (a `sink` only receives).
+    #[serde(default)]
     pub dst_port: u16,
     /// Identical client machines, each with its own link and destination port; `rate_pps` is
     /// their total and `flows` are spread over them.
@@ -658,6 +747,17 @@ fn rto() -> u64 {
     200
 }
 
+/// A route: packets arriving on NIC `from` (any NIC if absent) that no local socket takes are
+/// forwarded by the kernel (IP forwarding, no process) out of NIC `to`, to the external sink
+/// (`[[traffic]]` of kind `sink`) attached to that NIC.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    #[serde(default)]
+    pub from: Option<String>,
+    pub to: String,
+}
+
 /// Everything a run needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostConfig {
@@ -666,9 +766,25 @@ pub struct HostConfig {
     pub nics: Vec<NicConfig>,
     pub processes: Vec<ProcessConfig>,
     pub traffic: Vec<TrafficConfig>,
+    /// IP forwarding routes (`[[route]]`).
+    pub routes: Vec<RouteConfig>,
     pub duration_ns: u64,
     /// Rates and latencies are measured after this.
     pub warmup_ns: u64,
     pub seed: u64,
     pub sample_interval_ns: u64,
+}
+
+impl HostConfig {
+    /// CPUs the kernel runs on: the first `kernel.online_cpus` of the profile's (one for a
+    /// uniprocessor kernel), else all of them. Never more than the machine has.
+    pub fn online_cpus(&self) -> usize {
+        let machine = self.profile.topology.cpus();
+        let want = match (self.kernel.concurrency, self.kernel.online_cpus) {
+            (_, Some(n)) => n as usize,
+            (ConcurrencyKind::Up, None) => 1,
+            (_, None) => machine,
+        };
+        want.clamp(1, machine.max(1))
+    }
 }

@@ -46,13 +46,19 @@ impl Host {
         }
     }
 
-    /// Start (or resume) the top frame of `cpu`, or go idle.
+    /// Start (or resume) the top frame of `cpu`, or go idle. Under a kernel lock (`klock.rs`)
+    /// the frame may first have to take the lock (its cost is added to the unit) or spin.
     pub fn start_top(&mut self, cpu: usize) {
         self.account(cpu);
+        let extra = match self.lock_gate(cpu) {
+            Some(extra) => extra,
+            None => return self.spin(cpu),
+        };
         let now = self.now;
         let c = &mut self.cpus[cpu];
-        match c.stack.last() {
+        match c.stack.last_mut() {
             Some(f) => {
+                f.remaining += extra;
                 c.acct_state = f.state;
                 c.run_start = now;
                 let at = now + Time(f.remaining);
@@ -66,8 +72,12 @@ impl Host {
         }
     }
 
-    /// Pause the running top frame (its remaining cost shrinks by what it ran).
+    /// Pause the running top frame (its remaining cost shrinks by what it ran). A spinning CPU
+    /// stops spinning (its frame has not started).
     pub fn pause_top(&mut self, cpu: usize) {
+        if self.cpus[cpu].spinning {
+            return self.stop_spin(cpu);
+        }
         let ran = self.now.since(self.cpus[cpu].run_start).ns();
         self.account(cpu);
         let c = &mut self.cpus[cpu];

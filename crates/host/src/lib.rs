@@ -15,6 +15,8 @@
 //! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
 //! `types` the small shared types; `policies` the closed enums selecting each policy;
 //! `backlog` backlog policies (`pbq` paper 000's, `flow_limit` Linux's RPS flow limit); `proto` UDP/TCP input and sockets; `sched` the scheduler;
+//! `concurrency` the kernel concurrency models (big kernel lock, paper 003's functional split),
+//! gated in `klock`, with Symbiose's exchange threads in `symbiose` and IP forwarding in `forward`;
 //! `wake` Linux 3.2 wake-up placement, `sched_o1` the 2.4 O(1) scheduler's placement and
 //! balancing, `placement` the era's placement (`wake_goda` paper 001's wraps it);
 //! `migration_class` classifies
@@ -28,10 +30,13 @@
 //! Entry point: [`run`].
 
 mod backlog;
+mod concurrency;
 mod config;
 mod cpu;
 mod flow_limit;
+mod forward;
 mod irq_route;
+mod klock;
 mod migration_class;
 mod nic;
 mod pbq;
@@ -51,6 +56,7 @@ mod sink_metrics;
 mod slots;
 mod stats;
 mod summary;
+mod symbiose;
 #[cfg(test)]
 mod tests_wake;
 mod tcp_conn;
@@ -68,7 +74,7 @@ pub use config::*;
 pub use irq_route::IrqRouter;
 pub use nic::wire_bytes;
 pub use summary::{
-    CacheSummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
+    CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
     TcpSummary, TrafficSummary,
 };
 pub use trace::{TraceSink, TraceWindow, FLUSH_RECORDS};

@@ -84,6 +84,8 @@ impl Host {
             let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queues = nic.cfg.queues;
             let queue = nic.first_queue + if queues == 1 { 0 } else { hash % queues };
+            // IP forwarding: a packet no local socket takes follows the NIC's route, if any.
+            let fwd = if self.port_sock[dst_port as usize] == NONE { nic.fwd_to } else { NONE };
             let pkt = self.alloc_pkt(Packet {
                 src: s as u32,
                 flow: e.flow,
@@ -98,6 +100,8 @@ impl Host {
                 ack: e.ack,
                 win: e.win,
                 tx_segs: 0,
+                t_nic: Time::ZERO,
+                fwd,
                 live: true,
             });
             if over {
@@ -117,6 +121,7 @@ impl Host {
     }
 
     pub fn frame_arrive(&mut self, pkt: PktId) {
+        self.pkts[pkt as usize].t_nic = self.now;
         let q = self.pkts[pkt as usize].queue as usize;
         let nq = &mut self.queues[q];
         if nq.ring.len() >= nq.ring_max as usize {

@@ -8,6 +8,7 @@
 //! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
 //! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_o1::O1Balance` |
 //! | driver entry (XDP): `verdict`, `poll`            | [`Xdp`]          | `kernel.xdp`          | none, count, `xdp_pbq::XdpPbq`     |
+//! | kernel lock gate (`klock.rs`: `needs_lock`)      | [`Concurrency`]  | `kernel.concurrency`  | `smp`, `up`, `bkl` (`concurrency::SpinLock`), `functional` (`concurrency::Symbiose`) |
 //!
 //! The IRQ router (`irq_route.rs`, `nic.irq_routing`) and interrupt suppression (`suppress.rs`,
 //! `kernel.irq_suppression`) are selected the same way in their own files.
@@ -15,7 +16,8 @@
 //! This module imports the policies; none of them imports it or the `Host` hub (`sim.rs`).
 
 use crate::backlog::{BacklogPolicy, Enqueue, Fifo};
-use crate::config::{BacklogKind, KernelConfig, RxPath, Scheduler, WakePolicy, XdpKind};
+use crate::concurrency::{Context, SpinLock, Symbiose};
+use crate::config::{BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, RxPath, Scheduler, WakePolicy, XdpKind};
 use crate::flow_limit::FlowLimit;
 use crate::pbq::Pbq;
 use crate::placement::BasePlacement;
@@ -213,6 +215,76 @@ impl Xdp {
         match self {
             Xdp::Pbq(p) => p.high_load(),
             _ => false,
+        }
+    }
+}
+
+/// The closed set of kernel concurrency models (`concurrency.rs`).
+#[derive(Clone, Debug)]
+pub enum Concurrency {
+    Smp,
+    Up,
+    Bkl(SpinLock),
+    Functional(Box<Symbiose>),
+}
+
+impl Concurrency {
+    pub fn new(kind: ConcurrencyKind, k: &KernelConfig, m: &MechanismCosts, ncpu: usize) -> Concurrency {
+        match kind {
+            ConcurrencyKind::Smp => Concurrency::Smp,
+            ConcurrencyKind::Up => Concurrency::Up,
+            ConcurrencyKind::Bkl => Concurrency::Bkl(SpinLock::new(
+                m.lock_acquire_ns,
+                m.lock_line_transfer_ns + m.bkl_data_transfer_ns,
+            )),
+            ConcurrencyKind::Functional => Concurrency::Functional(Box::new(Symbiose::new(
+                ncpu,
+                k.driver_cpu as usize,
+                k.ip_cpu as usize,
+                k.exchange_period_us * 1000,
+                k.pool_buffers,
+                SpinLock::new(m.lock_acquire_ns, m.lock_line_transfer_ns),
+            ))),
+        }
+    }
+
+    /// Does a unit of context `ctx` need the model's lock?
+    pub fn needs_lock(&self, ctx: Context) -> bool {
+        match self {
+            Concurrency::Smp | Concurrency::Up => false,
+            Concurrency::Bkl(_) => ctx != Context::User,
+            Concurrency::Functional(_) => ctx == Context::Exchange,
+        }
+    }
+
+    /// The model's lock, if it has one.
+    pub fn lock(&self) -> Option<&SpinLock> {
+        match self {
+            Concurrency::Smp | Concurrency::Up => None,
+            Concurrency::Bkl(l) => Some(l),
+            Concurrency::Functional(s) => Some(&s.lock),
+        }
+    }
+
+    pub fn lock_mut(&mut self) -> Option<&mut SpinLock> {
+        match self {
+            Concurrency::Smp | Concurrency::Up => None,
+            Concurrency::Bkl(l) => Some(l),
+            Concurrency::Functional(s) => Some(&mut s.lock),
+        }
+    }
+
+    pub fn symbiose(&self) -> Option<&Symbiose> {
+        match self {
+            Concurrency::Functional(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn symbiose_mut(&mut self) -> Option<&mut Symbiose> {
+        match self {
+            Concurrency::Functional(s) => Some(s),
+            _ => None,
         }
     }
 }

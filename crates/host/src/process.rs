@@ -28,6 +28,9 @@ impl Host {
         if pid == self.cpus[cpu].ksoftirqd {
             return self.ksoftirqd_step(cpu, pid);
         }
+        if let Some(op) = self.procs[pid as usize].symbiose {
+            return self.symbiose_step(cpu, pid, op);
+        }
         let Some((state, cost)) = self.proc_step(cpu, pid) else {
             // Blocked, sleeping or exited.
             return self.schedule(cpu);
@@ -107,6 +110,7 @@ impl Host {
             Pending::RetrySend => return self.send_next(pid, 0),
             Pending::Sent { bytes } => Outcome::Sent { bytes },
             Pending::Ksoftirqd => Outcome::Start,
+            Pending::Exchange | Pending::Stage { .. } => unreachable!("Symbiose threads step in symbiose.rs"),
         };
         let p = &mut self.procs[pid as usize];
         let prog = p.program.as_mut().expect("user process has a program");

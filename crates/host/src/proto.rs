@@ -22,6 +22,9 @@ impl Host {
             return self.tcp_ack_done(cpu, pkt, conn);
         }
         let p = &self.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.ip_forward(cpu, pkt);
+        }
         let s = self.port_sock[p.dst_port as usize];
         if s == NONE {
             return self.drop_pkt(pkt, DropPlace::NoSocket);

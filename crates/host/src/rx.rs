@@ -70,8 +70,12 @@ impl Host {
         }
     }
 
-    /// Legacy hard-IRQ handler hands a frame to `netif_rx`.
+    /// Legacy hard-IRQ handler hands a frame to `netif_rx` (under `functional`: to the driver
+    /// CPU's local queue for the IP stage).
     pub fn netif_rx_from_irq(&mut self, cpu: usize, pkt: PktId) {
+        if self.conc.symbiose().is_some() {
+            return self.symbiose_rx(cpu, pkt);
+        }
         let target = self.pkts[pkt as usize].rx_cpu;
         let target = if target == NONE { cpu } else { target as usize };
         self.enqueue_backlog(cpu, target, pkt);
@@ -194,10 +198,14 @@ impl Host {
         }
     }
 
-    /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK).
+    /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK; or IP forwarding
+    /// and the driver's transmit).
     pub fn proto_cost(&self, pkt: PktId) -> u64 {
         let c = &self.cfg.profile.costs;
         let p = &self.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.forward_cost();
+        }
         let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
         cost += round_u64(f64::from(p.bytes) * c.rx_per_byte_ns);
         let s = self.port_sock[p.dst_port as usize];

@@ -5,7 +5,8 @@
 
 use crate::config::*;
 use crate::irq_route::IrqRouter;
-use crate::policies::{Backlog, Balancer, WakePlacement, Xdp};
+use crate::concurrency::{Stage, SymbioseThread};
+use crate::policies::{Backlog, Balancer, Concurrency, WakePlacement, Xdp};
 use crate::slots::SlotPlan;
 use crate::stats::Stats;
 use crate::tcp_conn::Conn;
@@ -138,6 +139,8 @@ pub struct Cpu {
     pub input_queue_head: u64,
     pub input_queue_tail: u64,
     pub irqs: u64,
+    /// The top frame waits for the kernel-concurrency model's lock (state `spin`).
+    pub spinning: bool,
 }
 
 /// An entry of a CPU's NAPI poll list.
@@ -174,6 +177,9 @@ pub struct Nic {
     pub rx_wire_free: Time,
     /// The transmit side: device queue, TX ring, wire (`txring.rs`, `tx.rs`).
     pub tx: TxQueue,
+    /// Where packets arriving here that no local socket takes are forwarded: the sink source
+    /// (`Host::srcs` index) on the route's output NIC, NONE if no route.
+    pub fwd_to: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +210,10 @@ pub enum Pending {
     Ksoftirqd,
     /// Blocked in recv(): retry it when woken.
     RetryRecv { max_bytes: u32 },
+    /// Symbiose thread: a splice of a local and a global queue (holds the global-queue lock).
+    Exchange,
+    /// Symbiose stage thread: one buffer through its stage.
+    Stage { pkt: PktId, stage: Stage },
     /// A unit of send(): the copy and/or one segment's output; `tx` segments reach the device
     /// when it completes.
     SendUnit { tx: u32 },
@@ -258,6 +268,10 @@ pub struct Proc {
     /// Where the last received message came from (for replies).
     pub reply_to: (u32, u32, u64),
     pub pinned_kthread: bool,
+    /// A Symbiose exchange thread (`functional`), and which.
+    pub symbiose: Option<SymbioseThread>,
+    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
+    pub period_start_ns: u64,
     /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
     pub group: u32,
     pub rng: Rng,
@@ -310,6 +324,10 @@ pub struct Packet {
     pub win: u32,
     /// Segments an ACK's processing lets out (decided when its unit starts).
     pub tx_segs: u32,
+    /// When the frame reached the NIC.
+    pub t_nic: Time,
+    /// The sink it is forwarded to (`Host::srcs` index), NONE if it is for a local socket.
+    pub fwd: u32,
     /// False once freed (slab bookkeeping).
     pub live: bool,
 }
@@ -354,6 +372,8 @@ pub struct Host {
     pub wake: WakePlacement,
     /// The era's load balancer (`kernel.scheduler`).
     pub balancer: Balancer,
+    /// The kernel concurrency model (`kernel.concurrency`): its lock and Symbiose's queues.
+    pub conc: Concurrency,
     pub stats: Stats,
     pub trace: Option<Trace>,
     pub emit_buf: Vec<Emit>,
@@ -372,6 +392,34 @@ pub struct Host {
     pub ended: bool,
 }
 
+/// The profile's costs as this kernel pays them: fine-grained SMP locking (`smp_lock_factor`)
+/// on the locking-sensitive costs under `concurrency = "smp"` only; the other models get their
+/// locking from their own lock model (`concurrency.rs`), a uniprocessor kernel none.
+fn effective_costs(cfg: &HostConfig) -> Costs {
+    let mut c = cfg.profile.costs.clone();
+    let f = cfg.profile.mechanisms.smp_lock_factor;
+    if cfg.kernel.concurrency == ConcurrencyKind::Smp && f != 1.0 {
+        for v in [
+            &mut c.netif_rx_ns,
+            &mut c.softirq_entry_ns,
+            &mut c.ip_udp_rx_ns,
+            &mut c.tcp_rx_ns,
+            &mut c.wakeup_ns,
+            &mut c.recv_ns,
+            &mut c.udp_send_ns,
+            &mut c.tcp_ack_send_ns,
+            &mut c.tcp_send_ns,
+            &mut c.tcp_ack_rx_ns,
+            &mut c.ip_forward_ns,
+            &mut c.driver_tx_frame_ns,
+            &mut c.driver_tx_clean_ns,
+        ] {
+            *v = (*v as f64 * f).round() as u64;
+        }
+    }
+    c
+}
+
 /// The highest priority level among the processes bound to socket `s`.
 pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
     procs.iter().filter(|p| p.sock == s).map(|p| level_of_nice(p.nice)).max().unwrap_or(0)
@@ -379,9 +427,11 @@ pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
 
 impl Host {
     pub fn new(cfg: HostConfig) -> Host {
+        let mut cfg = cfg;
+        cfg.profile.costs = effective_costs(&cfg);
         let streams = RngStreams::new(cfg.seed);
         let topo = &cfg.profile.topology;
-        let ncpu = topo.cpus();
+        let ncpu = cfg.online_cpus();
         let tick_ns = 1_000_000_000 / u64::from(cfg.kernel.hz.max(1));
         let mut cpus = Vec::with_capacity(ncpu);
         for c in 0..ncpu as u32 {
@@ -424,6 +474,7 @@ impl Host {
                 input_queue_head: 0,
                 input_queue_tail: 0,
                 irqs: 0,
+                spinning: false,
             });
         }
         let mut nics = Vec::new();
@@ -456,6 +507,7 @@ impl Host {
                 ns_per_byte: 8_000.0 / n.rate_mbps as f64,
                 rx_wire_free: Time::ZERO,
                 tx: TxQueue::new(n.tx_ring, n.tx_queue_len, n.tx_irq_ring_level),
+                fwd_to: NONE,
             });
         }
 
@@ -537,6 +589,34 @@ impl Host {
             procs.push(k);
             cpus[c as usize].ksoftirqd = pid;
         }
+        if cfg.kernel.concurrency == ConcurrencyKind::Functional {
+            // Each OS's polling and bulk-send threads (paper 003 Fig. 2), above everything else,
+            // and its stage thread just below them (notes 003 §6.10).
+            for c in 0..ncpu as u32 {
+                let threads = [
+                    (SymbioseThread::Poll, "symbiose-poll", 99),
+                    (SymbioseThread::Send, "symbiose-send", 99),
+                    (SymbioseThread::Stages, "symbiose-stage", 98),
+                ];
+                for (op, name, prio) in threads {
+                    let mut t = Proc::new(
+                        format!("{name}/{c}"),
+                        None,
+                        NONE,
+                        0,
+                        Some(prio),
+                        1u128 << c,
+                        c,
+                        streams.stream(&format!("{name}/{c}")),
+                    );
+                    t.pinned_kthread = true;
+                    t.symbiose = Some(op);
+                    t.state = ProcState::Sleeping;
+                    t.pending = Pending::Slept;
+                    procs.push(t);
+                }
+            }
+        }
 
         let mut srcs = Vec::new();
         for (i, t) in cfg.traffic.iter().enumerate() {
@@ -577,9 +657,11 @@ impl Host {
             socks[s].level = sock_level(&procs, s as u32);
         }
         let stats = Stats::new(&cfg, ncpu, procs.len());
+        let conc = Concurrency::new(cfg.kernel.concurrency, &cfg.kernel, &cfg.profile.mechanisms, ncpu);
         let mut host = Host {
             wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len()),
             balancer: Balancer::new(cfg.kernel.scheduler, ncpu),
+            conc,
             q: EventQueue::new(),
             now: Time::ZERO,
             cpus,
@@ -609,6 +691,14 @@ impl Host {
             cfg,
         };
         host.open_connections();
+        host.set_routes();
+        if let Some(sym) = host.conc.symbiose_mut() {
+            for (pid, p) in host.procs.iter().enumerate() {
+                if p.symbiose == Some(SymbioseThread::Stages) {
+                    sym.stage_thread[p.cpu as usize] = pid as Pid;
+                }
+            }
+        }
         host
     }
 
@@ -668,6 +758,7 @@ impl Host {
                 }
             }
         }
+        self.symbiose_start();
         self.q.schedule(Time(self.cfg.sample_interval_ns), Ev::Sample);
         if self.xdp.polled() {
             self.q.schedule(Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
@@ -845,6 +936,8 @@ impl Proc {
             slot_timer: Timer::new(),
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
+            symbiose: None,
+            period_start_ns: 0,
             group: NONE,
             rng,
         }

@@ -6,7 +6,7 @@
 use crate::config::HostConfig;
 use crate::migration_class::MigrationClass;
 use crate::types::*;
-use hostsim_engine::{Time, TimeSeries};
+use hostsim_engine::{Histogram, Time, TimeSeries};
 
 /// Cumulative counters at one instant (for windowed rates and time-series deltas).
 #[derive(Clone, Debug, Default)]
@@ -29,6 +29,11 @@ pub(crate) struct Snapshot {
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
     pub(crate) src_drops: Vec<[u64; N_DROPS]>,
+    pub(crate) src_received: Vec<u64>,
+    pub(crate) forwarded: u64,
+    pub(crate) ipis: u64,
+    pub(crate) lock: [u64; 2],
+    pub(crate) exchanges: Vec<u64>,
 }
 
 pub struct Stats {
@@ -51,6 +56,12 @@ pub struct Stats {
     pub acks_consumed: u64,
     /// Times a speed-regulated process ran outside its allocated slots (must stay 0).
     pub speed_violations: u64,
+    /// Packets forwarded (IP routing): handed to the output device.
+    pub forwarded: u64,
+    /// Time from a forwarded packet's arrival at the NIC to its hand-over to the output device
+    /// (after warm-up).
+    pub forward_latency: Histogram,
+    /// Inter-processor interrupts sent (RPS/RFS backlog kicks; no model sends others).
     pub ipis: u64,
     pub migrations: [u64; N_CAUSES],
     pub llc_load_misses: u64,
@@ -100,6 +111,8 @@ impl Stats {
             tx_delivered_bytes: 0,
             acks_consumed: 0,
             speed_violations: 0,
+            forwarded: 0,
+            forward_latency: Histogram::new(),
             ipis: 0,
             migrations: [0; N_CAUSES],
             llc_load_misses: 0,

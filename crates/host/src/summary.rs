@@ -35,6 +35,11 @@ impl Host {
             src_acked: self.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
+            src_received: self.srcs.iter().map(|x| x.src.stats.received).collect(),
+            forwarded: s.forwarded,
+            ipis: s.ipis,
+            lock: self.conc.lock().map_or([0, 0], |l| [l.acquisitions, l.transfers]),
+            exchanges: self.conc.symbiose().map_or_else(Vec::new, |y| y.exchanges.clone()),
         }
     }
 
@@ -95,6 +100,7 @@ impl Host {
             m.insert(format!("cpu_{name}_frac"), sum as f64 * 1e-9 / window_s / ncpu as f64);
         }
         m.insert("cpu_util".into(), 1.0 - m["cpu_idle_frac"]);
+        self.load_metrics(&mut m, &end, &warm, window_s);
         // Per `[[process]]` entry, its instances summed: (rx packets, rx bytes, CPU ns).
         let mut groups = vec![[0u64; 5]; self.cfg.processes.len()];
         for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| p.group != NONE) {
@@ -152,6 +158,10 @@ impl Host {
                     m.insert(format!("{}_rtt_timeouts", s.name), (end.src_timeouts[i] - w(&warm.src_timeouts)) as f64);
                 }
                 hostsim_workload::SourceKind::StreamSink => crate::sink_metrics::insert(&mut m, &s.name, &st.sink),
+                hostsim_workload::SourceKind::Sink => {
+                    let got = end.src_received[i] - w(&warm.src_received);
+                    m.insert(format!("{}_rx_pps", s.name), got as f64 / window_s);
+                }
                 hostsim_workload::SourceKind::TcpWindow => {
                     // Goodput over the part of the window in which the source was sending.
                     let cfg = s.src.config();
@@ -259,6 +269,17 @@ impl Host {
                 tx_delivered_bytes: self.stats.tx_delivered_bytes,
                 tx_in_flight: self.tx_in_flight(),
                 acks_consumed: self.stats.acks_consumed,
+                forwarded: self.stats.forwarded,
+            },
+            concurrency: ConcurrencySummary {
+                model: format!("{:?}", self.cfg.kernel.concurrency).to_lowercase(),
+                online_cpus: self.cpus.len() as u32,
+                machine_cpus: self.cfg.profile.topology.cpus() as u32,
+                lock_acquisitions: self.conc.lock().map_or(0, |l| l.acquisitions),
+                lock_transfers: self.conc.lock().map_or(0, |l| l.transfers),
+                exchanges: self.conc.symbiose().map_or_else(Vec::new, |y| y.exchanges.clone()),
+                pool_buffers_used: self.conc.symbiose().map_or(0, |y| y.pool_used()),
+                exchange_queued: self.conc.symbiose().map_or(0, |y| y.queued() as u64),
             },
             tcp: TcpSummary {
                 connections: self.conns.len() as u64,
@@ -298,6 +319,45 @@ impl Host {
             traffic,
             metrics: m,
         }
+    }
+}
+
+/// CPU load and the kernel concurrency models' counters as metrics.
+impl Host {
+    /// Load with and without lock spinning, over the online CPUs and over the whole machine
+    /// (offline CPUs idle: a uniprocessor run's load spread over the machine, notes 003 §6.1);
+    /// forwarding; IPIs; the lock and Symbiose exchange counters.
+    fn load_metrics(&self, m: &mut BTreeMap<String, f64>, end: &Snapshot, warm: &Snapshot, window_s: f64) {
+        let zero = [0u64; N_STATES];
+        let busy = |c: usize, spin: bool| -> f64 {
+            let d = |i: usize| (end.acct[c][i] - warm.acct.get(c).unwrap_or(&zero)[i]) as f64 * 1e-9 / window_s;
+            1.0 - d(CpuState::Idle as usize) - if spin { 0.0 } else { d(CpuState::Spin as usize) }
+        };
+        let online = self.cpus.len();
+        let machine = self.cfg.profile.topology.cpus().max(online);
+        let sum = |spin: bool| (0..online).map(|c| busy(c, spin)).sum::<f64>();
+        m.insert("online_cpus".into(), online as f64);
+        m.insert("cpu_busy_frac".into(), sum(true) / online as f64);
+        m.insert("cpu_busy_nospin_frac".into(), sum(false) / online as f64);
+        m.insert("machine_busy_frac".into(), sum(true) / machine as f64);
+        m.insert("machine_busy_nospin_frac".into(), sum(false) / machine as f64);
+        m.insert("cpu_busy_max_frac".into(), (0..online).map(|c| busy(c, true)).fold(0.0, f64::max));
+        let rate = |a: u64, b: u64| (a - b) as f64 / window_s;
+        m.insert("forwarded_pps".into(), rate(end.forwarded, warm.forwarded));
+        let lat = &self.stats.forward_latency;
+        let us = |v: f64| if lat.count() > 0 { v / 1e3 } else { f64::NAN };
+        m.insert("forward_latency_us_mean".into(), us(lat.mean()));
+        m.insert("forward_latency_us_p99".into(), us(lat.quantile(0.99) as f64));
+        m.insert("ipis_per_s".into(), rate(end.ipis, warm.ipis));
+        m.insert("lock_acquisitions_per_s".into(), rate(end.lock[0], warm.lock[0]));
+        m.insert("lock_transfers_per_s".into(), rate(end.lock[1], warm.lock[1]));
+        let ex: Vec<f64> = (0..end.exchanges.len())
+            .map(|c| rate(end.exchanges[c], warm.exchanges.get(c).copied().unwrap_or(0)))
+            .collect();
+        m.insert("exchanges_per_s".into(), ex.iter().sum::<f64>() + 0.0); // + 0.0: no -0.0 for none
+        let min = if ex.is_empty() { 0.0 } else { ex.iter().copied().fold(f64::INFINITY, f64::min) };
+        m.insert("exchanges_min_cpu_per_s".into(), min);
+        m.insert("exchanges_max_cpu_per_s".into(), ex.iter().copied().fold(0.0, f64::max));
     }
 }
 
@@ -404,6 +464,27 @@ pub struct PacketSummary {
     /// Pure ACKs consumed by the host's sending TCP (offered = delivered + acks_consumed +
     /// drops + in flight).
     pub acks_consumed: u64,
+    /// Packets forwarded by the kernel (IP routing), handed to the output device.
+    pub forwarded: u64,
+}
+
+/// The kernel concurrency model's counters (whole run).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ConcurrencySummary {
+    /// `smp`, `up`, `bkl` or `functional`.
+    pub model: String,
+    pub online_cpus: u32,
+    pub machine_cpus: u32,
+    /// Acquisitions of the model's lock (the big kernel lock, or Symbiose's global-queue lock).
+    pub lock_acquisitions: u64,
+    /// Acquisitions whose previous holder was another CPU.
+    pub lock_transfers: u64,
+    /// `functional`: splices by each CPU's exchange threads.
+    pub exchanges: Vec<u64>,
+    /// `functional`: shared-pool buffers in use at the end.
+    pub pool_buffers_used: u32,
+    /// `functional`: buffers in the local and global exchange queues at the end.
+    pub exchange_queued: u64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -445,6 +526,7 @@ pub struct Summary {
     pub cpus: Vec<CpuSummary>,
     pub processes: Vec<ProcessSummary>,
     pub packets: PacketSummary,
+    pub concurrency: ConcurrencySummary,
     pub migrations: BTreeMap<String, u64>,
     pub cache: CacheSummary,
     pub latency_ns: Option<Latency>,

@@ -1,5 +1,5 @@
 //! The device layer of the transmit path (`dev_queue_xmit` and below), used by every frame the
-//! host sends: UDP replies, TCP ACKs, TCP data segments, and (later) forwarded packets. It needs
+//! host sends: UDP replies, TCP ACKs, TCP data segments, and packets the kernel forwards (`forward.rs`). It needs
 //! no socket: a caller in any context hands it a [`TxFrame`].
 //!
 //! Costs: the caller charges the driver's per-frame transmit cost (`driver_tx_frame_ns`) in its

@@ -20,8 +20,7 @@ pub enum CpuState {
     Softirq = 1,
     System = 2,
     User = 3,
-    /// Spinning on a kernel lock (used by the kernel-locking models).
-    #[allow(dead_code)]
+    /// Spinning on a kernel lock (`bkl`, and Symbiose's global-queue lock).
     Spin = 4,
     Idle = 5,
 }
@@ -61,10 +60,12 @@ pub enum DropPlace {
     FlowLimit = 7,
     /// Dropped by the program at the driver's entry point (XDP_DROP).
     Xdp = 8,
+    /// `functional`: the shared inter-OS buffer pool was empty when the frame arrived.
+    BufferPool = 9,
 }
-pub const N_DROPS: usize = 9;
+pub const N_DROPS: usize = 10;
 pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp"];
+    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp", "buffer_pool"];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -52,7 +52,8 @@ pub struct Figure {
     /// Histogram: a swept key whose values are drawn as separate series.
     #[serde(default)]
     pub series: Option<String>,
-    /// A logarithmic vertical axis (for histograms whose bins differ by orders of magnitude).
+    /// A logarithmic vertical axis (histograms whose bins differ by orders of magnitude, or a
+    /// metric that spans several, such as a latency below and past saturation).
     #[serde(default)]
     pub log_y: bool,
     /// Variants drawn (default: all, in file order).

@@ -28,7 +28,7 @@ pub use expect::{mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, 
 pub use figure::{Figure, FigureKind, PaperMark};
 pub use paths::{parse_value, set_path};
 
-use hostsim_host::{HostConfig, KernelConfig, NicConfig, ProcessConfig, Profile, TrafficConfig};
+use hostsim_host::{HostConfig, KernelConfig, NicConfig, ProcessConfig, Profile, RouteConfig, TrafficConfig};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
@@ -92,6 +92,9 @@ struct File {
     processes: Vec<ProcessConfig>,
     #[serde(default, rename = "traffic")]
     traffic: Vec<TrafficConfig>,
+    /// `[[route]]`: IP forwarding routes.
+    #[serde(default, rename = "route")]
+    routes: Vec<RouteConfig>,
     #[serde(default)]
     sweep: Table,
     #[serde(default, rename = "variant")]
@@ -571,6 +574,7 @@ fn to_config(path: &Path, f: &File) -> Result<HostConfig, Fail> {
         nics: f.nics.clone(),
         processes: f.processes.clone(),
         traffic: f.traffic.clone(),
+        routes: f.routes.clone(),
         duration_ns: f.duration_ms.saturating_mul(ms),
         warmup_ns: f.warmup_ms.saturating_mul(ms),
         seed: f.seed,

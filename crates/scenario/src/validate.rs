@@ -2,7 +2,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
+use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -24,6 +24,14 @@ fn cpus(n: usize) -> String {
     } else {
         format!("the profile has {n} CPUs: 0..={}", n - 1)
     }
+}
+/// The CPUs that exist for this run: all the profile's, or the online ones.
+fn online(n: usize, machine: usize) -> String {
+    if n == machine {
+        return cpus(n);
+    }
+    let which = if n == 1 { "0".to_string() } else { format!("0..={}", n - 1) };
+    format!("{n} of the profile's {machine} CPUs are online: {which}")
 }
 fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)> {
     Err((k, msg.into()))
@@ -47,7 +55,18 @@ pub fn profile(p: &Profile) -> Result<(), String> {
 }
 
 pub fn config(c: &HostConfig) -> VResult {
-    let ncpu = c.profile.topology.cpus();
+    let machine = c.profile.topology.cpus();
+    let k = &c.kernel;
+    if let Some(n) = k.online_cpus {
+        if n == 0 || n as usize > machine {
+            return fail(key(&["kernel", "online_cpus"]), format!("expected 1..={machine} ({})", cpus(machine)));
+        }
+        if k.concurrency == ConcurrencyKind::Up && n != 1 {
+            return fail(key(&["kernel", "online_cpus"]), "a uniprocessor kernel (concurrency = \"up\") runs 1 CPU: expected 1 or no value");
+        }
+    }
+    let ncpu = c.online_cpus();
+    let cpus = |n: usize| online(n, machine);
     if c.duration_ns == 0 {
         return fail(key(&["duration_ms"]), "expected a duration of at least 1 ms");
     }
@@ -57,7 +76,6 @@ pub fn config(c: &HostConfig) -> VResult {
     if c.sample_interval_ns == 0 {
         return fail(key(&["sample_interval_ms"]), "expected at least 1 ms");
     }
-    let k = &c.kernel;
     if k.hz == 0 || k.hz > 10_000 {
         return fail(key(&["kernel", "hz"]), "expected 1..=10000");
     }
@@ -117,6 +135,22 @@ pub fn config(c: &HostConfig) -> VResult {
     if k.speed_block_ms == 0 || k.speed_block_ms * 1000 < k.speed_slot_us {
         return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
     }
+    if k.concurrency == ConcurrencyKind::Functional {
+        for (name, v) in [("driver_cpu", k.driver_cpu), ("ip_cpu", k.ip_cpu)] {
+            if v as usize >= ncpu {
+                return fail(key(&["kernel", name]), format!("CPU {v} does not exist ({})", cpus(ncpu)));
+            }
+        }
+        if k.exchange_period_us == 0 {
+            return fail(key(&["kernel", "exchange_period_us"]), "expected an exchange period of at least 1 us (paper 003: 5000)");
+        }
+        if k.pool_buffers == 0 {
+            return fail(key(&["kernel", "pool_buffers"]), "expected at least 1 buffer");
+        }
+        if k.rx_path != RxPath::Legacy {
+            return fail(key(&["kernel", "concurrency"]), "the functional split's driver takes frames in its interrupt handler: it needs rx_path = \"legacy\"");
+        }
+    }
     let mut names = BTreeSet::new();
     for (i, n) in c.nics.iter().enumerate() {
         if !names.insert(n.name.as_str()) {
@@ -142,6 +176,9 @@ pub fn config(c: &HostConfig) -> VResult {
         }
         if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
             return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
+        }
+        if k.concurrency == ConcurrencyKind::Functional && n.irq_cpus != [k.driver_cpu] {
+            return fail(elem("nic", i, "irq_cpus"), format!("under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]", k.driver_cpu));
         }
     }
     let mut pnames = BTreeSet::new();
@@ -238,6 +275,9 @@ pub fn config(c: &HostConfig) -> VResult {
             let have: Vec<&str> = c.nics.iter().map(|n| n.name.as_str()).collect();
             return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {})", t.nic, have.join(", ")));
         }
+        if t.kind != SourceKind::Sink && t.dst_port == 0 {
+            return fail(elem("traffic", i, "dst_port"), "this traffic sends: expected a destination port 1..=65535");
+        }
         if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) && !(t.rate_pps.is_finite() && t.rate_pps > 0.0) {
             return fail(elem("traffic", i, "rate_pps"), "cbr and poisson traffic need rate_pps > 0");
         }
@@ -277,6 +317,20 @@ pub fn config(c: &HostConfig) -> VResult {
         }
         if t.stop_ms.is_some_and(|s| s <= t.start_ms) {
             return fail(elem("traffic", i, "stop_ms"), "expected stop_ms after start_ms");
+        }
+    }
+    let have_nics = || c.nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ");
+    for (i, r) in c.routes.iter().enumerate() {
+        if let Some(from) = &r.from {
+            if !c.nics.iter().any(|n| &n.name == from) {
+                return fail(elem("route", i, "from"), format!("no NIC named `{from}` (have: {})", have_nics()));
+            }
+        }
+        if !c.nics.iter().any(|n| n.name == r.to) {
+            return fail(elem("route", i, "to"), format!("no NIC named `{}` (have: {})", r.to, have_nics()));
+        }
+        if !c.traffic.iter().any(|t| t.kind == SourceKind::Sink && t.nic == r.to) {
+            return fail(elem("route", i, "to"), format!("nothing receives on NIC `{}`: add a [[traffic]] with kind = \"sink\" and nic = \"{}\"", r.to, r.to));
         }
     }
     Ok(())

@@ -84,6 +84,13 @@ const CASES: &[Case] = &[
     case("speed_pct_negative.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got -5"),
     case("speed_pct_string.toml", 22, "process[0].speed_pct", "invalid type: string \"fast\", expected a speed in percent, an integer in 1..=100"),
     case("unit_bytes_zero.toml", 26, "process[1].unit_bytes", "expected a send() unit in 1..=4294967295 bytes, got 0"),
+    // Kernel concurrency models and forwarding (paper 003).
+    case("functional_stage_cpu_out_of_range.toml", 12, "kernel.driver_cpu", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
+    case("exchange_period_zero.toml", 13, "kernel.exchange_period_us", "expected an exchange period of at least 1 us"),
+    case("functional_needs_legacy.toml", 10, "kernel.concurrency", "it needs rx_path = \"legacy\""),
+    case("online_cpus_out_of_range.toml", 10, "kernel.online_cpus", "expected 1..=1 (the profile has 1 CPU: 0)"),
+    case("route_to_missing_nic.toml", 33, "route[0].to", "no NIC named `eth1` (have: eth0)"),
+    case("route_without_sink.toml", 32, "route[0].to", "nothing receives on NIC `eth0`: add a [[traffic]] with kind = \"sink\""),
     // Sweeps: errors point at the sweep's key, even when the bad value lands elsewhere.
     case("sweep_not_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an integer"),
     case("sweep_empty_array.toml", 32, "sweep.\"traffic.load.rate_pps\"", "expected a non-empty array of values, found an empty one"),

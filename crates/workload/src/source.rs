@@ -25,6 +25,9 @@ pub enum SourceKind {
     /// otherwise after the delayed-ACK timeout (`TCP_ATO_MIN` = HZ/25 = 40 ms). Each ACK
     /// leaves `client_stack_ns` after the frame that triggered it (the receiver's stack).
     StreamSink,
+    /// The far end of a route out of the host: counts the frames the host forwards to it
+    /// ("output packets per unit time", paper 003) and never sends.
+    Sink,
 }
 
 /// Parameters of a generator. Times are absolute simulated ns.
@@ -74,6 +77,8 @@ pub enum Feedback {
     Reply { flow: u32, seq: u64 },
     /// A cumulative TCP acknowledgement: every byte below `ack` has arrived.
     Ack { flow: u32, ack: u64 },
+    /// A packet the host forwarded (IP routing): datagram `seq` of flow `flow` of its sender.
+    Forwarded { flow: u32, seq: u64 },
     /// A TCP data segment of the host's sender: payload `len` bytes from `seq`, a frame of
     /// `frame_bytes` (Ethernet header to FCS).
     Data { flow: u32, seq: u64, len: u32, frame_bytes: u32 },
@@ -116,6 +121,8 @@ pub struct SourceStats {
     pub emitted: u64,
     pub emitted_bytes: u64,
     pub replies: u64,
+    /// Frames a sink received (forwarded by the host).
+    pub received: u64,
     pub timeouts: u64,
     pub retransmits: u64,
     /// Bytes acknowledged before `stop_ns` (tcp_window).
@@ -374,6 +381,7 @@ impl Source {
                 }
                 Some(Time(now_ns + self.cfg.rto_ns))
             }
+            SourceKind::Sink => None,
         }
     }
 
@@ -446,6 +454,10 @@ impl Source {
                 None
             }
             Feedback::Data { flow, seq, len, frame_bytes } => self.sink_data(now_ns, flow, seq, len, frame_bytes),
+            Feedback::Forwarded { .. } => {
+                self.stats.received += 1;
+                None
+            }
         }
     }
 
@@ -560,5 +572,18 @@ mod tests {
         }
         assert_eq!(s.stats.retransmits, 1);
         assert_eq!(out.first().map(|e| e.seq), Some(2000));
+    }
+
+    #[test]
+    fn sink_counts_and_never_sends() {
+        let mut s = Source::new(cfg(SourceKind::Sink));
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        assert_eq!(s.wake(Time(0), &mut r, &mut out), None);
+        for k in 0..3 {
+            assert_eq!(s.feedback(Time(k), Feedback::Forwarded { flow: 0, seq: k }, &mut out), None);
+        }
+        assert!(out.is_empty());
+        assert_eq!(s.stats.received, 3);
     }
 }

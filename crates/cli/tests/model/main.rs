@@ -1,6 +1,7 @@
 //! Tests that prove the model: one binary, one file per area. None depends on wall-clock speed.
 //! Every assertion that involves a run prints the seed that reproduces it.
 
+mod concurrency;
 mod conservation;
 mod determinism;
 mod flow_limit;
