@@ -112,7 +112,7 @@ impl Host {
     }
 
     /// The trace's label of the unit `work` on `cpu` (see `trace_labels`).
-    fn trace_label(&self, cpu: usize, work: Work) -> u32 {
+    pub(crate) fn trace_label(&self, cpu: usize, work: Work) -> u32 {
         let nq = self.queues.len() as u32;
         let nn = self.nics.len() as u32;
         match work {

@@ -59,6 +59,7 @@ impl Host {
                 if let Some(w) = next {
                     debug_assert!(self.cpus[w].spinning, "lock handed to CPU {w} that is not spinning");
                     self.cpus[w].spinning = false;
+                    self.trace_end_spin(w);
                     self.start_top(w);
                 }
             }
@@ -72,12 +73,32 @@ impl Host {
         c.spinning = true;
         c.acct_state = CpuState::Spin;
         c.done.cancel();
+        self.trace_begin_spin(cpu);
+    }
+
+    /// Trace: the spin shows as a slice of its own (the waiting unit's label, state `spin`)
+    /// nested in the unit that waits, so a trace tells spinning from kernel work.
+    fn trace_begin_spin(&mut self, cpu: usize) {
+        if self.trace.is_some() {
+            let depth = self.cpus[cpu].stack.len() + 1;
+            let f = *self.cpus[cpu].stack.last().expect("a spinning CPU has a frame");
+            let label = self.trace_label(cpu, f.work);
+            let now = self.now;
+            self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, CpuState::Spin as u8);
+        }
+    }
+
+    fn trace_end_spin(&mut self, cpu: usize) {
+        if let Some(tr) = self.trace.as_mut() {
+            tr.end(cpu, self.cpus[cpu].stack.len() + 1, self.now);
+        }
     }
 
     /// A spinning CPU is taken away from its spin (an interrupt, or the scheduler).
     pub fn stop_spin(&mut self, cpu: usize) {
         self.account(cpu);
         self.cpus[cpu].spinning = false;
+        self.trace_end_spin(cpu);
         if let Some(l) = self.conc.lock_mut() {
             l.cancel_wait(cpu);
         }

@@ -66,20 +66,50 @@ to = "eth1"
 /// from the run's trace, if any.
 fn kernel_overlap(text: &str) -> Option<f64> {
     let sc = load_text("concurrency", text, &[]);
-    let mut cfg = sc.base_config().clone();
-    cfg.trace = true;
-    let out = hostsim_host::run(cfg);
-    let trace: serde_json::Value = serde_json::from_str(&out.trace.expect("trace")).expect("trace JSON");
-    let mut spans: Vec<(f64, f64, u64)> = trace["traceEvents"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| e["ph"] == "X" && matches!(e["cat"].as_str(), Some("hardirq" | "softirq" | "system")))
-        .map(|e| {
-            let ts = e["ts"].as_f64().expect("ts");
-            (ts, ts + e["dur"].as_f64().expect("dur"), e["tid"].as_u64().expect("tid"))
-        })
-        .collect();
+    let cfg = sc.base_config().clone();
+    // Nested unit slices (category = CPU state): a unit inside another on one CPU is still that
+    // CPU's context, and the check below compares different CPUs only.
+    let (_, _, json) = hostsim_cli::run_traced_json(cfg);
+    let trace: serde_json::Value = serde_json::from_str(&json).expect("trace JSON");
+    // Per CPU, the innermost open slice says what the CPU is doing (a spin nests in the unit
+    // that waits for the lock): flatten each CPU's nested slices into such segments.
+    let mut per_cpu: std::collections::BTreeMap<u64, Vec<(f64, f64, String)>> = Default::default();
+    for e in trace["traceEvents"].as_array().expect("events").iter().filter(|e| e["ph"] == "X") {
+        let ts = e["ts"].as_f64().expect("ts");
+        let seg = (ts, ts + e["dur"].as_f64().expect("dur"), e["cat"].as_str().expect("cat").to_string());
+        per_cpu.entry(e["tid"].as_u64().expect("tid")).or_default().push(seg);
+    }
+    let mut spans: Vec<(f64, f64, u64)> = Vec::new();
+    for (cpu, mut sl) in per_cpu {
+        sl.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("finite").then(b.1.partial_cmp(&a.1).expect("finite")));
+        let mut flat: Vec<(f64, f64, String)> = Vec::new();
+        let mut stack: Vec<(f64, String)> = Vec::new();
+        let mut t = f64::MIN;
+        let close = |stack: &mut Vec<(f64, String)>, t: &mut f64, upto: f64, flat: &mut Vec<(f64, f64, String)>| {
+            while let Some((end, cat)) = stack.last().cloned() {
+                if end > upto {
+                    break;
+                }
+                if end > *t {
+                    flat.push((*t, end, cat));
+                    *t = end;
+                }
+                stack.pop();
+            }
+        };
+        for (s0, e0, c) in sl {
+            close(&mut stack, &mut t, s0, &mut flat);
+            if let Some((_, cat)) = stack.last() {
+                if s0 > t {
+                    flat.push((t, s0, cat.clone()));
+                }
+            }
+            t = s0;
+            stack.push((e0, c));
+        }
+        close(&mut stack, &mut t, f64::MAX, &mut flat);
+        spans.extend(flat.into_iter().filter(|(a, b, c)| b > a && matches!(c.as_str(), "hardirq" | "softirq" | "system")).map(|(a, b, _)| (a, b, cpu)));
+    }
     spans.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
     let mut open: Option<(f64, u64)> = None; // (end, cpu) of the span reaching furthest
     for (start, end, cpu) in spans {
