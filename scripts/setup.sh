@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python side: a virtualenv in .venv with maturin, pandas, matplotlib, dask[distributed] and
+# The Python side: a virtualenv in .venv with maturin, pandas, matplotlib, dask[distributed], scipy and
 # pytest (python/requirements.txt, from PyPI), and the `hostsim` package (crates/py + python/)
 # built in release mode into it. Idempotent; needs python3 (3.11+) and a Rust toolchain.
 set -euo pipefail

@@ -5,6 +5,7 @@
     r.metrics["delivered_pps"]; r.timeseries.plot(x="time_ms", y="delivered_pps")
     df = hostsim.sweep("scenarios/examples/livelock.toml", jobs=2)      # like results.csv
     df = hostsim.sweep(sc, dask="tcp://127.0.0.1:8786", out="runs/ll", resume=True)
+    hostsim.calibrate(["scenarios/goda-rfs-migrations.toml"])   # fit [[calibrate]] to calibration claims
 
 A scenario is a path, the name of a built-in scenario, or a dict (``hostsim.load(path)`` gives
 one to modify). The simulation runs in Rust with the GIL released; the same seed gives the same
@@ -26,7 +27,7 @@ from . import _native
 from ._sweep import sweep
 from . import plot  # noqa: E402  (hostsim.plot.figure)
 
-__all__ = ["run", "sweep", "load", "info", "Result", "Scenario"]
+__all__ = ["run", "sweep", "calibrate", "load", "info", "Result", "Scenario"]
 __version__ = _native.__version__
 
 
@@ -127,3 +128,11 @@ def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
         timeseries_csv=ts,
         trace_json=tr,
     )
+
+
+def calibrate(paths, **kwargs) -> dict:
+    """Fit scenarios' ``[[calibrate]]`` parameters to their calibration claims and write the overlay;
+    see :func:`hostsim.calibration.calibrate` (imported on use: it needs scipy)."""
+    from .calibration import calibrate as _calibrate
+
+    return _calibrate(paths, **kwargs)

@@ -47,7 +47,8 @@ PAPERS = {
         "mechanism": (
             "An event loop's poll() is throttled to a static or proportional cycle, sleeping at normal "
             "priority between cycles and doing I/O at SCHED_FIFO. Fewer, larger polls over thousands "
-            "of sockets cut the kernel CPU and response time of a web accelerator under load."
+            "of sockets make a web accelerator's CPU use follow its request rate instead of spinning "
+            "on poll(), at some cost in response time."
         ),
     },
 }

@@ -84,6 +84,36 @@ enum Cmd {
         #[arg(long)]
         seeds: Option<u32>,
     },
+    /// Fit the [[calibrate]] parameters of scenarios sharing one calibration overlay to their
+    /// calibration claims (baseline only) and write calibration/NAME.toml. Runs the Python
+    /// package (`python -m hostsim.calibration`, scipy.optimize); see `--help` there.
+    Calibrate {
+        /// Scenario files (they must name the same `calibration` overlay).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Seeds per run (default: each scenario's `seeds`).
+        #[arg(long)]
+        seeds: Option<u32>,
+        /// Sobol points evaluated before refining.
+        #[arg(long, default_value_t = 16)]
+        trials: u32,
+        /// Nelder-Mead evaluations after the Sobol points (0 = none).
+        #[arg(long, default_value_t = 24)]
+        refine: u32,
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run on a Dask cluster: tcp://HOST:PORT, or `local`.
+        #[arg(long)]
+        dask: Option<String>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// A parameter's starting value (default: its current value).
+        #[arg(long = "start", value_name = "NAME=VALUE")]
+        starts: Vec<String>,
+        /// Print the overlay instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Validate scenario files; errors name the file, line, key and what was expected.
     Check { files: Vec<PathBuf> },
     /// List the built-in scenarios.
@@ -305,6 +335,30 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Calibrate { files, seeds, trials, refine, jobs, dask, sets, starts, dry_run } => {
+            let mut args: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            if let Some(n) = seeds {
+                args.extend(["--seeds".into(), n.to_string()]);
+            }
+            args.extend(["--trials".into(), trials.to_string(), "--refine".into(), refine.to_string()]);
+            if let Some(j) = jobs {
+                args.extend(["--jobs".into(), j.to_string()]);
+            }
+            if let Some(d) = dask {
+                args.extend(["--dask".into(), d]);
+            }
+            for s in sets {
+                args.extend(["--set".into(), s]);
+            }
+            for s in starts {
+                args.extend(["--start".into(), s]);
+            }
+            if dry_run {
+                args.push("--dry-run".into());
+            }
+            let code = hostsim_cli::report::calibrate(&args)?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
         Cmd::Check { files } => {
             if files.is_empty() {

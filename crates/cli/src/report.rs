@@ -7,7 +7,7 @@ use std::process::Command;
 
 /// The interpreter that has the `hostsim` package: `$HOSTSIM_PYTHON`, else the project's
 /// `.venv` (made by scripts/setup.sh) if run from the checkout, else `python3` on the PATH.
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("HOSTSIM_PYTHON") {
         return PathBuf::from(p);
     }
@@ -41,4 +41,26 @@ pub fn build(out: &Path) -> Result<Result<PathBuf, String>, String> {
         return Err(format!("report builder `{} -m hostsim.report {}` failed ({status})", py.display(), out.display()));
     }
     Ok(Ok(out.join("report").join("index.html")))
+}
+
+/// `hostsim calibrate`: run `python -m hostsim.calibration ARGS` (the fit uses scipy; see
+/// python/hostsim/calibration.py). Returns its exit code.
+pub fn calibrate(args: &[String]) -> Result<i32, String> {
+    let py = python();
+    let probe = Command::new(&py).args(["-c", "import hostsim.calibration, scipy"]).output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        _ => {
+            return Err(format!(
+                "{} cannot import hostsim and scipy (run `bash scripts/setup.sh`, or set HOSTSIM_PYTHON)",
+                py.display()
+            ))
+        }
+    }
+    let status = Command::new(&py)
+        .args(["-m", "hostsim.calibration"])
+        .args(args)
+        .status()
+        .map_err(|e| format!("{}: {e}", py.display()))?;
+    Ok(status.code().unwrap_or(1))
 }

@@ -163,9 +163,10 @@ fn bench_quick_prints_json_cases() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     let cases = v["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 11);
+    assert_eq!(cases.len(), 13);
     assert!(cases.iter().any(|c| c["name"] == "tcp-send-100m"), "the host-sending TCP case");
     assert!(cases.iter().any(|c| c["name"] == "forward-2cpu-148k"));
+    assert!(cases.iter().any(|c| c["name"] == "accel-7000-2000rps"), "paper 004's accelerator case");
     for c in cases {
         for k in ["name", "pps", "packets_per_s", "events_per_s", "wall_s_per_sim_s", "peak_rss_bytes"] {
             assert!(c.get(k).is_some(), "bench case lacks {k}");

@@ -2,7 +2,7 @@
 //! Linux behaviour it models. These types derive `Deserialize` so the scenario crate can read them,
 //! but nothing here knows about files.
 
-use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
+use hostsim_workload::{AccelConfig, HttpConfig, ProgramKind, SourceKind, ThreadConfig, WorkDist};
 use serde::{Deserialize, Serialize};
 
 /// A machine: topology and the cost of every kernel operation. See `profiles/README.md`.
@@ -19,6 +19,40 @@ pub struct Profile {
     /// Costs of the papers' mechanisms on this machine (0 where not estimated).
     #[serde(default)]
     pub mechanisms: MechanismCosts,
+    /// Costs of the system calls an event-driven server makes (poll(), accept(), ...). Absent
+    /// on machines where nobody has estimated them; a scenario that runs such a program on one
+    /// is refused (the costs would silently be 0 otherwise).
+    #[serde(default)]
+    pub syscalls: Option<SyscallCosts>,
+}
+
+/// `[syscalls]`: system calls of event-driven servers, in ns (beyond `costs.syscall_ns`, the
+/// entry and exit every call pays). See `profiles/README.md`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallCosts {
+    /// poll(): per call (argument copy, `poll_initwait`, the result copy-out).
+    pub poll_base_ns: u64,
+    /// poll(): per descriptor scanned (`do_pollfd`: fget, `f_op->poll` = `sock_poll` →
+    /// `tcp_poll`, fput), on a working set of thousands of sockets.
+    pub poll_per_fd_ns: u64,
+    /// poll() with a timeout: per descriptor, the wait-queue entry added in the first pass
+    /// (`__pollwait`) and removed at the end (`poll_freewait`).
+    pub poll_wait_per_fd_ns: u64,
+    /// poll(): per ready descriptor returned.
+    pub poll_per_ready_ns: u64,
+    /// gettimeofday().
+    pub gettimeofday_ns: u64,
+    /// sched_setscheduler() on the caller.
+    pub setscheduler_ns: u64,
+    /// accept(): a new file and descriptor for a queued connection.
+    pub accept_ns: u64,
+    /// The child socket created in softirq when a handshake completes (`tcp_v4_syn_recv_sock`).
+    pub tcp_child_ns: u64,
+    /// close() of a TCP socket (beyond the FIN's output cost).
+    pub close_ns: u64,
+    /// A byte written to (or read from) a pipe, beyond the system call.
+    pub pipe_ns: u64,
 }
 
 /// Extra costs the papers' mechanisms add, in ns.
@@ -628,6 +662,13 @@ pub struct ProcessConfig {
     /// the process's own random stream: seeds differ in phase).
     #[serde(default)]
     pub start_jitter_us: u64,
+    /// `accelerator`: its interval control, origin connections and user-mode costs
+    /// (`[process.accelerator]`).
+    #[serde(default)]
+    pub accelerator: Option<AccelConfig>,
+    /// Threads of a multi-threaded program (`[[process.thread]]`, each with a `program`).
+    #[serde(default, rename = "thread")]
+    pub threads: Vec<ThreadConfig>,
 }
 
 fn total() -> u64 {
@@ -726,6 +767,13 @@ pub struct TrafficConfig {
     /// against one receiver thread per connection) instead of all flows to `dst_port`.
     #[serde(default)]
     pub dst_port_per_flow: bool,
+    /// One-way propagation delay of each client machine's link, both directions (WebAxe-4
+    /// asks for 40 ms on the client side).
+    #[serde(default)]
+    pub link_delay_us: u64,
+    /// `http_clients` / `http_origin`: the HTTP workload's parameters (`[traffic.http]`).
+    #[serde(default)]
+    pub http: Option<HttpConfig>,
 }
 
 fn payload() -> u32 {

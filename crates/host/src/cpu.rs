@@ -35,6 +35,10 @@ impl Host {
             if top == Some(Level::Process) || ksoftirqd_work {
                 // Task context: the process's own time (ksoftirqd running softirqs is a task).
                 self.charge_process(pid, dt, true);
+                if state == CpuState::System && self.in_poll(cpu, pid) {
+                    // Kernel time by function, as a profiler sees it: poll()'s share.
+                    self.stats.poll_ns += dt;
+                }
                 if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
                     self.speed_check(pid, seg_start);
                 }
@@ -276,5 +280,17 @@ impl Host {
         }
         let k = self.cpus[cpu].ksoftirqd as usize;
         self.procs[k].state == ProcState::Runnable
+    }
+}
+
+impl Host {
+    /// Is `pid`'s current unit on `cpu` the kernel work of a poll() (`poll.rs`)?
+    fn in_poll(&self, cpu: usize, pid: Pid) -> bool {
+        use crate::app_state::AppPending;
+        self.cpus[cpu].stack.last().is_some_and(|f| f.work == Work::ProcUnit)
+            && matches!(
+                self.procs[pid as usize].pending,
+                Pending::App(AppPending::PollPass { .. } | AppPending::Polled { .. })
+            )
     }
 }

@@ -29,19 +29,25 @@
 //!
 //! Entry point: [`run`].
 
+mod app;
+mod app_metrics;
+mod app_state;
 mod backlog;
 mod concurrency;
 mod config;
 mod cpu;
+mod endpoint;
 mod flow_limit;
 mod forward;
 mod irq_route;
 mod klock;
 mod migration_class;
+mod nanosleep;
 mod nic;
 mod pbq;
 mod placement;
 mod policies;
+mod poll;
 mod suppress;
 #[cfg(test)]
 mod testutil;
@@ -52,6 +58,7 @@ mod rx;
 mod sched;
 mod sched_o1;
 mod sim;
+mod sockets;
 mod sink_metrics;
 mod slots;
 mod stats;

@@ -74,13 +74,15 @@ impl Host {
             let at_switch = start + Time(link_ns);
             src.link_free[c] = at_switch;
             let nic_i = src.nic as usize;
-            let dst_port = if src.dst_port_per_flow { src.dst_port + e.flow as u16 } else { src.dst_port + c as u16 };
+            let dst_port = if src.fixed_port {
+                src.dst_port
+            } else if src.dst_port_per_flow {
+                src.dst_port + e.flow as u16
+            } else {
+                src.dst_port + c as u16
+            };
+            let delay = src.link_delay_ns;
             let nic = &self.nics[nic_i];
-            let ready = at_switch + Time(nic.cfg.switch_latency_ns);
-            let begin = ready.max(nic.rx_wire_free);
-            let waited = begin.since(ready).ns();
-            let over = waited > 0 && (waited as f64 / nic.ns_per_byte) as u64 > nic.cfg.switch_buffer_bytes;
-            let arrive = begin + Time(port_ns);
             let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queues = nic.cfg.queues;
             let queue = nic.first_queue + if queues == 1 { 0 } else { hash % queues };
@@ -100,18 +102,39 @@ impl Host {
                 ack: e.ack,
                 win: e.win,
                 tx_segs: 0,
+                flags: e.flags,
+                tag: e.tag,
                 t_nic: Time::ZERO,
                 fwd,
                 live: true,
             });
-            if over {
-                self.drop_pkt(pkt, DropPlace::Switch);
-                continue;
+            if delay == 0 {
+                self.switch_forward(pkt, nic_i, at_switch, port_ns);
+            } else {
+                // The frame is on a long link: it reaches the switch later, in time order with
+                // everyone else's (the switch's output queue is kept in arrival order).
+                self.q.schedule(at_switch + Time(delay), Ev::AtSwitch { pkt, nic: nic_i as u32 });
             }
-            let nic = &mut self.nics[nic_i];
-            nic.rx_wire_free = arrive;
-            self.q.schedule(arrive, Ev::FrameArrive { pkt });
         }
+    }
+
+    /// A frame reached the switch at `at_switch`: it queues for the port's wire (`port_ns` to
+    /// cross it), or is dropped when the switch's buffer in front of the port is full.
+    pub fn switch_forward(&mut self, pkt: PktId, nic_i: usize, at_switch: Time, port_ns: u64) {
+        let nic = &self.nics[nic_i];
+        let ready = at_switch + Time(nic.cfg.switch_latency_ns);
+        let begin = ready.max(nic.rx_wire_free);
+        let waited = begin.since(ready).ns();
+        // Bytes queued ahead in the switch (no division when nothing waits: 0 bytes).
+        let over = waited > 0 && (waited as f64 / nic.ns_per_byte) as u64 > nic.cfg.switch_buffer_bytes;
+        let arrive = begin + Time(port_ns);
+        if over {
+            self.drop_pkt(pkt, DropPlace::Switch);
+            return;
+        }
+        let nic = &mut self.nics[nic_i];
+        nic.rx_wire_free = arrive;
+        self.q.schedule(arrive, Ev::FrameArrive { pkt });
     }
 
     /// Send a frame from the host to source `s` (a reply or an ACK) through the device layer

@@ -7,7 +7,7 @@
 
 use crate::sim::*;
 use crate::types::*;
-use hostsim_engine::{round_u64, Time};
+use hostsim_engine::round_u64;
 use hostsim_workload::{Action, Feedback, Outcome};
 
 impl Host {
@@ -71,6 +71,9 @@ impl Host {
     /// Apply the finished unit's effect, ask the program for its next action and prepare it.
     /// Returns the next unit (state, cost) or None if the process left the CPU's run state.
     fn proc_step(&mut self, cpu: usize, pid: Pid) -> Option<(CpuState, u64)> {
+        if self.procs[pid as usize].app != NONE {
+            return self.app_step(cpu, pid);
+        }
         let costs = &self.cfg.profile.costs;
         let (syscall, tx_b, drv) = (costs.syscall_ns, costs.tx_per_byte_ns, costs.driver_tx_frame_ns);
         let (udp_send, tcp_send) = (costs.udp_send_ns, costs.tcp_send_ns);
@@ -110,6 +113,7 @@ impl Host {
             Pending::RetrySend => return self.send_next(pid, 0),
             Pending::Sent { bytes } => Outcome::Sent { bytes },
             Pending::Ksoftirqd => Outcome::Start,
+            Pending::App(_) => unreachable!("a thread of a multi-threaded program steps in app.rs"),
             Pending::Exchange | Pending::Stage { .. } => unreachable!("Symbiose threads step in symbiose.rs"),
         };
         let p = &mut self.procs[pid as usize];
@@ -137,20 +141,7 @@ impl Host {
                 let step = self.tcp_send_begin(pid, bytes);
                 self.send_step_unit(pid, step)
             }
-            Action::Sleep { ns } => {
-                p.pending = Pending::Slept;
-                p.state = ProcState::Sleeping;
-                let wake = if self.cfg.kernel.timer_tick_sleep {
-                    // 2.4 nanosleep: whole jiffies, rounded up, plus one.
-                    let t = self.tick_ns;
-                    Time((self.now.ns() + ns).div_ceil(t) * t + t)
-                } else {
-                    self.now + Time(ns + self.cfg.kernel.timer_slack_ns)
-                };
-                let gen = self.procs[pid as usize].timer.arm();
-                self.q.schedule(wake, Ev::ProcTimer { pid, gen });
-                None
-            }
+            Action::Sleep { ns } => self.nanosleep(pid, ns),
             Action::Yield => {
                 p.pending = Pending::Yielded;
                 self.yield_curr(cpu, pid);
@@ -164,6 +155,7 @@ impl Host {
                 p.state = ProcState::Exited;
                 None
             }
+            a => unreachable!("{a:?}: only multi-threaded programs make this call (app.rs)"),
         }
     }
 

@@ -21,6 +21,9 @@ impl Host {
         if let Some(conn) = self.tcp_ack_conn(pkt) {
             return self.tcp_ack_done(cpu, pkt, conn);
         }
+        if self.ep_deliver(cpu, pkt) {
+            return;
+        }
         let p = &self.pkts[pkt as usize];
         if p.fwd != NONE {
             return self.ip_forward(cpu, pkt);

@@ -194,7 +194,8 @@ impl Host {
     pub fn proto_begin(&mut self, pkt: PktId) -> u64 {
         match self.tcp_ack_conn(pkt) {
             Some(conn) => self.tcp_ack_begin(pkt, conn),
-            None => self.proto_cost(pkt),
+            // Sockets of event-driven programs (`endpoint.rs`), else the simple sockets.
+            None => self.ep_proto_cost(pkt).unwrap_or_else(|| self.proto_cost(pkt)),
         }
     }
 

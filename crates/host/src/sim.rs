@@ -14,7 +14,7 @@ use crate::trace::{Trace, TraceSink};
 use crate::txring::TxQueue;
 use crate::types::*;
 use hostsim_engine::{EventQueue, Histogram, Rng, RngStreams, Time, Timer};
-use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig};
+use hostsim_workload::{Emit, Feedback, Program, ProgramConfig, Source, SourceConfig, SourceKind};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Simulation events. Small and `Copy`: the queue stores them inline.
@@ -28,6 +28,8 @@ pub enum Ev {
     SourceWake { src: u32, gen: u32 },
     /// A frame reaches the NIC port (after the switch).
     FrameArrive { pkt: PktId },
+    /// A frame from a source with a long link reaches the switch in front of NIC `nic`.
+    AtSwitch { pkt: PktId, nic: u32 },
     /// A frame from the host (`bytes` of payload) reaches an external source.
     Feedback { src: u32, fb: Feedback, bytes: u32 },
     /// A NIC's TX ring drained (if `gen` is still live): the TxNoBuf interrupt cause.
@@ -48,6 +50,8 @@ pub enum Ev {
     DelAck { sock: u32, gen: u32 },
     /// A scheduled nice change.
     Renice { pid: Pid, nice: i8 },
+    /// Delayed-ACK timer of a connected endpoint (`endpoint.rs`).
+    EpDelAck { ep: u32, gen: u32 },
     /// The XDP agent's periodic poll of the counters (`kernel.xdp = "pbq"`).
     XdpPoll,
     Sample,
@@ -221,6 +225,8 @@ pub enum Pending {
     RetrySend,
     /// send() has returned `bytes`.
     Sent { bytes: u32 },
+    /// A system call of a multi-threaded program's thread (`app.rs`).
+    App(crate::app_state::AppPending),
 }
 
 /// A send() in progress.
@@ -274,6 +280,10 @@ pub struct Proc {
     pub period_start_ns: u64,
     /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
     pub group: u32,
+    /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
+    /// thread number.
+    pub app: u32,
+    pub thread: u32,
     pub rng: Rng,
 }
 
@@ -308,6 +318,30 @@ pub struct Sock {
     pub len_changed: Time,
 }
 
+impl Sock {
+    /// An empty socket bound to `port` with a receive buffer of `rcvbuf` bytes.
+    pub fn new(port: u16, tcp: bool, rcvbuf: u32) -> Self {
+        Sock {
+            port,
+            tcp,
+            rcvbuf,
+            used: 0,
+            queue: VecDeque::new(),
+            head_off: 0,
+            waiters: VecDeque::new(),
+            hash: 0,
+            flows: BTreeMap::new(),
+            level: 0,
+            drops: 0,
+            delack: Timer::new(),
+            conns: BTreeMap::new(),
+            enqueued: 0,
+            len_area: 0,
+            len_changed: Time::ZERO,
+        }
+    }
+}
+
 pub struct Packet {
     pub src: u32,
     pub flow: u32,
@@ -324,6 +358,10 @@ pub struct Packet {
     pub win: u32,
     /// Segments an ACK's processing lets out (decided when its unit starts).
     pub tx_segs: u32,
+    /// TCP flags beyond ACK (`hostsim_workload::http::FLAG_*`) and the application's label of
+    /// the message the segment carries (`Emit::tag`).
+    pub flags: u8,
+    pub tag: u64,
     /// When the frame reached the NIC.
     pub t_nic: Time,
     /// The sink it is forwarded to (`Host::srcs` index), NONE if it is for a local socket.
@@ -341,8 +379,12 @@ pub struct Src {
     pub link_ns_per_byte: f64,
     /// When each client's link is next free.
     pub link_free: Vec<Time>,
-    /// When its link from the switch (frames from the host) is next free.
-    pub down_free: Time,
+    /// When each client's link from the switch (frames from the host) is next free.
+    pub down_free: Vec<Time>,
+    /// One-way propagation delay of the client links.
+    pub link_delay_ns: u64,
+    /// All frames go to `dst_port` (HTTP clients and origins talk to one listening port).
+    pub fixed_port: bool,
     pub timer: Timer,
     pub rng: Rng,
     /// The last frame size's serialisation times, (payload, tcp) -> (link ns, port ns): a
@@ -367,6 +409,13 @@ pub struct Host {
     pub free_pkts: Vec<PktId>,
     /// TCP connections of in-host senders (`tcp_conn.rs`, `tcp_out.rs`).
     pub conns: Vec<Conn>,
+    /// Slots of closed connections, reused by `tcp_connect`.
+    pub free_conns: Vec<u32>,
+    /// Connected and listening sockets of event-driven programs, their poll sets
+    /// (`endpoint.rs`, `poll.rs`).
+    pub eps: crate::sockets::Endpoints,
+    /// Multi-threaded programs (`app.rs`).
+    pub apps: Vec<crate::app_state::App>,
     pub sock_flow: Vec<u32>,
     pub rps_cpus: Vec<u32>,
     pub wake: WakePlacement,
@@ -518,6 +567,23 @@ impl Host {
         let instances = cfg.processes.iter().enumerate().flat_map(|(i, p)| (0..p.instances.max(1)).map(move |k| (i, k)));
         for (i, k) in instances {
             let p = &cfg.processes[i];
+            if p.program == hostsim_workload::ProgramKind::Accelerator {
+                // A multi-threaded program: one task per `[[process.thread]]`, named
+                // `<process>/<thread>`, with the process's nice, class and CPUs (a thread's own
+                // `cpus` override them); `init_apps` (app.rs) builds the program around them.
+                for th in &p.threads {
+                    let allowed = cpu_mask(if th.cpus.is_empty() { &p.cpus } else { &th.cpus }, ncpu);
+                    let name = format!("{}/{}", p.name, th.name);
+                    let rt = match p.sched {
+                        SchedPolicy::Fifo => Some(p.rt_priority.max(1)),
+                        SchedPolicy::Normal => None,
+                    };
+                    let stream = streams.stream(&format!("process/{i}/{name}"));
+                    procs.push(Proc::new(name, None, NONE, p.nice, rt, allowed, allowed.trailing_zeros(), stream));
+                    procs.last_mut().expect("pushed").group = i as u32;
+                }
+                continue;
+            }
             let prog = Program::new(ProgramConfig {
                 kind: p.program,
                 work_ns: p.work_ns,
@@ -533,24 +599,7 @@ impl Host {
             if let (true, Some(port)) = (prog.uses_socket(), port) {
                 if port_sock[port as usize] == NONE {
                     port_sock[port as usize] = socks.len() as u32;
-                    socks.push(Sock {
-                        port,
-                        tcp: prog.is_tcp(),
-                        rcvbuf: p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes),
-                        used: 0,
-                        queue: VecDeque::new(),
-                        head_off: 0,
-                        waiters: VecDeque::new(),
-                        hash: 0,
-                        flows: BTreeMap::new(),
-                        level: 0,
-                        drops: 0,
-                        delack: Timer::new(),
-                        conns: BTreeMap::new(),
-                        enqueued: 0,
-                        len_area: 0,
-                        len_changed: Time::ZERO,
-                    });
+                    socks.push(Sock::new(port, prog.is_tcp(), p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes)));
                 }
                 sock = port_sock[port as usize];
             }
@@ -638,13 +687,17 @@ impl Host {
                     total_bytes: t.total_bytes,
                     tcp: t.protocol == Protocol::Tcp,
                     record_from_ns: cfg.warmup_ns,
+                    http: t.http.clone(),
+                    clients: t.clients.max(1),
                 }),
                 nic,
                 dst_port: t.dst_port,
                 dst_port_per_flow: t.dst_port_per_flow,
                 link_ns_per_byte: 8_000.0 / t.link_mbps as f64,
                 link_free: vec![Time::ZERO; t.clients.max(1) as usize],
-                down_free: Time::ZERO,
+                down_free: vec![Time::ZERO; t.clients.max(1) as usize],
+                link_delay_ns: t.link_delay_us * 1000,
+                fixed_port: matches!(t.kind, SourceKind::HttpClients | SourceKind::HttpOrigin),
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
                 wire_cache: None,
@@ -674,6 +727,9 @@ impl Host {
             pkts: Vec::with_capacity(4096),
             free_pkts: Vec::with_capacity(4096),
             conns: Vec::new(),
+            free_conns: Vec::new(),
+            eps: crate::sockets::Endpoints::default(),
+            apps: Vec::new(),
             sock_flow,
             rps_cpus,
             stats,
@@ -691,6 +747,7 @@ impl Host {
             cfg,
         };
         host.open_connections();
+        host.init_apps();
         host.set_routes();
         if let Some(sym) = host.conc.symbiose_mut() {
             for (pid, p) in host.procs.iter().enumerate() {
@@ -797,6 +854,11 @@ impl Host {
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
             Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
+            Ev::AtSwitch { pkt, nic } => {
+                let p = &self.pkts[pkt as usize];
+                let port_ns = hostsim_engine::round_u64(crate::wire_bytes(p.bytes, p.tcp) as f64 * self.nics[nic as usize].ns_per_byte);
+                self.switch_forward(pkt, nic as usize, self.now, port_ns)
+            }
             Ev::Feedback { src, fb, bytes } => {
                 self.stats.tx_en_route -= 1;
                 self.stats.tx_delivered += 1;
@@ -832,6 +894,7 @@ impl Host {
             }
             Ev::ProcStart { pid } => self.proc_start(pid),
             Ev::Renice { pid, nice } => self.set_nice(pid, nice),
+            Ev::EpDelAck { ep, gen } => self.ep_delack_fire(ep, gen),
             Ev::DelAck { sock, gen } => {
                 if self.socks[sock as usize].delack.fires(gen) {
                     self.delack_fire(sock as usize);
@@ -939,6 +1002,8 @@ impl Proc {
             symbiose: None,
             period_start_ns: 0,
             group: NONE,
+            app: NONE,
+            thread: 0,
             rng,
         }
     }

@@ -29,6 +29,8 @@ pub(crate) struct Snapshot {
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
     pub(crate) src_drops: Vec<[u64; N_DROPS]>,
+    /// poll(): kernel ns, calls, ready descriptors returned.
+    pub(crate) poll: [u64; 3],
     pub(crate) src_received: Vec<u64>,
     pub(crate) forwarded: u64,
     pub(crate) ipis: u64,
@@ -54,6 +56,16 @@ pub struct Stats {
     pub tx_delivered_bytes: u64,
     /// Incoming pure ACKs consumed by the host's sending TCP.
     pub acks_consumed: u64,
+    /// SYNs, handshake ACKs and FINs consumed by the protocol (`endpoint.rs`).
+    pub ctrl_consumed: u64,
+    /// TCP connections closed (`tcp_close`): bytes written, acknowledged and abandoned, bytes
+    /// sent, retransmits and timeouts, so that the totals stay whole when slots are reused.
+    pub tcp_closed: [u64; 6],
+    /// Kernel time in poll() (the `sys_poll` units of programs) and the calls' count and
+    /// ready descriptors returned (`poll.rs`).
+    pub poll_ns: u64,
+    pub polls: u64,
+    pub poll_ready: u64,
     /// Times a speed-regulated process ran outside its allocated slots (must stay 0).
     pub speed_violations: u64,
     /// Packets forwarded (IP routing): handed to the output device.
@@ -110,6 +122,11 @@ impl Stats {
             tx_delivered: 0,
             tx_delivered_bytes: 0,
             acks_consumed: 0,
+            ctrl_consumed: 0,
+            tcp_closed: [0; 6],
+            poll_ns: 0,
+            polls: 0,
+            poll_ready: 0,
             speed_violations: 0,
             forwarded: 0,
             forward_latency: Histogram::new(),

@@ -35,6 +35,7 @@ impl Host {
             src_acked: self.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
+            poll: [s.poll_ns, s.polls, s.poll_ready],
             src_received: self.srcs.iter().map(|x| x.src.stats.received).collect(),
             forwarded: s.forwarded,
             ipis: s.ipis,
@@ -50,6 +51,7 @@ impl Host {
         for p in &mut self.procs {
             p.wait.reset();
         }
+        self.apps_warmup();
     }
 
     pub fn sample(&mut self) {
@@ -137,6 +139,7 @@ impl Host {
             m.insert("high_load_frac".into(), rate(end.xdp_high_load_ns, warm.xdp_high_load_ns) * 1e-9);
         }
         self.class_metrics(&mut m, mig_total, window_s);
+        self.app_metrics(&mut m, &warm, &end, window_s);
 
         let mut rtt = Histogram::new();
         let mut timeouts = 0;
@@ -269,6 +272,7 @@ impl Host {
                 tx_delivered_bytes: self.stats.tx_delivered_bytes,
                 tx_in_flight: self.tx_in_flight(),
                 acks_consumed: self.stats.acks_consumed,
+                ctrl_consumed: self.stats.ctrl_consumed,
                 forwarded: self.stats.forwarded,
             },
             concurrency: ConcurrencySummary {
@@ -283,12 +287,12 @@ impl Host {
             },
             tcp: TcpSummary {
                 connections: self.conns.len() as u64,
-                retransmits: self.conns.iter().map(|c| c.snd.retransmits).sum(),
-                timeouts: self.conns.iter().map(|c| c.snd.timeouts).sum(),
-                written_bytes: self.conns.iter().map(|c| c.snd.write_seq).sum(),
-                acked_bytes: self.conns.iter().map(|c| c.snd.snd_una).sum(),
-                unacked_bytes: self.tcp_unacked_bytes(),
-                sent_bytes: self.conns.iter().map(|c| c.tx_bytes).sum(),
+                retransmits: self.conns.iter().map(|c| c.snd.retransmits).sum::<u64>() + self.stats.tcp_closed[4],
+                timeouts: self.conns.iter().map(|c| c.snd.timeouts).sum::<u64>() + self.stats.tcp_closed[5],
+                written_bytes: self.conns.iter().map(|c| c.snd.write_seq).sum::<u64>() + self.stats.tcp_closed[0],
+                acked_bytes: self.conns.iter().map(|c| c.snd.snd_una).sum::<u64>() + self.stats.tcp_closed[1],
+                unacked_bytes: self.tcp_unacked_bytes() + self.stats.tcp_closed[2],
+                sent_bytes: self.conns.iter().map(|c| c.tx_bytes).sum::<u64>() + self.stats.tcp_closed[3],
             },
             speed_violations: self.stats.speed_violations,
             migrations: {
@@ -462,8 +466,11 @@ pub struct PacketSummary {
     pub tx_delivered_bytes: u64,
     pub tx_in_flight: u64,
     /// Pure ACKs consumed by the host's sending TCP (offered = delivered + acks_consumed +
-    /// drops + in flight).
+    /// ctrl_consumed + drops + in flight).
     pub acks_consumed: u64,
+    /// Connection set-up and tear-down segments (SYN, handshake ACK, FIN) consumed by the
+    /// protocol.
+    pub ctrl_consumed: u64,
     /// Packets forwarded by the kernel (IP routing), handed to the output device.
     pub forwarded: u64,
 }

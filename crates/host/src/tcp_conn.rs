@@ -24,6 +24,11 @@
 //!   (`TCP_TIMEOUT_INIT`), doubled per expiry up to 120 s. On expiry: ssthresh = max(flight/2,
 //!   2), cwnd = 1, go back to the first unacknowledged byte. The timer is armed only while data
 //!   is outstanding, so an idle connection costs nothing.
+//! - **Restart after idle** (RFC 2861; 2.4/2.5 `tcp_event_data_sent` → `tcp_cwnd_restart`): new
+//!   data sent with nothing in flight more than an RTO after the last send halves cwnd per RTO
+//!   elapsed, down to the restart window min(2, cwnd) (`tcp_init_cwnd` gives 2 once the RTT is
+//!   over 20 ms), with ssthresh raised to at least ¾ of the old cwnd. A persistent connection
+//!   that idles between requests starts each response in slow start.
 
 use hostsim_engine::{Time, Timer};
 use std::collections::VecDeque;
@@ -113,6 +118,8 @@ pub struct TcpSnd {
     pub rto_ns: u64,
     /// The RTT sample in progress: (sequence that completes it, sent at).
     rtt_probe: Option<(u64, Time)>,
+    /// When new data was last sent (`lsndtime`).
+    lsndtime: Option<Time>,
     pub retransmits: u64,
     pub timeouts: u64,
 }
@@ -143,6 +150,7 @@ impl TcpSnd {
             rttvar_ns: 0,
             rto_ns: RTO_INIT_NS,
             rtt_probe: None,
+            lsndtime: None,
             retransmits: 0,
             timeouts: 0,
         }
@@ -221,6 +229,9 @@ impl TcpSnd {
         if s.len < self.mss && !self.nodelay && self.outstanding() && !more_queued {
             return None; // Nagle: a runt waits for the ACK of what is in flight
         }
+        if !self.outstanding() {
+            self.cwnd_restart(now);
+        }
         self.sent += 1;
         let retransmit = end <= self.snd_max;
         self.snd_nxt = end;
@@ -231,6 +242,30 @@ impl TcpSnd {
             self.rtt_probe = Some((end, now));
         }
         Some(TxSeg { seq: s.seq, len: s.len, retransmit })
+    }
+
+    /// 2.5.17 `tcp_cwnd_restart`, when new data leaves an idle connection.
+    fn cwnd_restart(&mut self, now: Time) {
+        const RESTART_CWND: u32 = 2;
+        let Some(last) = self.lsndtime.replace(now) else { return };
+        let mut delta = now.since(last).ns() as i128;
+        let rto = i128::from(self.rto_ns);
+        if delta <= rto {
+            return;
+        }
+        let restart = RESTART_CWND.min(self.cwnd);
+        // tcp_current_ssthresh: max(ssthresh, 3/4 cwnd).
+        self.ssthresh = self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2));
+        let mut cwnd = self.cwnd;
+        loop {
+            delta -= rto;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.cwnd = cwnd.max(restart);
+        self.cwnd_cnt = 0;
     }
 
     fn rtt_sample(&mut self, r: u64) {
@@ -413,6 +448,32 @@ mod tests {
         assert_eq!((r.seq, r.retransmit), (0, true));
         assert!(t.next_tx(Time(5)).is_none(), "cwnd 1");
         assert_eq!(t.rto_ns, 2 * RTO_INIT_NS);
+    }
+
+    #[test]
+    fn cwnd_restarts_after_an_idle_rto() {
+        let mut t = TcpSnd::new(1000, 1 << 20, 0, Segmentation::Stream, true, 1 << 20);
+        t.cwnd = 16;
+        t.append(1000, true);
+        t.next_tx(Time(0));
+        t.on_ack(Time(1_000_000), 1000, 1 << 20);
+        assert_eq!(t.cwnd, 17);
+        // The 1 ms RTT sample sets the RTO to its 200 ms floor. Idle for 1.1 RTO: one halving,
+        // 17 -> 8; ssthresh >= 3/4 of 17.
+        assert_eq!(t.rto_ns, RTO_MIN_NS);
+        t.append(1000, true);
+        t.next_tx(Time(221_000_000));
+        assert_eq!(t.cwnd, 8);
+        assert!(t.ssthresh >= 12);
+        t.on_ack(Time(222_000_000), 2000, 1 << 20);
+        // Idle for ten RTOs: down to the restart window, 2.
+        t.append(1000, true);
+        t.next_tx(Time(40_000_000_000));
+        assert_eq!(t.cwnd, 2);
+        // Sending while data is in flight is no restart.
+        t.append(1000, true);
+        t.next_tx(Time(80_000_000_000));
+        assert_eq!(t.cwnd, 2);
     }
 
     #[test]

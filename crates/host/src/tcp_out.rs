@@ -50,16 +50,20 @@ impl Host {
         };
         let rwnd = u64::from(self.srcs[dst as usize].src.config().window_bytes);
         let snd = TcpSnd::new(k.tcp_mss_bytes, sndbuf, k.skb_overhead_bytes, seg, nodelay, rwnd);
-        let id = self.conns.len() as u32;
-        self.conns.push(Conn {
-            snd,
-            dst,
-            flow,
-            writer: NONE,
-            timer: Timer::new(),
-            pending: VecDeque::new(),
-            tx_bytes: 0,
-        });
+        let conn = Conn { snd, dst, flow, writer: NONE, timer: Timer::new(), pending: VecDeque::new(), tx_bytes: 0 };
+        let id = match self.free_conns.pop() {
+            Some(id) => {
+                // A reused slot keeps its timer's generation, so a stale expiry cannot fire.
+                let gen_timer = std::mem::replace(&mut self.conns[id as usize].timer, Timer::new());
+                self.conns[id as usize] = Conn { timer: gen_timer, ..conn };
+                self.conns[id as usize].timer.cancel();
+                id
+            }
+            None => {
+                self.conns.push(conn);
+                (self.conns.len() - 1) as u32
+            }
+        };
         self.socks[sock as usize].conns.insert((dst, flow), id);
         id
     }
@@ -71,7 +75,7 @@ impl Host {
     }
 
     /// Mark every segment the windows allow as sent (into `pending`); returns how many.
-    fn tcp_mark_sendable(&mut self, conn: usize, max: u32) -> u32 {
+    pub(crate) fn tcp_mark_sendable(&mut self, conn: usize, max: u32) -> u32 {
         let now = self.now;
         let c = &mut self.conns[conn];
         let mut n = 0;
@@ -84,18 +88,16 @@ impl Host {
     }
 
     /// Hand the `n` oldest marked segments of `conn` to the device.
-    fn tcp_emit(&mut self, conn: usize, n: u32) {
+    pub(crate) fn tcp_emit(&mut self, conn: usize, n: u32) {
         for _ in 0..n {
             let c = &mut self.conns[conn];
             let Some(seg) = c.pending.pop_front() else { break };
             c.tx_bytes += u64::from(seg.len);
             let frame_bytes = wire_bytes(seg.len, true) as u32 - 20;
-            let f = TxFrame {
-                dst: c.dst,
-                payload: seg.len,
-                tcp: true,
-                fb: Feedback::Data { flow: c.flow, seq: seg.seq, len: seg.len, frame_bytes },
-            };
+            let (dst, flow) = (c.dst, c.flow);
+            // The application's label of a message ending in this segment (`endpoint.rs`).
+            let tag = self.ep_segment_tag(conn, seg.seq, seg.len);
+            let f = TxFrame { dst, payload: seg.len, tcp: true, fb: Feedback::Data { flow, seq: seg.seq, len: seg.len, frame_bytes, tag } };
             // A frame the device drops is lost like one lost on the wire: the retransmission
             // timer or duplicate ACKs recover it (2.4 treats NET_XMIT_DROP as congestion).
             self.dev_queue_xmit(f);
@@ -224,6 +226,31 @@ impl Host {
             let pid = std::mem::replace(&mut c.writer, NONE);
             self.wake_up(pid, cpu, false);
         }
+        // `sk->write_space`: a poll()er waiting for POLLOUT on this socket (`poll.rs`).
+        self.ep_write_space(cpu, conn);
+    }
+
+    /// Close a connection for good: it leaves its socket's table, its timer is cancelled and its
+    /// slot is reused by the next `tcp_connect` (so that a server opening and closing
+    /// connections for hours keeps a bounded table). Unacknowledged data is abandoned.
+    pub fn tcp_close(&mut self, sock: u32, conn: u32) {
+        let k = &self.cfg.kernel;
+        let fresh = TcpSnd::new(k.tcp_mss_bytes, 0, k.skb_overhead_bytes, Segmentation::Stream, true, 0);
+        let c = &mut self.conns[conn as usize];
+        c.timer.cancel();
+        c.pending.clear();
+        c.writer = NONE;
+        let old = std::mem::replace(&mut c.snd, fresh);
+        let closed = &mut self.stats.tcp_closed;
+        closed[0] += old.write_seq;
+        closed[1] += old.snd_una;
+        closed[2] += old.unacked_bytes();
+        closed[3] += std::mem::take(&mut c.tx_bytes);
+        closed[4] += old.retransmits;
+        closed[5] += old.timeouts;
+        let key = (c.dst, c.flow);
+        self.socks[sock as usize].conns.remove(&key);
+        self.free_conns.push(conn);
     }
 
     /// Payload bytes written by programs and not yet acknowledged, over all connections.

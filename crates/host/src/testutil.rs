@@ -24,6 +24,7 @@ pub fn zero_profile(topology: Topology) -> Profile {
             remote_packet_llc_load_misses: 0, remote_packet_llc_store_misses: 0,
         },
         mechanisms: MechanismCosts::default(),
+        syscalls: None,
     }
 }
 
@@ -33,7 +34,7 @@ pub fn sink(name: &str, port: u16, nice: i8) -> ProcessConfig {
         sched: SchedPolicy::Normal, rt_priority: 0, cpus: vec![], work_ns: 0,
         work_dist: WorkDist::Fixed, read_bytes: 1, reply_bytes: 0, sleep_ns: 0,
         rcvbuf_bytes: None, start_ms: 0, instances: 1, renice: vec![], unit_bytes: 0,
-        total_bytes: 0, connect: None, sndbuf_bytes: None, nodelay: false, speed_pct: None, start_jitter_us: 0,
+        total_bytes: 0, connect: None, sndbuf_bytes: None, nodelay: false, speed_pct: None, start_jitter_us: 0, accelerator: None, threads: vec![],
     }
 }
 

@@ -50,9 +50,12 @@ impl Host {
     fn tx_on_ring(&mut self, nic: usize, f: TxFrame, done: Time, irq: bool, bytes: u64) {
         let src = &mut self.srcs[f.dst as usize];
         let ready = done + Time(self.nics[nic].cfg.switch_latency_ns);
-        let begin = ready.max(src.down_free);
-        let arrive = begin + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
-        src.down_free = arrive;
+        // Each client machine has its own link from the switch (as to it, `nic.rs`).
+        let c = f.fb.flow() as usize % src.down_free.len();
+        let begin = ready.max(src.down_free[c]);
+        let at_client = begin + Time((bytes as f64 * src.link_ns_per_byte).round() as u64);
+        src.down_free[c] = at_client;
+        let arrive = at_client + Time(src.link_delay_ns);
         self.stats.tx_en_route += 1;
         self.q.schedule(arrive, Ev::Feedback { src: f.dst, fb: f.fb, bytes: f.payload });
         let gen = self.nics[nic].tx.drain.arm();

@@ -62,10 +62,14 @@ pub enum DropPlace {
     Xdp = 8,
     /// `functional`: the shared inter-OS buffer pool was empty when the frame arrived.
     BufferPool = 9,
+    /// A connection request (SYN) found the listening socket's accept queue full.
+    AcceptQueue = 10,
 }
-pub const N_DROPS: usize = 10;
-pub const DROP_NAMES: [&str; N_DROPS] =
-    ["switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp", "buffer_pool"];
+pub const N_DROPS: usize = 11;
+pub const DROP_NAMES: [&str; N_DROPS] = [
+    "switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp", "buffer_pool",
+    "accept_queue",
+];
 
 /// Why a task moved to another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -361,6 +361,12 @@ fn metrics(
     // A veth's ring (VETH_RING_SIZE) stands where the NIC's RX ring does: its overflow is
     // counted on the transmitting end.
     m.insert("drop_nic_ring_pps".into(), d(&|s: &Snap| s.client_tx_dropped));
+    // The same two places as counts over the window: where the program cannot protect anyone
+    // (before it: the veth ring; after its XDP_PASS: the backlog, shared with the flood's
+    // minimum share), so a test can check that bw's losses are all explained by them.
+    let n = |f: &dyn Fn(&Snap) -> u64| f(b).saturating_sub(f(a)) as f64;
+    m.insert("drop_backlog_count".into(), n(&|s: &Snap| s.softnet.iter().map(|x| x.dropped).sum()));
+    m.insert("drop_nic_ring_count".into(), n(&|s: &Snap| s.client_tx_dropped));
     let lvl = |l: u8, f: fn(&crate::xdp::LevelStats) -> u64| {
         d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f))
     };

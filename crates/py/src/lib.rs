@@ -56,6 +56,7 @@ fn scenario_info(path: &str, text: Option<&str>, sets: Sets) -> PyResult<String>
             serde_json::json!({
                 "name": p.name, "key": p.key, "min": p.bounds().map(|b| b.0), "max": p.bounds().map(|b| b.1),
                 "integer": p.integer(), "offset": p.offset_f64(), "source": p.source,
+                "value": sc.key_value(&p.key).map(|v| v - p.offset_f64()),
             })
         })
         .collect();

@@ -217,3 +217,32 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
     }
     Ok(())
 }
+
+/// The value at a dotted key path (arrays of tables addressed by element name or index), if
+/// the document has one.
+pub(crate) fn get_path(doc: &Table, path: &str) -> Option<Value> {
+    let segs = crate::paths::resolve(doc, path);
+    let mut cur = Value::Table(doc.clone());
+    for s in segs {
+        cur = match (s, cur) {
+            (crate::paths::Seg::Key(k), Value::Table(mut t)) => t.remove(&k)?,
+            (crate::paths::Seg::Index(i), Value::Array(mut a)) if i < a.len() => a.swap_remove(i),
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+impl crate::Scenario {
+    /// The value a key has in this scenario as loaded (after the overlay and `--set`): from the
+    /// file, or for `profile_set.<...>` keys the file doesn't set, from the machine profile.
+    pub fn key_value(&self, key: &str) -> Option<f64> {
+        if let Some(v) = get_path(&self.doc, key) {
+            return num(&v);
+        }
+        let rest = key.strip_prefix("profile_set.")?;
+        let profile = Value::try_from(&self.base.profile).ok()?;
+        let t = profile.as_table()?;
+        get_path(t, rest).as_ref().and_then(num)
+    }
+}

@@ -9,7 +9,143 @@ use std::collections::BTreeSet;
 type VResult = Result<(), (Vec<Seg>, String)>;
 
 fn is_tcp(p: ProgramKind) -> bool {
-    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend)
+    matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend | ProgramKind::Accelerator)
+}
+
+fn sub(arr: &str, i: usize, table: &str, field: &str) -> Vec<Seg> {
+    vec![Seg::Key(arr.into()), Seg::Index(i), Seg::Key(table.into()), Seg::Key(field.into())]
+}
+
+/// A multi-threaded web accelerator (`program = "accelerator"`): its threads, policy and
+/// origin, and the profile's system-call costs it needs.
+fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VResult {
+    use hostsim_workload::{IntervalControl, ThreadProgram};
+    if c.profile.syscalls.is_none() {
+        return fail(elem("process", i, "program"), format!("the accelerator makes poll()/accept() calls, but profile `{}` has no [syscalls] costs", c.profile.name));
+    }
+    if p.instances != 1 {
+        return fail(elem("process", i, "instances"), "an accelerator runs as one process (its threads are [[process.thread]])");
+    }
+    let thread = |j: usize, f: &str| vec![Seg::Key("process".into()), Seg::Index(i), Seg::Key("thread".into()), Seg::Index(j), Seg::Key(f.into())];
+    let mut names = BTreeSet::new();
+    for (j, t) in p.threads.iter().enumerate() {
+        if !names.insert(t.name.as_str()) {
+            return fail(thread(j, "name"), format!("duplicate thread name `{}`", t.name));
+        }
+        if t.name.is_empty() || !t.name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-') {
+            return fail(thread(j, "name"), "expected letters, digits, `_` or `-` (it names metrics)");
+        }
+        if t.program.is_none() {
+            return fail(thread(j, "name"), format!("thread `{}` has no program: expected program = \"listen\", \"io\" or \"retrieve\"", t.name));
+        }
+        if let Some(&bad) = t.cpus.iter().find(|&&x| x as usize >= c.profile.topology.cpus()) {
+            return fail(thread(j, "cpus"), format!("CPU {bad} does not exist ({})", cpus(c.profile.topology.cpus())));
+        }
+    }
+    for role in [ThreadProgram::Listen, ThreadProgram::Io, ThreadProgram::Retrieve] {
+        let n = p.threads.iter().filter(|t| t.program == Some(role)).count();
+        if n != 1 {
+            let what = format!("{role:?}").to_lowercase();
+            return fail(elem("process", i, "program"), format!("an accelerator needs exactly one [[process.thread]] with program = \"{what}\" (found {n})"));
+        }
+    }
+    let a = p.accelerator.clone().unwrap_or_default();
+    let acc = |f: &str| sub("process", i, "accelerator", f);
+    if !(a.min_cycle_ms.is_finite() && a.min_cycle_ms >= 0.0) {
+        return fail(acc("min_cycle_ms"), format!("expected a cycle of at least 0 ms, got {}", a.min_cycle_ms));
+    }
+    if !(a.ratio.is_finite() && a.ratio >= 0.0) {
+        return fail(acc("ratio"), format!("expected a ratio of at least 0 (the paper's k× interval is ratio = k - 1), got {}", a.ratio));
+    }
+    if matches!(a.interval_control, IntervalControl::Old | IntervalControl::Static) && a.min_cycle_ms <= 0.0 {
+        return fail(acc("min_cycle_ms"), "old and static interval control need a cycle above 0 ms (`none` is the 0 ms case)");
+    }
+    if !(1..=99).contains(&a.fifo_priority) {
+        return fail(acc("fifo_priority"), format!("expected a SCHED_FIFO priority in 1..=99, got {}", a.fifo_priority));
+    }
+    if a.origin_conns == 0 {
+        return fail(acc("origin_conns"), "expected at least 1 connection to the origins");
+    }
+    if a.read_bytes == 0 {
+        return fail(acc("read_bytes"), "expected at least 1 byte per read");
+    }
+    if a.listen_backlog == 0 {
+        return fail(acc("listen_backlog"), "expected a backlog of at least 1");
+    }
+    if !(1..=1460).contains(&a.origin_request_bytes) {
+        return fail(acc("origin_request_bytes"), "expected a request of 1..=1460 bytes (one segment)");
+    }
+    if Some(a.origin_port) == p.port {
+        return fail(acc("origin_port"), "the origin connections need a port other than the listening port");
+    }
+    match c.traffic.iter().find(|t| t.name == a.origin) {
+        Some(t) if t.kind == SourceKind::HttpOrigin => {
+            if t.dst_port != a.origin_port {
+                return fail(acc("origin_port"), format!("origin `{}` sends to port {}; set origin_port = {} (or its dst_port)", t.name, t.dst_port, t.dst_port));
+            }
+        }
+        Some(t) => return fail(acc("origin"), format!("`{}` is a {:?} source; the origin must be http_origin", t.name, t.kind)),
+        None => {
+            let have: Vec<&str> = c.traffic.iter().filter(|t| t.kind == SourceKind::HttpOrigin).map(|t| t.name.as_str()).collect();
+            return fail(acc("origin"), format!("no http_origin [[traffic]] named `{}` (have: {})", a.origin, have.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// `[traffic.http]` of http_clients / http_origin.
+fn http(c: &HostConfig, i: usize, t: &hostsim_host::TrafficConfig) -> VResult {
+    let is_http = matches!(t.kind, SourceKind::HttpClients | SourceKind::HttpOrigin);
+    if !is_http {
+        if t.http.is_some() {
+            return fail(elem("traffic", i, "http"), "only http_clients and http_origin traffic take [traffic.http]");
+        }
+        return Ok(());
+    }
+    let h = t.http.clone().unwrap_or_default();
+    let k = |f: &str| sub("traffic", i, "http", f);
+    if t.kind == SourceKind::HttpClients {
+        if h.conns == 0 {
+            return fail(k("conns"), "expected at least 1 connection");
+        }
+        if !(h.rate_rps.is_finite() && h.rate_rps > 0.0) {
+            return fail(k("rate_rps"), "expected a request rate above 0 requests/s");
+        }
+        if !(0.0..=1.0).contains(&h.hit_ratio) {
+            return fail(k("hit_ratio"), format!("expected a probability in 0..=1, got {}", h.hit_ratio));
+        }
+        if !(h.size_scale.is_finite() && h.size_scale > 0.0) {
+            return fail(k("size_scale"), "expected a size scale above 0");
+        }
+        if h.conn_uses_zipf == 0 {
+            return fail(k("conn_uses_zipf"), "expected at least 1 request per connection");
+        }
+        if !(1..=1460).contains(&h.request_bytes) {
+            return fail(k("request_bytes"), "expected a request of 1..=1460 bytes (one segment)");
+        }
+        if h.content == hostsim_workload::ContentMix::Fixed && h.object_bytes == 0 {
+            return fail(k("object_bytes"), "expected an object of at least 1 byte");
+        }
+        if h.timeout_ms == 0 {
+            return fail(k("timeout_ms"), "expected a timeout of at least 1 ms");
+        }
+        let served = c.processes.iter().any(|p| p.program == ProgramKind::Accelerator && p.port == Some(t.dst_port));
+        if !served {
+            return fail(elem("traffic", i, "dst_port"), format!("http_clients need an accelerator listening on port {} ([[process]] program = \"accelerator\", port = {})", t.dst_port, t.dst_port));
+        }
+    } else {
+        if !(h.think_ms_mean.is_finite() && h.think_ms_mean >= 0.0) {
+            return fail(k("think_ms_mean"), "expected a think time of at least 0 ms");
+        }
+        if !(h.think_ms_sd.is_finite() && h.think_ms_sd >= 0.0) {
+            return fail(k("think_ms_sd"), "expected a standard deviation of at least 0 ms");
+        }
+        let used = c.processes.iter().any(|p| p.accelerator.as_ref().is_some_and(|a| a.origin == t.name));
+        if !used {
+            return fail(elem("traffic", i, "kind"), format!("no accelerator names `{}` as its origin", t.name));
+        }
+    }
+    Ok(())
 }
 
 fn key(parts: &[&str]) -> Vec<Seg> {
@@ -209,7 +345,7 @@ pub fn config(c: &HostConfig) -> VResult {
         if p.instances == 0 {
             return fail(elem("process", i, "instances"), "expected at least 1 instance");
         }
-        if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) {
+        if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder) {
             let Some(port) = p.port else {
                 return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
             };
@@ -223,14 +359,24 @@ pub fn config(c: &HostConfig) -> VResult {
             }
             ports.insert(port, p.program);
         }
-        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic) && p.work_ns == 0 {
-            return fail(elem("process", i, "work_ns"), "spin and periodic need work_ns > 0 (the burst length)");
+        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder) && p.work_ns == 0 {
+            return fail(elem("process", i, "work_ns"), "spin, periodic and yielder need work_ns > 0 (the burst length)");
         }
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
         }
         if is_tcp(p.program) && p.read_bytes == 0 {
             return fail(elem("process", i, "read_bytes"), "expected at least 1 byte per read");
+        }
+        if p.program == ProgramKind::Accelerator {
+            accelerator(c, i, p)?;
+        } else {
+            if !p.threads.is_empty() {
+                return fail(elem("process", i, "thread"), "only a multi-threaded program (accelerator) takes [[process.thread]]");
+            }
+            if p.accelerator.is_some() {
+                return fail(elem("process", i, "accelerator"), "only program = \"accelerator\" takes [process.accelerator]");
+            }
         }
         if p.sndbuf_bytes == Some(0) {
             return fail(elem("process", i, "sndbuf_bytes"), "expected a send buffer of at least 1 byte");
@@ -296,10 +442,12 @@ pub fn config(c: &HostConfig) -> VResult {
         if u32::from(t.dst_port) + t.clients - 1 > 65535 {
             return fail(elem("traffic", i, "clients"), "dst_port + clients - 1 must be a port (<= 65535)");
         }
+        http(c, i, t)?;
         if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
             return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
         }
-        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink) || t.protocol == hostsim_host::Protocol::Tcp;
+        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
+            || t.protocol == hostsim_host::Protocol::Tcp;
         let max = if tcp { 1460 } else { 1472 };
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
             return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));

@@ -84,6 +84,11 @@ const CASES: &[Case] = &[
     case("speed_pct_negative.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got -5"),
     case("speed_pct_string.toml", 22, "process[0].speed_pct", "invalid type: string \"fast\", expected a speed in percent, an integer in 1..=100"),
     case("unit_bytes_zero.toml", 26, "process[1].unit_bytes", "expected a send() unit in 1..=4294967295 bytes, got 0"),
+    // Paper 004's keys (files derived from tests/good/accelerator.toml).
+    case("accel_cycle_negative.toml", 17, "process[0].accelerator.min_cycle_ms", "expected a cycle of at least 0 ms, got -5"),
+    case("accel_ratio_negative.toml", 18, "process[0].accelerator.ratio", "expected a ratio of at least 0 (the paper's k× interval is ratio = k - 1), got -1"),
+    case("http_zero_conns.toml", 42, "traffic[0].http.conns", "expected at least 1 connection"),
+    case("accel_thread_without_program.toml", 27, "process[0].thread[1].name", "thread `io` has no program: expected program = \"listen\", \"io\" or \"retrieve\""),
     // Kernel concurrency models and forwarding (paper 003).
     case("functional_stage_cpu_out_of_range.toml", 12, "kernel.driver_cpu", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
     case("exchange_period_zero.toml", 13, "kernel.exchange_period_us", "expected an exchange period of at least 1 us"),
@@ -202,6 +207,7 @@ fn every_bad_file_is_in_the_table() {
 fn the_minimal_scenario_they_derive_from_is_valid() {
     let sc = load(&dir("good").join("minimal.toml"), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sc.runs().unwrap().len(), 4);
+    load(&dir("good").join("accelerator.toml"), &[]).unwrap_or_else(|e| panic!("{e}"));
     // The --set cases are only bad because of their overrides.
     for c in CASES.iter().filter(|c| !c.sets.is_empty()) {
         load(&dir("bad").join(c.file), &[]).unwrap_or_else(|e| panic!("{}: {e}", c.file));

@@ -19,6 +19,12 @@ pub enum ProgramKind {
     Spin,
     /// `for (;;) { work(); nanosleep(sleep_ns); }` (a periodic task; exercises timer granularity).
     Periodic,
+    /// `for (;;) { work(); sched_yield(); }` (exercises sched_yield's rules).
+    Yielder,
+    /// A multi-threaded event-driven web accelerator (paper 004's Chamomile): a listen thread,
+    /// an I/O thread and a retrieve thread (`[[process.thread]]`), its poll() loops under an
+    /// interval-control policy (`[process.accelerator]`). See `accel.rs`.
+    Accelerator,
     /// `while (sent < total_bytes) sent += send(unit_bytes);` then exit: a bulk TCP sender on a
     /// connection to an external receiver (paper 002's sender, ttcp/netperf-like).
     StreamSend,
@@ -74,7 +80,31 @@ pub enum Action {
     SetNice { nice: i8 },
     /// The program ends; the process exits.
     Exit,
+    /// gettimeofday(): the outcome carries the time.
+    GetTime,
+    /// sched_setscheduler() on itself: SCHED_FIFO at this priority, or SCHED_OTHER (None).
+    SetScheduler { fifo: Option<u8> },
+    /// poll() over the thread's descriptor set (kept by the host from the program's
+    /// `poll_changes`); `timeout_ms` < 0 blocks until a descriptor is ready, 0 never blocks.
+    /// The ready descriptors go into the program's poll buffer.
+    Poll { timeout_ms: i32 },
+    /// accept() on the process's listening socket: blocks while its queue is empty.
+    Accept,
+    /// Non-blocking read of up to `max_bytes` from descriptor `fd`.
+    Read { fd: u32, max_bytes: u32 },
+    /// Non-blocking write of up to `bytes` to descriptor `fd` (what fits in the send buffer);
+    /// `tag` labels the message for the far end (what its header would say).
+    Write { fd: u32, bytes: u32, tag: u64 },
+    /// close(fd).
+    Close { fd: u32 },
+    /// Wake thread `thread` of the same process if it is blocked in poll(): a byte written to
+    /// that thread's notification pipe (a descriptor in its poll set).
+    Notify { thread: u8 },
 }
+
+/// poll() event bits (Linux values).
+pub const POLLIN: u8 = 0x01;
+pub const POLLOUT: u8 = 0x04;
 
 /// What the previous action produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +118,27 @@ pub enum Outcome {
     Slept,
     Yielded,
     NiceSet,
+    /// gettimeofday() returned this time (ns).
+    Time { ns: u64 },
+    SchedulerSet,
+    /// poll() returned with this many ready descriptors (in the program's poll buffer).
+    Polled { ready: u32 },
+    /// accept() returned a new descriptor.
+    Accepted { fd: u32 },
+    /// read() returned `bytes`; `tag` = the label of a message that ended in them (0: none);
+    /// `eof` = the peer has closed and everything was read.
+    Read { bytes: u32, tag: u64, eof: bool },
+    /// write() took `bytes`.
+    Wrote { bytes: u32 },
+    Closed,
+    Notified,
+}
+
+/// One ready descriptor of a poll() result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollEvent {
+    pub fd: u32,
+    pub revents: u8,
 }
 
 /// A running program.
@@ -117,7 +168,7 @@ impl Program {
     /// Does this program read from a socket?
     pub fn uses_socket(&self) -> bool {
         // (stream_send binds a socket too: its port receives the connection's ACKs.)
-        !matches!(self.cfg.kind, ProgramKind::Spin | ProgramKind::Periodic)
+        !matches!(self.cfg.kind, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder | ProgramKind::Accelerator)
     }
 
     fn work(&self, rng: &mut Rng) -> u64 {
@@ -152,6 +203,8 @@ impl Program {
             }
             (Spin, _) => Action::Compute { user_ns: self.work(rng).max(1) },
             (Periodic, Outcome::Computed) => Action::Sleep { ns: self.cfg.sleep_ns },
+            (Yielder, Outcome::Computed) => Action::Yield,
+            (Yielder, _) => Action::Compute { user_ns: self.work(rng).max(1) },
             (Periodic, _) => Action::Compute { user_ns: self.work(rng).max(1) },
             (_, Outcome::Received { bytes }) => {
                 self.last_rx_bytes = bytes;

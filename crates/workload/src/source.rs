@@ -25,6 +25,10 @@ pub enum SourceKind {
     /// otherwise after the delayed-ACK timeout (`TCP_ATO_MIN` = HZ/25 = 40 ms). Each ACK
     /// leaves `client_stack_ns` after the frame that triggered it (the receiver's stack).
     StreamSink,
+    /// Web clients on persistent HTTP connections (WebAxe-4-like, `http.rs`; `[traffic.http]`).
+    HttpClients,
+    /// Origin servers answering a web accelerator's requests (`http.rs`; `[traffic.http]`).
+    HttpOrigin,
     /// The far end of a route out of the host: counts the frames the host forwards to it
     /// ("output packets per unit time", paper 003) and never sends.
     Sink,
@@ -54,6 +58,10 @@ pub struct SourceConfig {
     pub tcp: bool,
     /// Latency samples are recorded only from this time on (end of warm-up).
     pub record_from_ns: u64,
+    /// http_clients / http_origin: their parameters.
+    pub http: Option<crate::http::HttpConfig>,
+    /// Client machines behind the source (http_clients spreads its connections over them).
+    pub clients: u32,
 }
 
 /// A frame the source puts on its link now.
@@ -68,6 +76,11 @@ pub struct Emit {
     pub ack: Option<u64>,
     /// Receive window advertised with an ACK, bytes.
     pub win: u32,
+    /// TCP flags beyond ACK (`http::FLAG_SYN`, `FLAG_FIN`, `FLAG_HANDSHAKE`).
+    pub flags: u8,
+    /// The application's label of the message this segment carries (an HTTP request's object:
+    /// `http::request_tag`), 0 = none.
+    pub tag: u64,
 }
 
 /// A frame from the host reaching the source.
@@ -81,7 +94,25 @@ pub enum Feedback {
     Forwarded { flow: u32, seq: u64 },
     /// A TCP data segment of the host's sender: payload `len` bytes from `seq`, a frame of
     /// `frame_bytes` (Ethernet header to FCS).
-    Data { flow: u32, seq: u64, len: u32, frame_bytes: u32 },
+    Data { flow: u32, seq: u64, len: u32, frame_bytes: u32, tag: u64 },
+    /// The host's SYN-ACK to a connection request.
+    SynAck { flow: u32 },
+    /// The host closed the connection (its FIN).
+    Fin { flow: u32 },
+}
+
+impl Feedback {
+    /// The flow (connection) the frame belongs to.
+    pub fn flow(&self) -> u32 {
+        match *self {
+            Feedback::Reply { flow, .. }
+            | Feedback::Ack { flow, .. }
+            | Feedback::Forwarded { flow, .. }
+            | Feedback::Data { flow, .. }
+            | Feedback::SynAck { flow }
+            | Feedback::Fin { flow } => flow,
+        }
+    }
 }
 
 /// Resolution of the inter-arrival histogram a stream sink keeps.
@@ -172,7 +203,16 @@ pub struct Source {
     sink: Vec<SinkState>,
     /// Flows with an ACK due, by due time: O(log flows) per frame with thousands of flows.
     sink_due: std::collections::BTreeSet<(u64, u32)>,
+    /// http_clients / http_origin state (`http.rs`).
+    http: Option<Box<HttpState>>,
     pub stats: SourceStats,
+}
+
+/// The state of an HTTP source.
+#[derive(Clone, Debug)]
+pub enum HttpState {
+    Clients(crate::http::HttpClients),
+    Origin(crate::http::HttpOrigin),
 }
 
 impl Source {
@@ -193,7 +233,24 @@ impl Source {
             stats.sink.gaps = vec![0; GAP_BINS];
             stats.sink.short_gap_sizes = vec![0; SIZE_BINS];
         }
-        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), mean_gap_ns, stats }
+        let http = match (cfg.kind, &cfg.http) {
+            (SourceKind::HttpClients, h) => {
+                let h = h.clone().unwrap_or_default();
+                Some(Box::new(HttpState::Clients(crate::http::HttpClients::new(
+                    h, cfg.start_ns, cfg.stop_ns, cfg.record_from_ns, cfg.window_bytes,
+                ))))
+            }
+            (SourceKind::HttpOrigin, h) => {
+                Some(Box::new(HttpState::Origin(crate::http::HttpOrigin::new(h.clone().unwrap_or_default(), cfg.window_bytes))))
+            }
+            _ => None,
+        };
+        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), http, mean_gap_ns, stats }
+    }
+
+    /// The HTTP state of an http_clients / http_origin source.
+    pub fn http(&self) -> Option<&HttpState> {
+        self.http.as_deref()
     }
     pub fn config(&self) -> &SourceConfig {
         &self.cfg
@@ -207,13 +264,13 @@ impl Source {
     fn emit(&mut self, out: &mut Vec<Emit>, flow: u32, seq: u64, bytes: u32, tcp: bool) {
         self.stats.emitted += 1;
         self.stats.emitted_bytes += u64::from(bytes);
-        out.push(Emit { flow, seq, payload_bytes: bytes, tcp, ack: None, win: 0 });
+        out.push(Emit { flow, seq, payload_bytes: bytes, tcp, ack: None, win: 0, flags: 0, tag: 0 });
     }
 
     fn emit_ack(&mut self, out: &mut Vec<Emit>, flow: u32, ack: u64) {
         self.stats.emitted += 1;
         self.stats.sink.acks += 1;
-        out.push(Emit { flow, seq: 0, payload_bytes: 0, tcp: true, ack: Some(ack), win: self.cfg.window_bytes });
+        out.push(Emit { flow, seq: 0, payload_bytes: 0, tcp: true, ack: Some(ack), win: self.cfg.window_bytes, flags: 0, tag: 0 });
     }
 
     /// The sink's next timed action (an ACK leaving, a delayed ACK due).
@@ -331,7 +388,14 @@ impl Source {
         if now_ns >= self.cfg.stop_ns {
             return None;
         }
+        if let Some(h) = self.http.as_deref_mut() {
+            return match h {
+                HttpState::Clients(c) => c.wake(now, rng, out),
+                HttpState::Origin(o) => o.wake(now, rng, out),
+            };
+        }
         match self.cfg.kind {
+            SourceKind::HttpClients | SourceKind::HttpOrigin => None,
             SourceKind::StreamSink => self.sink_wake(now_ns, out),
             SourceKind::Cbr => {
                 let flow = self.rotate_flow();
@@ -412,6 +476,12 @@ impl Source {
     /// sooner than (or instead of) the current one.
     pub fn feedback(&mut self, now: Time, fb: Feedback, out: &mut Vec<Emit>) -> Option<Time> {
         let now_ns = now.ns();
+        if let Some(h) = self.http.as_deref_mut() {
+            return match h {
+                HttpState::Clients(c) => c.feedback(now, fb, out),
+                HttpState::Origin(o) => o.feedback(now, fb, out),
+            };
+        }
         match fb {
             Feedback::Reply { seq, .. } => {
                 self.stats.replies += 1;
@@ -453,7 +523,8 @@ impl Source {
                 self.fill_window(flow as usize, now_ns, out);
                 None
             }
-            Feedback::Data { flow, seq, len, frame_bytes } => self.sink_data(now_ns, flow, seq, len, frame_bytes),
+            Feedback::Data { flow, seq, len, frame_bytes, .. } => self.sink_data(now_ns, flow, seq, len, frame_bytes),
+            Feedback::SynAck { .. } | Feedback::Fin { .. } => None,
             Feedback::Forwarded { .. } => {
                 self.stats.received += 1;
                 None
@@ -487,6 +558,8 @@ mod tests {
             total_bytes: 0,
             tcp: false,
             record_from_ns: 0,
+            http: None,
+            clients: 1,
         }
     }
 
@@ -500,12 +573,12 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(s.wake(Time(0), &mut r, &mut out), None);
         // Quick-ACK mode: the first segment is acknowledged at once (after the stack time).
-        let t = s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058 }, &mut out);
+        let t = s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
         assert_eq!(t, Some(Time(6_000)));
         s.wake(Time(6_000), &mut r, &mut out);
         assert_eq!(out.last().and_then(|e| e.ack), Some(1000));
         for k in 1..40u64 {
-            s.feedback(Time(1_000 + k * 90_000), Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058 }, &mut out);
+            s.feedback(Time(1_000 + k * 90_000), Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
         }
         let st = &s.stats.sink;
         assert_eq!((st.frames, st.bytes), (40, 40_000));
@@ -513,7 +586,7 @@ mod tests {
         assert_eq!(st.short_gap_sizes[10], 39, "1058 B frames in the 1000-1099 B bin");
         // Out of order: acknowledged at once, counted.
         s.wake(Time(9_000_000), &mut r, &mut out);
-        let t = s.feedback(Time(10_000_000), Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058 }, &mut out);
+        let t = s.feedback(Time(10_000_000), Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
         assert_eq!(t, Some(Time(10_005_000)));
         assert_eq!(s.stats.sink.out_of_order, 1);
     }

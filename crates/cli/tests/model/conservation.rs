@@ -1,8 +1,9 @@
 //! On every run of every built-in scenario: each CPU's states sum exactly to elapsed time; every
 //! packet offered is delivered to a socket, forwarded (IP routing), consumed by the sending TCP
-//! (ACKs), dropped somewhere, or still in flight; every frame the host sends (forwarded ones
-//! included) reaches its destination, is dropped by the device, or is on its way (frames and
-//! payload bytes); every byte programs wrote to TCP is acknowledged or still held by it.
+//! (ACKs) or by connection set-up and tear-down (SYN, handshake ACK, FIN), dropped somewhere, or
+//! still in flight; every frame the host sends (forwarded ones included) reaches its
+//! destination, is dropped by the device, or is on its way (frames and payload bytes); every
+//! byte programs wrote to TCP is acknowledged or still held by it.
 
 use crate::repo;
 use hostsim_host::Summary;
@@ -16,12 +17,13 @@ pub fn check_conservation(s: &Summary, what: &str) {
     let drops: u64 = p.drops.values().sum();
     assert_eq!(
         p.offered,
-        p.delivered + p.forwarded + p.acks_consumed + drops + p.in_flight,
-        "{what}: offered {} != delivered {} + forwarded {} + ACKs consumed {} + drops {drops} + in flight {}",
+        p.delivered + p.forwarded + p.acks_consumed + p.ctrl_consumed + drops + p.in_flight,
+        "{what}: offered {} != delivered {} + forwarded {} + ACKs consumed {} + SYN/FIN consumed {} + drops {drops} + in flight {}",
         p.offered,
         p.delivered,
         p.forwarded,
         p.acks_consumed,
+        p.ctrl_consumed,
         p.in_flight
     );
     assert_eq!(

@@ -6,6 +6,7 @@ mod conservation;
 mod determinism;
 mod flow_limit;
 mod goda;
+mod accelerator;
 mod livelock;
 mod pbq;
 mod profiles;

@@ -1,0 +1,129 @@
+//! Interval control of an event loop's poll() (paper 004, Kawai, Kadobayashi & Yamaguchi): the
+//! policy an accelerator thread follows between two passes of its main loop.
+//!
+//! The main loop measures its own duration with gettimeofday() and, when the loop was shorter
+//! than a cycle, blocks in nanosleep() for the rest, so that poll() runs at most once per cycle
+//! and finds more ready descriptors per call. Four policies, selected by configuration:
+//!
+//! - `none` — no control (the paper's "0 ms", Fig. 1(a)): `for(;;){ prepare; poll(-1); I/O }`
+//!   at SCHED_OTHER, blocking in poll() until a descriptor is ready (notes 004 §6.7).
+//! - `old` — the non-real-time control of the paper's reference [8] (paper Fig. 2): measure
+//!   `ptime = now - prev`; if `ptime < min_cycle` sleep `min_cycle - ptime` and take `prev` after
+//!   the sleep, else `prev = now`; poll(0) and I/O; `sched_yield()` if it did not sleep. All at
+//!   SCHED_OTHER, so other threads' time between the two timestamps counts as loop time.
+//! - `static` — the paper's proposal (Fig. 5 with `STATIC_MIN_CYCLE`): the loop runs at
+//!   SCHED_FIFO; if `ptime < min_cycle` it switches to SCHED_OTHER, sleeps `min_cycle - ptime`
+//!   and switches back, else `sched_yield()`; `prev` is taken after the block, so `ptime`
+//!   excludes the sleep.
+//! - `dynamic` — Fig. 5 without `STATIC_MIN_CYCLE`: the sleep is `ptime × ratio`. The paper's
+//!   "k×" interval is `ratio = k − 1` (§4.1.2: at 2× the thread blocks as long as it processed).
+//!   Its `min_cycle` is not given; the text describes the interval as always proportional, so
+//!   dynamic control always sleeps (`min_cycle` = ∞, notes 004 §6.5).
+//!
+//! What the paper leaves open and is chosen here (notes 004 §6): poll() never blocks under
+//! control (timeout 0: the loop blocks in nanosleep, §6.8); the SCHED_FIFO priority is a
+//! parameter (`fifo_priority`, I/O and retrieve threads share it, §6.11).
+
+use serde::{Deserialize, Serialize};
+
+/// Which interval control an accelerator's loop threads use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalControl {
+    /// No control ("0 ms"): a blocking poll() at SCHED_OTHER.
+    #[default]
+    None,
+    /// Reference [8]'s non-real-time control (paper Fig. 2).
+    Old,
+    /// The paper's static control (Fig. 5, `STATIC_MIN_CYCLE`): cycle = `min_cycle`.
+    Static,
+    /// The paper's dynamic control (Fig. 5): sleep = loop time × `ratio`.
+    Dynamic,
+}
+
+/// The policy and its parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntervalPolicy {
+    pub kind: IntervalControl,
+    /// `old`/`static`: the cycle; a loop shorter than this sleeps for the rest.
+    pub min_cycle_ns: u64,
+    /// `dynamic`: sleep = loop time × ratio.
+    pub ratio: f64,
+}
+
+/// What the loop does after measuring itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// nanosleep() for this long.
+    Sleep { ns: u64 },
+    /// Do not block (`old`: no sleep, `sched_yield()` after the I/O; `static`: `sched_yield()`).
+    NoSleep,
+}
+
+impl IntervalPolicy {
+    /// Does the loop switch to SCHED_FIFO for its I/O (the paper's proposal)?
+    pub fn realtime(&self) -> bool {
+        matches!(self.kind, IntervalControl::Static | IntervalControl::Dynamic)
+    }
+
+    /// Does poll() block (only without control)?
+    pub fn blocking_poll(&self) -> bool {
+        self.kind == IntervalControl::None
+    }
+
+    /// The loop's decision after measuring `ptime_ns` (Fig. 2 / Fig. 5 `if (ptime < min_cycle)`).
+    pub fn decide(&self, ptime_ns: u64) -> Decision {
+        match self.kind {
+            IntervalControl::None => Decision::NoSleep,
+            IntervalControl::Old | IntervalControl::Static => {
+                if ptime_ns < self.min_cycle_ns {
+                    Decision::Sleep { ns: self.min_cycle_ns - ptime_ns }
+                } else {
+                    Decision::NoSleep
+                }
+            }
+            IntervalControl::Dynamic => {
+                // set_time(&stime, ptime * ratio), with min_cycle taken as infinite.
+                Decision::Sleep { ns: (ptime_ns as f64 * self.ratio).round() as u64 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(kind: IntervalControl, min_cycle_ms: u64, ratio: f64) -> IntervalPolicy {
+        IntervalPolicy { kind, min_cycle_ns: min_cycle_ms * 1_000_000, ratio }
+    }
+
+    #[test]
+    fn static_sleeps_the_rest_of_the_cycle_or_yields() {
+        let s = p(IntervalControl::Static, 20, 0.0);
+        assert_eq!(s.decide(3_000_000), Decision::Sleep { ns: 17_000_000 });
+        assert_eq!(s.decide(20_000_000), Decision::NoSleep, "ptime == min_cycle is not shorter");
+        assert_eq!(s.decide(25_000_000), Decision::NoSleep);
+        assert!(s.realtime() && !s.blocking_poll());
+    }
+
+    #[test]
+    fn dynamic_sleeps_in_proportion_and_2x_means_ratio_1() {
+        // The paper's "2x" interval: block as long as the loop processed (ratio = k - 1 = 1).
+        let d = p(IntervalControl::Dynamic, 0, 1.0);
+        assert_eq!(d.decide(4_000_000), Decision::Sleep { ns: 4_000_000 });
+        let d3 = p(IntervalControl::Dynamic, 0, 2.0);
+        assert_eq!(d3.decide(4_000_000), Decision::Sleep { ns: 8_000_000 });
+        assert!(d.realtime());
+    }
+
+    #[test]
+    fn old_control_is_not_realtime_and_none_blocks_in_poll() {
+        let o = p(IntervalControl::Old, 20, 0.0);
+        assert_eq!(o.decide(5_000_000), Decision::Sleep { ns: 15_000_000 });
+        assert!(!o.realtime() && !o.blocking_poll());
+        let n = p(IntervalControl::None, 0, 0.0);
+        assert_eq!(n.decide(1), Decision::NoSleep);
+        assert!(n.blocking_poll() && !n.realtime());
+    }
+}
