@@ -73,6 +73,12 @@ pub const KERNEL: &[(&str, Kind)] = &[
     ("timer_tick_sleep", Bool),
     ("timer_slack_ns", Int),
     ("delack_ms", Int),
+    ("concurrency", Enum(&["smp", "up", "bkl", "functional"])),
+    ("online_cpus", Int),
+    ("driver_cpu", Int),
+    ("ip_cpu", Int),
+    ("exchange_period_us", Int),
+    ("pool_buffers", Int),
 ];
 pub const NIC: &[(&str, Kind)] = &[
     ("name", Name),
@@ -91,7 +97,7 @@ pub const NIC: &[(&str, Kind)] = &[
 ];
 pub const PROCESS: &[(&str, Kind)] = &[
     ("name", Name),
-    ("program", Enum(&["udp_sink", "udp_echo", "tcp_stream", "tcp_echo", "spin", "periodic"])),
+    ("program", Enum(&["udp_sink", "udp_echo", "tcp_stream", "tcp_echo", "spin", "periodic", "yielder", "accelerator", "stream_send"])),
     ("port", Int),
     ("nice", Int),
     ("sched", Enum(&["normal", "fifo"])),
@@ -106,10 +112,16 @@ pub const PROCESS: &[(&str, Kind)] = &[
     ("rcvbuf_bytes", Int),
     ("start_ms", Int),
     ("instances", Int),
+    ("accelerator.interval_control", Enum(&["none", "old", "static", "dynamic"])),
+    ("accelerator.min_cycle_ms", Float),
+    ("accelerator.ratio", Float),
+    ("accelerator.origin_conns", Int),
+    ("accelerator.listen_backlog", Int),
+    ("accelerator.fifo_priority", Int),
 ];
 pub const TRAFFIC: &[(&str, Kind)] = &[
     ("name", Name),
-    ("kind", Enum(&["cbr", "poisson", "ping_pong", "tcp_window"])),
+    ("kind", Enum(&["cbr", "poisson", "ping_pong", "tcp_window", "stream_sink", "http_clients", "http_origin", "sink"])),
     ("nic", Name),
     ("dst_port", Int),
     ("clients", Int),
@@ -126,6 +138,13 @@ pub const TRAFFIC: &[(&str, Kind)] = &[
     ("rto_ms", Int),
     ("total_bytes", Int),
     ("dst_port_per_flow", Bool),
+    ("link_delay_us", Int),
+    ("http.rate_rps", Float),
+    ("http.conns", Int),
+    ("http.hit_ratio", Float),
+    ("http.object_bytes", Int),
+    ("http.timeout_ms", Int),
+    ("http.think_ms_mean", Float),
 ];
 /// `[profile_set]` keys (dotted inside it).
 pub const PROFILE_SET: &[(&str, Kind)] = &[
@@ -157,6 +176,11 @@ pub const PROFILE_SET: &[(&str, Kind)] = &[
     ("mechanisms.pbq_branch_ns", Int),
     ("mechanisms.pbq_classify_ns", Int),
     ("mechanisms.irq_suppress_check_ns", Int),
+    ("mechanisms.smp_lock_factor", Float),
+    ("mechanisms.lock_acquire_ns", Int),
+    ("costs.ip_forward_ns", Int),
+    ("syscalls.poll_base_ns", Int),
+    ("syscalls.accept_ns", Int),
 ];
 
 /// Sections a mutation can address: (array name or table, its keys, is an array of tables).

@@ -16,9 +16,9 @@
 //!   segments/s out, ~4,300 ACKs/s in): every event of the transmit path;
 //! - `forward-2cpu-148k`: a 2-CPU router forwarding at Fast Ethernet's line rate, 148,809
 //!   frames/s, under a big kernel lock (`bench/forward-2cpu`);
-//! - `accel-7000-2000rps`, `accel-7000-long`: paper 004's web accelerator over ~7,000
-//!   persistent connections at 2,000 requests/s (`kawai-interval-static`, static 20 ms
-//!   control) for 10 and 60 simulated seconds (memory flat in duration).
+//! - `accel-7000-2000rps`, `accel-7000-long`: paper 004's web accelerator over ~7,000 persistent
+//!   connections at 2,000 requests/s (`kawai-interval-static`, static 20 ms control) for 10 and
+//!   60 simulated seconds (speed per simulated second, memory flat in duration).
 //!
 //! `packets` counts the frames through the host (received + sent).
 //!
@@ -63,17 +63,20 @@ struct Spec {
     pps: f64,
     sim_ms: u64,
     traced: bool,
-    /// More `--set`s, applied after the duration, warm-up and rate.
+    /// Further `--set`s of the case (a warm-up given here replaces the default one).
     extra: &'static [(&'static str, &'static str)],
 }
 
 fn case(s: &Spec) -> Result<BenchCase, String> {
     // The warm-up does not matter for speed figures; a tenth of the run keeps --quick valid.
-    let mut sets = vec![("duration_ms".to_string(), s.sim_ms.to_string()), ("warmup_ms".to_string(), (s.sim_ms / 10).to_string())];
+    let mut sets = vec![("duration_ms".to_string(), s.sim_ms.to_string())];
+    if !s.extra.iter().any(|(k, _)| *k == "warmup_ms") {
+        sets.push(("warmup_ms".to_string(), (s.sim_ms / 10).to_string()));
+    }
+    sets.extend(s.extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     if !s.rate_key.is_empty() {
         sets.push((s.rate_key.to_string(), format!("{}", s.pps)));
     }
-    sets.extend(s.extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let sc = hostsim_scenario::load(Path::new(s.scenario), &sets).map_err(|e| e.to_string())?;
     let cfg = sc.config_with(s.variant, &[]).map_err(|e| e.to_string())?;
     reset_peak_rss();
@@ -103,33 +106,29 @@ fn case(s: &Spec) -> Result<BenchCase, String> {
     })
 }
 
-/// No more settings.
-const NO: &[(&str, &str)] = &[];
-
-/// The accelerator cases' settings: 2,000 requests/s, static 20 ms interval control.
-const ACCEL: &[(&str, &str)] = &[
-    ("traffic.clients.http.rate_rps", "2000"),
-    ("process.chamomile.accelerator.interval_control", "static"),
-    ("process.chamomile.accelerator.min_cycle_ms", "20"),
-    ("warmup_ms", "500"),
-];
-
 /// Run all cases; `quick` shortens them (for smoke-testing the command itself).
 pub fn run_bench(quick: bool, mut progress: impl FnMut(&BenchCase)) -> Result<BenchReport, String> {
     // Simulated ms per case: (full, quick).
     let ms = |full: u64, short: u64| if quick { short } else { full };
+    const NONE: &[(&str, &str)] = &[];
+    const ACCEL: &[(&str, &str)] = &[
+        ("traffic.clients.http.rate_rps", "2000"),
+        ("process.chamomile.accelerator.interval_control", "static"),
+        ("process.chamomile.accelerator.min_cycle_ms", "20"),
+        ("warmup_ms", "500"),
+    ];
     let specs = [
-        ("livelock-150k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 150_000.0, ms(5000, 50), false, NO),
-        ("livelock-400k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 400_000.0, ms(5000, 50), false, NO),
-        ("udp-flood-150k", "bench/udp-flood", None, "traffic.flood.rate_pps", 150_000.0, ms(5000, 50), false, NO),
-        ("udp-flood-400k", "bench/udp-flood", None, "traffic.flood.rate_pps", 400_000.0, ms(5000, 50), false, NO),
-        ("modern-64c", "bench/modern-64c", None, "", 10_000_000.0, ms(1000, 5), false, NO),
-        ("memory-100k-10s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(10_000, 100), false, NO),
-        ("memory-100k-60s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(60_000, 200), false, NO),
-        ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false, NO),
-        ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true, NO),
-        ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false, NO),
-        ("forward-2cpu-148k", "bench/forward-2cpu", None, "traffic.load.rate_pps", 148_809.0, ms(5000, 1000), false, NO),
+        ("livelock-150k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 150_000.0, ms(5000, 50), false, NONE),
+        ("livelock-400k", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 400_000.0, ms(5000, 50), false, NONE),
+        ("udp-flood-150k", "bench/udp-flood", None, "traffic.flood.rate_pps", 150_000.0, ms(5000, 50), false, NONE),
+        ("udp-flood-400k", "bench/udp-flood", None, "traffic.flood.rate_pps", 400_000.0, ms(5000, 50), false, NONE),
+        ("modern-64c", "bench/modern-64c", None, "", 10_000_000.0, ms(1000, 5), false, NONE),
+        ("memory-100k-10s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(10_000, 100), false, NONE),
+        ("memory-100k-60s", "bench/udp-flood", None, "traffic.flood.rate_pps", 100_000.0, ms(60_000, 200), false, NONE),
+        ("untraced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), false, NONE),
+        ("traced-60s", "examples/livelock", Some("legacy"), "traffic.load.rate_pps", 20_000.0, ms(60_000, 100), true, NONE),
+        ("tcp-send-100m", "bench/tcp-send", None, "", 0.0, ms(10_000, 1000), false, NONE),
+        ("forward-2cpu-148k", "bench/forward-2cpu", None, "traffic.load.rate_pps", 148_809.0, ms(5000, 1000), false, NONE),
         ("accel-7000-2000rps", "kawai-interval-static", None, "", 0.0, ms(10_000, 1000), false, ACCEL),
         ("accel-7000-long", "kawai-interval-static", None, "", 0.0, ms(60_000, 2000), false, ACCEL),
     ];

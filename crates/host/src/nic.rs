@@ -65,7 +65,7 @@ impl Host {
     fn send_emits(&mut self, s: usize, out: &[hostsim_workload::Emit]) {
         for e in out {
             self.stats.offered += 1;
-            let (link_ns, _) = self.srcs[s].wire_ns(e.payload_bytes, e.tcp, &self.nics);
+            let (link_ns, port_ns) = self.srcs[s].wire_ns(e.payload_bytes, e.tcp, &self.nics);
             let src = &mut self.srcs[s];
             // Client machine `c` sends on its own link (to its own port unless ports are per flow).
             let clients = src.link_free.len();
@@ -109,7 +109,7 @@ impl Host {
                 live: true,
             });
             if delay == 0 {
-                self.switch_forward(pkt, nic_i, at_switch);
+                self.switch_forward(pkt, nic_i, at_switch, port_ns);
             } else {
                 // The frame is on a long link: it reaches the switch later, in time order with
                 // everyone else's (the switch's output queue is kept in arrival order).
@@ -118,19 +118,16 @@ impl Host {
         }
     }
 
-    /// A frame reached the switch at `at_switch`: it queues for the port's wire, or is dropped
-    /// when the switch's buffer in front of the port is full.
-    pub fn switch_forward(&mut self, pkt: PktId, nic_i: usize, at_switch: Time) {
-        let bytes = {
-            let p = &self.pkts[pkt as usize];
-            wire_bytes(p.bytes, p.tcp)
-        };
+    /// A frame reached the switch at `at_switch`: it queues for the port's wire (`port_ns` to
+    /// cross it), or is dropped when the switch's buffer in front of the port is full.
+    pub fn switch_forward(&mut self, pkt: PktId, nic_i: usize, at_switch: Time, port_ns: u64) {
         let nic = &self.nics[nic_i];
         let ready = at_switch + Time(nic.cfg.switch_latency_ns);
         let begin = ready.max(nic.rx_wire_free);
-        let queued_bytes = (begin.since(ready).ns() as f64 / nic.ns_per_byte) as u64;
-        let over = queued_bytes > nic.cfg.switch_buffer_bytes;
-        let arrive = begin + Time((bytes as f64 * nic.ns_per_byte).round() as u64);
+        let waited = begin.since(ready).ns();
+        // Bytes queued ahead in the switch (no division when nothing waits: 0 bytes).
+        let over = waited > 0 && (waited as f64 / nic.ns_per_byte) as u64 > nic.cfg.switch_buffer_bytes;
+        let arrive = begin + Time(port_ns);
         if over {
             self.drop_pkt(pkt, DropPlace::Switch);
             return;

@@ -854,7 +854,11 @@ impl Host {
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
             Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
-            Ev::AtSwitch { pkt, nic } => self.switch_forward(pkt, nic as usize, self.now),
+            Ev::AtSwitch { pkt, nic } => {
+                let p = &self.pkts[pkt as usize];
+                let port_ns = hostsim_engine::round_u64(crate::wire_bytes(p.bytes, p.tcp) as f64 * self.nics[nic as usize].ns_per_byte);
+                self.switch_forward(pkt, nic as usize, self.now, port_ns)
+            }
             Ev::Feedback { src, fb, bytes } => {
                 self.stats.tx_en_route -= 1;
                 self.stats.tx_delivered += 1;

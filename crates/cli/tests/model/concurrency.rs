@@ -72,20 +72,28 @@ fn kernel_overlap(text: &str) -> Option<f64> {
     let (_, _, json) = hostsim_cli::run_traced_json(cfg).expect("traced run");
     let trace: serde_json::Value = serde_json::from_str(&json).expect("trace JSON");
     // Per CPU, the innermost open slice says what the CPU is doing (a spin nests in the unit
-    // that waits for the lock): flatten each CPU's nested slices into such segments.
-    let mut per_cpu: std::collections::BTreeMap<u64, Vec<(f64, f64, String)>> = Default::default();
-    for e in trace["traceEvents"].as_array().expect("events").iter().filter(|e| e["ph"] == "X") {
-        let ts = e["ts"].as_f64().expect("ts");
-        let seg = (ts, ts + e["dur"].as_f64().expect("dur"), e["cat"].as_str().expect("cat").to_string());
+    // that waits for the lock): flatten each CPU's nested slices into such segments. Times are
+    // whole ns (the trace writes ts and dur in us with ns decimals): the end of a slice computed
+    // as ts + dur in floating point can fall a rounding error before the begin of the slice that
+    // follows it, which would show a zero-length piece of the enclosing unit between them. Two
+    // slices with the same begin and end (a unit that spun for all its time) nest by file order:
+    // a slice is written when it ends, so a child comes before its parent.
+    let ns = |v: &serde_json::Value| (v.as_f64().expect("a time in us") * 1000.0).round() as i64;
+    let mut per_cpu: std::collections::BTreeMap<u64, Vec<(i64, i64, usize, String)>> = Default::default();
+    for (i, e) in trace["traceEvents"].as_array().expect("events").iter().enumerate().filter(|(_, e)| e["ph"] == "X") {
+        let ts = ns(&e["ts"]);
+        let seg = (ts, ts + ns(&e["dur"]), i, e["cat"].as_str().expect("cat").to_string());
         per_cpu.entry(e["tid"].as_u64().expect("tid")).or_default().push(seg);
     }
-    let mut spans: Vec<(f64, f64, u64)> = Vec::new();
+    let mut spans: Vec<(i64, i64, u64)> = Vec::new();
     for (cpu, mut sl) in per_cpu {
-        sl.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("finite").then(b.1.partial_cmp(&a.1).expect("finite")));
-        let mut flat: Vec<(f64, f64, String)> = Vec::new();
-        let mut stack: Vec<(f64, String)> = Vec::new();
-        let mut t = f64::MIN;
-        let close = |stack: &mut Vec<(f64, String)>, t: &mut f64, upto: f64, flat: &mut Vec<(f64, f64, String)>| {
+        // Outermost first: by begin, then the longer, then the later written.
+        sl.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+        let sl = sl.into_iter().map(|(a, b, _, c)| (a, b, c));
+        let mut flat: Vec<(i64, i64, String)> = Vec::new();
+        let mut stack: Vec<(i64, String)> = Vec::new();
+        let mut t = i64::MIN;
+        let close = |stack: &mut Vec<(i64, String)>, t: &mut i64, upto: i64, flat: &mut Vec<(i64, i64, String)>| {
             while let Some((end, cat)) = stack.last().cloned() {
                 if end > upto {
                     break;
@@ -107,15 +115,15 @@ fn kernel_overlap(text: &str) -> Option<f64> {
             t = s0;
             stack.push((e0, c));
         }
-        close(&mut stack, &mut t, f64::MAX, &mut flat);
+        close(&mut stack, &mut t, i64::MAX, &mut flat);
         spans.extend(flat.into_iter().filter(|(a, b, c)| b > a && matches!(c.as_str(), "hardirq" | "softirq" | "system")).map(|(a, b, _)| (a, b, cpu)));
     }
-    spans.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-    let mut open: Option<(f64, u64)> = None; // (end, cpu) of the span reaching furthest
+    spans.sort();
+    let mut open: Option<(i64, u64)> = None; // (end, cpu) of the span reaching furthest
     for (start, end, cpu) in spans {
         if let Some((e, c)) = open {
-            if c != cpu && start < e - 1e-9 {
-                return Some(start);
+            if c != cpu && start < e {
+                return Some(start as f64 / 1000.0);
             }
         }
         if open.is_none_or(|(e, _)| end > e) {
