@@ -534,8 +534,13 @@ fn traffic(c: &HostConfig) -> VResult {
                 return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
             }
         }
-        if t.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
-            return fail(elem("traffic", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never send", c.duration_ns / 1_000_000));
+        // start_ms = duration_ms switches a source off (a scenario's flood left out of a run);
+        // later than that is a mistake.
+        if t.start_ms.saturating_mul(1_000_000) > c.duration_ns {
+            return fail(
+                elem("traffic", i, "start_ms"),
+                format!("starts after the end of the run ({} ms): it would never send (start_ms = duration_ms switches a source off)", c.duration_ns / 1_000_000),
+            );
         }
         if t.stop_ms.is_some_and(|s| s <= t.start_ms) {
             return fail(elem("traffic", i, "stop_ms"), "expected stop_ms after start_ms");
