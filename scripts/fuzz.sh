@@ -47,8 +47,9 @@ for t in "${targets[@]}"; do
     -print_final_stats=1 >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
   new=$(comm -13 <(echo "$before") <(ls "fuzz/artifacts/$t" | sort) | grep -v '^$' || true)
-  done_runs=$(grep -o '^Done [0-9]* runs' "$log" | awk '{print $2}' | tail -1)
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -1)
+  # (A finding stops libFuzzer before its "Done" line: these greps may match nothing.)
+  done_runs=$(grep -o '^Done [0-9]* runs' "$log" | awk '{print $2}' | tail -1 || true)
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -1 || true)
   crashes=$(echo "$new" | grep -c '^crash-' || true)
   timeouts=$(echo "$new" | grep -c '^timeout-' || true)
   ooms=$(echo "$new" | grep -c '^oom-' || true)
