@@ -10,6 +10,10 @@
 A scenario is a path, the name of a built-in scenario, or a dict (``hostsim.load(path)`` gives
 one to modify). The simulation runs in Rust with the GIL released; the same seed gives the same
 bytes as the ``hostsim`` command.
+
+Every failure (a bad scenario or argument, an unwritable output directory, a run that stalls or
+fails its conservation checks, a bug inside) raises :class:`HostsimError`, a ``ValueError``, with
+the message the ``hostsim`` command prints.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from typing import Any, Mapping
 import pandas as pd
 
 from . import _native
+from ._native import HostsimError
 from ._sweep import sweep
 from . import plot  # noqa: E402  (hostsim.plot.figure)
 
-__all__ = ["run", "sweep", "calibrate", "load", "info", "Result", "Scenario"]
+__all__ = ["run", "sweep", "calibrate", "load", "info", "Result", "Scenario", "HostsimError"]
 __version__ = _native.__version__
+DEFAULT_MAX_RUNS = _native.DEFAULT_MAX_RUNS
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,28 @@ def scenario(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = 
     if isinstance(src, Scenario):
         sc = src
     elif isinstance(src, Mapping):
-        text = _native.json_to_toml(json.dumps(src))
+        try:
+            text = _native.json_to_toml(json.dumps(src, allow_nan=False))
+        except (TypeError, ValueError) as e:
+            if isinstance(e, HostsimError):
+                raise
+            raise HostsimError(f"scenario dict: {e}") from None
         name = src.get("name", "scenario")
         sc = Scenario(path=str(path or Path.cwd() / f"{name}.toml"), text=text)
-    else:
+    elif isinstance(src, (str, os.PathLike)):
         sc = Scenario(path=os.fspath(src))
-    sets = list(sc.sets) + [(k, _set_value(v)) for k, v in (set or {}).items()]
+    else:
+        raise HostsimError(f"a scenario is a path, a built-in scenario's name or a dict, not {type(src).__name__}")
+    if set is not None and not isinstance(set, Mapping):
+        raise HostsimError(f"set: expected a dict of key paths to values, not {type(set).__name__}")
+    try:
+        sets = list(sc.sets) + [(str(k), _set_value(v)) for k, v in (set or {}).items()]
+    except (TypeError, ValueError) as e:
+        raise HostsimError(f"set: {e}") from None
     if seed is not None:
-        sets.append(("seed", str(int(seed))))
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise HostsimError(f"seed: expected a whole number, not {seed!r}")
+        sets.append(("seed", str(seed)))
     return Scenario(sc.path, sc.text, tuple(sets))
 
 
@@ -76,14 +96,23 @@ def load(path: str | os.PathLike) -> dict:
     """A scenario file as a dict, to modify and pass to :func:`run` or :func:`sweep`."""
     import tomllib
 
-    with open(path, "rb") as f:
-        return tomllib.load(f)
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise HostsimError(f"{os.fspath(path)}: cannot read scenario: {e}") from None
 
 
-def info(src: Any, set: Mapping[str, Any] | None = None) -> dict:
+def info(src: Any, set: Mapping[str, Any] | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> dict:
     """Name, description, sweep, variants, claims, figures and the list of runs of a scenario."""
     sc = scenario(src, set=set)
-    return json.loads(_native.scenario_info(sc.path, **sc.args()))
+    return json.loads(_native.scenario_info(sc.path, max_runs=_max_runs(max_runs), **sc.args()))
+
+
+def _max_runs(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise HostsimError(f"max_runs: expected a whole number >= 0, not {n!r}")
+    return min(n, 2**64 - 1)
 
 
 @dataclass
@@ -104,22 +133,28 @@ class Result:
         return self.summary["metrics"]
 
     def write(self, out: str | os.PathLike) -> Path:
-        """Write summary.json, run.json, timeseries.csv (and trace.json) as ``hostsim run`` does."""
+        """Write summary.json, run.json, timeseries.csv (and trace.json) as ``hostsim run`` does,
+        each atomically (a reader never sees half a file)."""
+        from ._sweep import _write_atomic
+
         d = Path(out)
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "summary.json").write_text(self.summary_json)
-        (d / "run.json").write_text(json.dumps(self.run, indent=2) + "\n")
-        (d / "timeseries.csv").write_text(self.timeseries_csv)
+        _native.prepare_out(os.fspath(d))
+        _write_atomic(d / "summary.json", self.summary_json)
+        _write_atomic(d / "run.json", json.dumps(self.run, indent=2) + "\n")
+        _write_atomic(d / "timeseries.csv", self.timeseries_csv)
         if self.trace_json is not None:
-            (d / "trace.json").write_text(self.trace_json)
+            _write_atomic(d / "trace.json", self.trace_json)
         return d
 
 
 def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
-        variant: str | None = None, trace: bool = False, path: str | os.PathLike | None = None) -> Result:
+        variant: str | None = None, trace: bool = False, path: str | os.PathLike | None = None,
+        max_runs: int = DEFAULT_MAX_RUNS) -> Result:
     """Run a scenario's base configuration (no sweep; a variant only if named), like ``hostsim run``."""
     sc = scenario(src, seed=seed, set=set, path=path)
-    summary, ts, runinfo, tr = _native.run(sc.path, variant=variant, trace=trace, **sc.args())
+    if variant is not None and not isinstance(variant, str):
+        raise HostsimError(f"variant: expected a name, not {variant!r}")
+    summary, ts, runinfo, tr = _native.run(sc.path, variant=variant, trace=bool(trace), max_runs=_max_runs(max_runs), **sc.args())
     return Result(
         summary=json.loads(summary),
         timeseries=pd.read_csv(io.StringIO(ts)),

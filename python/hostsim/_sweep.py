@@ -1,5 +1,11 @@
 """Sweeps from Python: every point × variant of a scenario on threads (the GIL is released) or on
-a Dask cluster (one task per run), written as they arrive so an interrupted sweep resumes."""
+a Dask cluster (one task per run), written as they arrive so an interrupted sweep resumes.
+
+A point file ``points/NNNNN.json`` holds ``{"fingerprint": …, "summary": {…}}``: the fingerprint
+(from the native module) covers the run's whole configuration, its metric aliases and hostsim's
+version. Resuming reuses a point only if its file parses, is complete and carries the fingerprint
+of the run it is named for; anything else (torn, truncated, ``{}``, another scenario's) is
+recomputed. Files are written atomically (a temporary file renamed into place)."""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import io
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -18,19 +25,34 @@ import pandas as pd
 from . import _native
 
 
-def _point(path: str, index: int, text: str | None, sets: list) -> tuple[int, str]:
-    """One run of a sweep (a Dask task): its index and summary.json text."""
-    return index, _native.run_point(path, index, text=text, sets=[tuple(s) for s in sets])
+def _point(path: str, index: int, text: str | None, sets: list, max_runs: int) -> tuple[int, str, str]:
+    """One run of a sweep (a Dask task): its index, summary.json text and fingerprint."""
+    summary, fp = _native.run_point(path, index, text=text, sets=[tuple(s) for s in sets], max_runs=max_runs)
+    return index, summary, fp
 
 
-def _fingerprint(sc) -> str:
-    if sc.text is not None:
-        src = sc.text
-    elif os.path.exists(sc.path):
-        src = Path(sc.path).read_text()
-    else:
-        src = sc.path  # a built-in scenario's name
-    return hashlib.sha256(json.dumps([src, list(map(list, sc.sets))]).encode()).hexdigest()
+def _fingerprint(runs: list) -> str:
+    """The sweep's fingerprint: its runs' fingerprints together."""
+    return hashlib.sha256("\n".join(r["fingerprint"] for r in runs).encode()).hexdigest()
+
+
+def _read_point(f: Path, want: str) -> str | None:
+    """The summary text of a point file if it is complete and of the run with fingerprint
+    `want`; None (recompute it) otherwise."""
+    try:
+        obj = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(obj, dict) or obj.get("fingerprint") != want:
+        return None
+    summary = obj.get("summary")
+    if not isinstance(summary, dict) or not isinstance(summary.get("metrics"), dict):
+        return None
+    return json.dumps(summary)
+
+
+def _point_text(summary: str, fp: str) -> str:
+    return '{"fingerprint": ' + json.dumps(fp) + ', "summary": ' + summary.rstrip() + "}\n"
 
 
 class _Progress:
@@ -56,75 +78,94 @@ class _Progress:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Write `text` to a temporary file beside `path` and rename it into place: a reader (or a
+    resumed sweep) sees the old file, none, or the whole new one, never half of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        from . import HostsimError
+
+        raise HostsimError(f"writing {path}: {e}") from None
 
 
 def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str | os.PathLike | None = None,
           resume: bool = False, set: Mapping[str, Any] | None = None, progress: bool | None = None,
-          path: str | os.PathLike | None = None, timeout_s: float | None = None) -> pd.DataFrame:
+          path: str | os.PathLike | None = None, timeout_s: float | None = None,
+          max_runs: int | None = None) -> pd.DataFrame:
     """Run every sweep point × variant; a DataFrame shaped like ``results.csv``.
 
     ``jobs``: parallel runs (threads, or LocalCluster workers with ``dask="local"``).
     ``dask``: ``"tcp://HOST:PORT"`` of a running scheduler, or ``"local"`` to start a LocalCluster.
     ``out``: directory for ``results.csv``, ``expectations.json`` and ``points/`` (each run's
-    summary.json as it arrives). ``resume=True`` reuses the points already in ``out`` and computes
-    only the missing ones. ``df.attrs`` holds ``expectations`` (the claims' verdicts), ``computed``
-    (runs computed by this call) and ``csv`` (the exact results.csv text).
+    summary.json as it arrives). ``resume=True`` reuses the points already in ``out`` whose
+    fingerprint matches their run and computes the rest. ``max_runs``: refuse a sweep of more runs
+    (default ``hostsim.DEFAULT_MAX_RUNS``, as ``--max-runs`` on the command line). ``df.attrs``
+    holds ``expectations`` (the claims' verdicts), ``computed`` (runs computed by this call) and
+    ``csv`` (the exact results.csv text).
     """
-    from . import scenario as _scenario
+    from . import scenario as _scenario, _max_runs, DEFAULT_MAX_RUNS, HostsimError
 
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise HostsimError(f"jobs: expected a whole number >= 1, not {jobs!r}")
+    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise HostsimError(f"timeout_s: expected a number of seconds > 0, not {timeout_s!r}")
+    max_runs = _max_runs(DEFAULT_MAX_RUNS if max_runs is None else max_runs)
     sc = _scenario(src, set=set, path=path)
-    inf = json.loads(_native.scenario_info(sc.path, **sc.args()))
-    n = len(inf["runs"])
+    inf = json.loads(_native.scenario_info(sc.path, max_runs=max_runs, **sc.args()))
+    runs = inf["runs"]
+    n = len(runs)
     summaries: dict[int, str] = {}
     pdir = None
     if out is not None:
         outdir = Path(out)
         pdir = outdir / "points"
-        pdir.mkdir(parents=True, exist_ok=True)
+        _native.prepare_out(os.fspath(outdir))
+        _native.prepare_out(os.fspath(pdir))
         manifest = outdir / "sweep.json"
-        fp = _fingerprint(sc)
+        fp = _fingerprint(runs)
         if resume and manifest.exists():
-            old = json.loads(manifest.read_text()).get("fingerprint")
-            if old != fp:
-                raise ValueError(f"{outdir}: holds points of another scenario or overrides; resume needs the same")
+            try:
+                old = json.loads(manifest.read_text()).get("fingerprint")
+            except (OSError, ValueError, AttributeError):
+                old = None  # a torn manifest: the points' own fingerprints decide
+            if old is not None and old != fp:
+                raise HostsimError(f"{outdir}: holds points of another scenario or overrides; resume needs the same")
         if resume:
-            for f in sorted(pdir.glob("*.json")):
-                try:
-                    i = int(f.stem)
-                    text = f.read_text()
-                    json.loads(text)
-                except (ValueError, OSError):
-                    continue  # a torn or foreign file: recompute that point
-                if 0 <= i < n:
+            for i, r in enumerate(runs):
+                text = _read_point(pdir / f"{i:05d}.json", r["fingerprint"])
+                if text is not None:
                     summaries[i] = text
         else:
             for f in pdir.glob("*.json"):
                 f.unlink()
         _write_atomic(manifest, json.dumps({"scenario": inf["name"], "runs": n, "fingerprint": fp}, indent=2) + "\n")
     elif resume:
-        raise ValueError("resume=True needs out=DIR (where the finished points are)")
+        raise HostsimError("resume=True needs out=DIR (where the finished points are)")
 
     todo = [i for i in range(n) if i not in summaries]
     show = sys.stderr.isatty() if progress is None else progress
     prog = _Progress(inf["name"], n, len(todo), show)
 
-    def arrived(i: int, text: str) -> None:
+    def arrived(i: int, text: str, fp: str) -> None:
         summaries[i] = text
         if pdir is not None:
-            _write_atomic(pdir / f"{i:05d}.json", text)
+            _write_atomic(pdir / f"{i:05d}.json", _point_text(text, fp))
         prog.step()
 
     if todo:
         if dask:
-            _run_dask(sc, todo, dask, jobs, arrived, timeout_s)
+            _run_dask(sc, todo, dask, jobs, arrived, timeout_s, max_runs)
         else:
-            _run_threads(sc, todo, jobs, arrived)
+            _run_threads(sc, todo, jobs, arrived, max_runs)
     prog.close()
 
-    csv, expectations = _native.finish(sc.path, [summaries[i] for i in range(n)], **sc.args())
+    csv, expectations = _native.finish(sc.path, [summaries[i] for i in range(n)], max_runs=max_runs, **sc.args())
     if out is not None:
         _write_atomic(Path(out) / "results.csv", csv)
         _write_atomic(Path(out) / "expectations.json", expectations)
@@ -136,17 +177,23 @@ def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str |
     return df
 
 
-def _run_threads(sc, todo: list[int], jobs: int | None, arrived) -> None:
+def _run_threads(sc, todo: list[int], jobs: int | None, arrived, max_runs: int) -> None:
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    jobs = jobs or os.cpu_count() or 1
+    jobs = min(jobs or os.cpu_count() or 1, len(todo))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futs = [pool.submit(_point, sc.path, i, sc.text, list(sc.sets)) for i in todo]
-        for f in as_completed(futs):
-            arrived(*f.result())
+        futs = [pool.submit(_point, sc.path, i, sc.text, list(sc.sets), max_runs) for i in todo]
+        try:
+            for f in as_completed(futs):
+                arrived(*f.result())
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
 
 
-def _run_dask(sc, todo: list[int], address: str, jobs: int | None, arrived, timeout_s: float | None) -> None:
+def _run_dask(sc, todo: list[int], address: str, jobs: int | None, arrived, timeout_s: float | None,
+              max_runs: int) -> None:
     from distributed import Client, LocalCluster, as_completed
 
     cluster = None
@@ -158,7 +205,8 @@ def _run_dask(sc, todo: list[int], address: str, jobs: int | None, arrived, time
     try:
         tag = uuid.uuid4().hex[:8]
         sets = [list(s) for s in sc.sets]
-        futs = [client.submit(_point, sc.path, i, sc.text, sets, key=f"hostsim-{tag}-{i}", pure=False) for i in todo]
+        futs = [client.submit(_point, sc.path, i, sc.text, sets, max_runs, key=f"hostsim-{tag}-{i}", pure=False)
+                for i in todo]
         for f in as_completed(futs, timeout=timeout_s):
             arrived(*f.result())
     finally:

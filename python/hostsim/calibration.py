@@ -111,7 +111,8 @@ def _mapper(jobs: int | None, dask: str | None):
 
         def run_all(tasks):
             futs = [client.submit(_native.run_point, p, i, sets=s, pure=False) for p, i, s in tasks]
-            return client.gather(futs)
+            # run_point gives (summary, fingerprint): the summaries are what calibration reads.
+            return [summary for summary, _fp in client.gather(futs)]
 
         def close():
             client.close()
@@ -122,7 +123,7 @@ def _mapper(jobs: int | None, dask: str | None):
     pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1)
 
     def run_all(tasks):
-        return list(pool.map(lambda t: _native.run_point(t[0], t[1], sets=t[2]), tasks))
+        return [summary for summary, _fp in pool.map(lambda t: _native.run_point(t[0], t[1], sets=t[2]), tasks)]
 
     return run_all, pool.shutdown
 

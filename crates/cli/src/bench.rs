@@ -87,7 +87,7 @@ fn case(s: &Spec) -> Result<BenchCase, String> {
         let _ = std::fs::remove_dir_all(&dir);
         r?
     } else {
-        run_timed_with(cfg, |_| {})
+        run_timed_with(cfg, |_| {})?
     };
     let sim_s = s.sim_ms as f64 / 1000.0;
     Ok(BenchCase {

@@ -1,7 +1,7 @@
 //! Library side of the `hostsim` command: running scenarios and sweeps and writing their outputs.
 //! The binary (`main.rs`) only parses arguments; tests call these functions directly.
 
-use hostsim_host::{run, RunOutput, Summary};
+use hostsim_host::{try_run_with_progress, HostConfig, RunOutput, Summary};
 use hostsim_scenario::{ExpectResult, Role, Row, RunSpec, Scenario, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub mod bench;
+pub mod fuzzing;
 pub mod live;
 pub mod report;
 pub mod trace_out;
@@ -66,18 +67,97 @@ pub fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// The checks every finished run must pass before its numbers are written: each CPU's states sum
+/// exactly to the elapsed time; every packet offered is delivered to a socket, forwarded (IP
+/// routing), consumed by the sending TCP (ACKs) or by connection set-up and tear-down (SYN,
+/// handshake ACK, FIN), dropped somewhere, or still in flight; every frame the host sends
+/// (forwarded ones included) is delivered, dropped by the device or on its way; TCP bytes
+/// written are acknowledged or held; every HTTP request sent is completed or outstanding; processes are charged no more time than the CPUs ran. A
+/// failure is a bug in the model.
+pub fn conservation(s: &Summary) -> Result<(), String> {
+    for c in &s.cpus {
+        let sum = [c.hardirq_ns, c.softirq_ns, c.system_ns, c.user_ns, c.spin_ns, c.idle_ns].iter().fold(0u64, |a, &b| a.saturating_add(b));
+        if sum != s.sim_time_ns {
+            return Err(format!("CPU {}'s states sum to {sum} ns but {} ns elapsed", c.id, s.sim_time_ns));
+        }
+    }
+    let p = &s.packets;
+    let drops: u64 = p.drops.values().fold(0u64, |a, &b| a.saturating_add(b));
+    let accounted = [p.delivered, p.forwarded, p.acks_consumed, p.ctrl_consumed, drops, p.in_flight].iter().fold(0u64, |a, &b| a.saturating_add(b));
+    if p.offered != accounted {
+        return Err(format!(
+            "{} packets offered but {} delivered + {} forwarded + {} ACKs consumed + {} SYN/FIN consumed + {drops} dropped + {} in flight",
+            p.offered, p.delivered, p.forwarded, p.acks_consumed, p.ctrl_consumed, p.in_flight
+        ));
+    }
+    let tx_accounted = p.tx_delivered.saturating_add(p.tx_ring_drops).saturating_add(p.tx_in_flight);
+    if p.tx_frames != tx_accounted {
+        return Err(format!(
+            "{} frames sent but {} delivered + {} device drops + {} in flight",
+            p.tx_frames, p.tx_delivered, p.tx_ring_drops, p.tx_in_flight
+        ));
+    }
+    if p.tx_delivered_bytes > p.tx_bytes {
+        return Err(format!("{} bytes arrived but {} were sent", p.tx_delivered_bytes, p.tx_bytes));
+    }
+    if p.tx_in_flight == 0 && p.tx_ring_drops == 0 && p.tx_delivered_bytes != p.tx_bytes {
+        return Err(format!("{} bytes sent but {} delivered, none lost or in flight", p.tx_bytes, p.tx_delivered_bytes));
+    }
+    let t = &s.tcp;
+    if t.written_bytes != t.acked_bytes.saturating_add(t.unacked_bytes) {
+        return Err(format!("TCP: {} bytes written but {} acknowledged + {} held", t.written_bytes, t.acked_bytes, t.unacked_bytes));
+    }
+    if t.sent_bytes < t.acked_bytes {
+        return Err(format!("TCP acknowledged {} bytes but sent {}", t.acked_bytes, t.sent_bytes));
+    }
+    for t in &s.traffic {
+        if let Some(h) = t.http {
+            if h.sent != h.completed.saturating_add(h.outstanding) {
+                return Err(format!(
+                    "HTTP source {}: {} requests sent but {} completed + {} outstanding",
+                    t.name, h.sent, h.completed, h.outstanding
+                ));
+            }
+        }
+    }
+    if s.speed_violations != 0 {
+        return Err(format!("a speed-regulated process ran outside its slots {} times", s.speed_violations));
+    }
+    let busy: u64 = s.processes.iter().map(|p| p.cpu_ns).fold(0u64, |a, b| a.saturating_add(b));
+    let ran: u64 = s.cpus.iter().map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns).fold(0u64, |a, b| a.saturating_add(b));
+    if busy > ran {
+        return Err(format!("processes were charged {busy} ns, more than the CPUs ran ({ran} ns)"));
+    }
+    Ok(())
+}
+
+/// Run one configuration: a stall, a model bug or a failed conservation check is an error (with
+/// the seed) instead of a hang, an abort or numbers that cannot be trusted.
+pub fn run_checked(cfg: HostConfig) -> Result<RunOutput, String> {
+    run_checked_with(cfg, |_| {})
+}
+
+/// [`run_checked`] with a progress callback (simulated ns so far).
+pub fn run_checked_with(cfg: HostConfig, progress: impl FnMut(u64)) -> Result<RunOutput, String> {
+    let seed = cfg.seed;
+    let mut progress = progress;
+    let out = try_run_with_progress(cfg, |t| progress(t.ns())).map_err(|e| e.to_string())?;
+    conservation(&out.summary).map_err(|e| format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}"))?;
+    Ok(out)
+}
+
 /// Run one configuration and time it.
-pub fn run_timed(cfg: hostsim_host::HostConfig) -> (RunOutput, RunInfo) {
+pub fn run_timed(cfg: HostConfig) -> Result<(RunOutput, RunInfo), String> {
     run_timed_with(cfg, |_| {})
 }
 
 /// [`run_timed`] with a progress callback (simulated ns so far).
-pub fn run_timed_with(cfg: hostsim_host::HostConfig, progress: impl FnMut(u64)) -> (RunOutput, RunInfo) {
+pub fn run_timed_with(cfg: HostConfig, progress: impl FnMut(u64)) -> Result<(RunOutput, RunInfo), String> {
     let seed = cfg.seed;
     let t0 = Instant::now();
-    let out = hostsim_host::run_with_progress(cfg, wrap(progress));
+    let out = run_checked_with(cfg, progress)?;
     let info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
-    (out, info)
+    Ok((out, info))
 }
 
 fn wrap(mut progress: impl FnMut(u64)) -> impl FnMut(hostsim_engine::Time) {
@@ -97,8 +177,15 @@ fn run_info(out: &RunOutput, wall: f64, seed: u64) -> RunInfo {
     }
 }
 
+fn checked(out: Result<RunOutput, hostsim_host::RunError>, seed: u64) -> Result<RunOutput, String> {
+    let out = out.map_err(|e| e.to_string())?;
+    conservation(&out.summary).map_err(|e| format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}"))?;
+    Ok(out)
+}
+
 /// [`run_timed_with`] writing a trace of `window` into `dir` as the run goes (streamed: memory
-/// does not grow with the trace). The file is `format.file_name()`.
+/// does not grow with the trace). The file is `format.file_name()`, written under a temporary
+/// name and renamed when complete (a failed or killed run leaves no half trace under that name).
 pub fn run_timed_traced(
     cfg: hostsim_host::HostConfig,
     format: TraceFormat,
@@ -108,22 +195,31 @@ pub fn run_timed_traced(
 ) -> Result<(RunOutput, RunInfo), String> {
     let seed = cfg.seed;
     let path = dir.join(format.file_name());
-    let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let tmp = dir.join(format!(".{}.{}.tmp", format.file_name(), std::process::id()));
+    let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let out_buf = std::io::BufWriter::with_capacity(1 << 20, file);
     let t0 = Instant::now();
     let (out, written) = match format {
         TraceFormat::Perfetto => {
             let mut w = trace_out::PerfettoWriter::new(out_buf);
-            let out = hostsim_host::run_traced(cfg, window, &mut w, wrap(progress));
+            let out = hostsim_host::try_run_traced(cfg, window, &mut w, wrap(progress));
             (out, w.finish().map(|(_, n)| n))
         }
         TraceFormat::Json => {
             let mut w = trace_out::JsonWriter::new(out_buf);
-            let out = hostsim_host::run_traced(cfg, window, &mut w, wrap(progress));
+            let out = hostsim_host::try_run_traced(cfg, window, &mut w, wrap(progress));
             (out, w.finish().map(|(_, n)| n))
         }
     };
-    let written = written.map_err(|e| format!("{}: {e}", path.display()))?;
+    let done = checked(out, seed).and_then(|out| Ok((out, written.map_err(|e| format!("{}: {e}", path.display()))?)));
+    let (out, written) = match done {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
     info.trace_file = Some(format.file_name().to_string());
     info.trace_slices = Some(written);
@@ -132,24 +228,57 @@ pub fn run_timed_traced(
 }
 
 /// A run's Chrome JSON trace in memory (small runs: tests, the Python API).
-pub fn run_traced_json(cfg: hostsim_host::HostConfig) -> (RunOutput, RunInfo, String) {
+pub fn run_traced_json(cfg: hostsim_host::HostConfig) -> Result<(RunOutput, RunInfo, String), String> {
     let seed = cfg.seed;
     let t0 = Instant::now();
     let mut w = trace_out::JsonWriter::new(Vec::new());
-    let out = hostsim_host::run_traced(cfg, hostsim_host::TraceWindow::ALL, &mut w, |_| {});
-    let (bytes, n) = w.finish().expect("writing to memory cannot fail");
+    let out = checked(hostsim_host::try_run_traced(cfg, hostsim_host::TraceWindow::ALL, &mut w, |_| {}), seed)?;
+    let (bytes, n) = w.finish().map_err(|e| e.to_string())?;
     let mut info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
     info.trace_slices = Some(n);
-    (out, info, String::from_utf8(bytes).expect("the JSON writer writes UTF-8"))
+    Ok((out, info, String::from_utf8(bytes).map_err(|e| e.to_string())?))
 }
 
-/// `hostsim run`: write summary.json, run.json and timeseries.csv (a trace is written during
-/// the run by [`run_timed_traced`]).
+/// Make sure `dir` exists and a file can be written in it, before any simulation runs.
+pub fn prepare_out(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    if dir.as_os_str().is_empty() {
+        return Err("--out: give a directory".into());
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("cannot write to {shown}: it exists and is not a directory"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {shown}: {e}"))?;
+    let probe = dir.join(format!(".hostsim-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| format!("cannot write to {shown}: {e}"))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Write a file so that a reader (or a killed writer) sees either the old file, or none, or the
+/// complete new one: write a temporary file beside it, then rename it into place.
+pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let res = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// [`write_atomic`] with the error as a message naming the file.
+pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    write_atomic(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// `hostsim run`: write summary.json, run.json and timeseries.csv, each atomically (a trace is
+/// written during the run by [`run_timed_traced`]).
 pub fn write_run(out: &RunOutput, info: &RunInfo, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("summary.json"), summary_json(&out.summary))?;
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(info)? + "\n")?;
-    std::fs::write(dir.join("timeseries.csv"), out.timeseries.to_csv())?;
+    write_atomic(&dir.join("summary.json"), summary_json(&out.summary))?;
+    write_atomic(&dir.join("run.json"), serde_json::to_string_pretty(info)? + "\n")?;
+    write_atomic(&dir.join("timeseries.csv"), out.timeseries.to_csv())?;
     Ok(())
 }
 
@@ -165,10 +294,22 @@ pub struct SweepResult {
     pub csv: String,
 }
 
+/// A thread pool of `jobs` threads (never more than there are runs): an error, not a panic, when
+/// the system refuses the threads.
+pub fn pool(jobs: usize, runs: usize) -> Result<rayon::ThreadPool, String> {
+    if jobs == 0 {
+        return Err("--jobs: expected at least 1".into());
+    }
+    let n = jobs.min(runs.max(1));
+    rayon::ThreadPoolBuilder::new().num_threads(n).build().map_err(|e| format!("cannot start {n} threads for --jobs {jobs}: {e}"))
+}
+
 /// Run every point × variant of a scenario on `jobs` threads. Parallel across runs only, so each
-/// run's result is independent of thread timing. Shows a progress bar on a terminal.
-pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, hostsim_scenario::ScenarioError> {
-    let specs: Vec<RunSpec> = sc.runs()?;
+/// run's result is independent of thread timing. Shows a progress bar on a terminal. Any run that
+/// fails (a stall, a bug, a conservation check) fails the sweep, naming the run.
+pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, String> {
+    let specs: Vec<RunSpec> = sc.runs().map_err(|e| e.to_string())?;
+    let pool = pool(jobs, specs.len())?;
     let pb = if quiet { ProgressBar::hidden() } else { ProgressBar::new(specs.len() as u64) };
     pb.set_style(
         ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}")
@@ -176,19 +317,19 @@ pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, hos
             .progress_chars("=> "),
     );
     pb.set_prefix(sc.name.clone());
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build().expect("thread pool");
-    let summaries: Vec<Summary> = pool.install(|| {
+    let results: Vec<Result<Summary, String>> = pool.install(|| {
         specs
             .par_iter()
             .map(|s| {
-                let mut out = run(s.config.clone());
-                sc.derive_metrics(&mut out.summary.metrics);
+                let mut out = run_checked(s.config.clone()).map_err(|e| format!("{}: run {}: {e}", sc.path.display(), describe_run(s)))?;
+                sc.derive_metrics(&mut out.summary.metrics)?;
                 pb.inc(1);
-                out.summary
+                Ok(out.summary)
             })
             .collect()
     });
     pb.finish_and_clear();
+    let summaries = results.into_iter().collect::<Result<Vec<Summary>, String>>()?;
     let rows: Vec<Row> = specs
         .iter()
         .zip(&summaries)
@@ -197,6 +338,16 @@ pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, hos
     let expectations = sc.evaluate(&rows);
     let csv = results_csv(sc, &rows);
     Ok(SweepResult { rows, summaries, expectations, csv })
+}
+
+/// `variant `legacy` at traffic.load.rate_pps = 50000, seed 3`.
+pub fn describe_run(s: &RunSpec) -> String {
+    let point: Vec<String> = s.point.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    if point.is_empty() {
+        format!("variant `{}`, seed {}", s.variant, s.seed)
+    } else {
+        format!("variant `{}` at {}, seed {}", s.variant, point.join(", "), s.seed)
+    }
 }
 
 fn fmt_value(v: &toml::Value) -> String {
@@ -217,44 +368,31 @@ fn fmt_metric(v: f64) -> String {
 }
 
 /// `results.csv`: `variant`, one column per swept key (named by its key path), `seed` (unless it
-/// is swept), then metrics.
+/// is swept), then metrics. Written with the `csv` crate, so a name holding a comma, a quote or
+/// a newline is quoted rather than breaking the table.
 pub fn results_csv(sc: &Scenario, rows: &[Row]) -> String {
     let keys: Vec<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
     let seed_col = !keys.contains(&"seed");
     let metrics: BTreeSet<&str> = rows.iter().flat_map(|r| r.metrics.keys().map(String::as_str)).collect();
-    let mut s = String::from("variant");
-    for k in &keys {
-        s.push(',');
-        s.push_str(k);
-    }
-    if seed_col {
-        s.push_str(",seed");
-    }
-    for m in &metrics {
-        s.push(',');
-        s.push_str(m);
-    }
-    s.push('\n');
+    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    let seed_head = if seed_col { Some("seed") } else { None };
+    let header = std::iter::once("variant").chain(keys.iter().copied()).chain(seed_head).chain(metrics.iter().copied());
+    w.write_record(header).expect("writing to memory");
     for r in rows {
-        s.push_str(&r.variant);
+        let mut rec: Vec<String> = Vec::with_capacity(2 + keys.len() + metrics.len());
+        rec.push(r.variant.clone());
         for k in &keys {
-            s.push(',');
-            if let Some((_, v)) = r.point.iter().find(|(pk, _)| pk == k) {
-                s.push_str(&fmt_value(v));
-            }
+            rec.push(r.point.iter().find(|(pk, _)| pk == k).map_or(String::new(), |(_, v)| fmt_value(v)));
         }
         if seed_col {
-            let _ = write!(s, ",{}", r.seed);
+            rec.push(r.seed.to_string());
         }
         for m in &metrics {
-            s.push(',');
-            if let Some(v) = r.metrics.get(*m) {
-                s.push_str(&fmt_metric(*v));
-            }
+            rec.push(r.metrics.get(*m).map_or(String::new(), |v| fmt_metric(*v)));
         }
-        s.push('\n');
+        w.write_record(&rec).expect("writing to memory");
     }
-    s
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("CSV of UTF-8 fields is UTF-8")
 }
 
 /// A number for the claims table: 4 significant digits, thousands without decimals.
@@ -411,24 +549,25 @@ pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seed
             eprintln!("[{}/{}] {name}", i + 1, list.len());
         }
         let (sc, path) = load_experiment(name, text, seeds)?;
-        let res = sweep(&sc, jobs, quiet).map_err(|e| e.to_string())?;
+        let res = sweep(&sc, jobs, quiet)?;
         let dir = out.join(name.rsplit('/').next().unwrap_or(name));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        std::fs::write(dir.join("results.csv"), &res.csv).map_err(|e| e.to_string())?;
         let text = if path.exists() { std::fs::read_to_string(&path).map_err(|e| e.to_string())? } else { text.to_string() };
-        std::fs::write(dir.join("scenario.toml"), text).map_err(|e| e.to_string())?;
+        write_file(&dir.join("results.csv"), &res.csv)?;
+        write_file(&dir.join("scenario.toml"), &text)?;
         // Measurements a figure overlays travel with the results (the report reads them there).
         for f in sc.figures.iter().filter_map(|f| f.measured.as_deref()) {
             let src = path.parent().unwrap_or(Path::new(".")).join(f);
             let name = Path::new(f).file_name().map(|n| n.to_os_string()).unwrap_or_default();
             if src.exists() {
-                std::fs::copy(&src, dir.join(name)).map_err(|e| format!("{}: {e}", src.display()))?;
+                let bytes = std::fs::read(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+                write_atomic(&dir.join(&name), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
             }
         }
         all.extend(res.expectations);
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
-    std::fs::write(out.join("expectations.json"), json).map_err(|e| e.to_string())?;
+    write_file(&out.join("expectations.json"), &json)?;
     Ok(all)
 }
 
@@ -465,7 +604,7 @@ pub fn seed_check(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: O
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let json = serde_json::to_string_pretty(&checks).expect("serialises") + "\n";
-    std::fs::write(out.join("seedcheck.json"), json).map_err(|e| e.to_string())?;
+    write_file(&out.join("seedcheck.json"), &json)?;
     Ok(checks)
 }
 
@@ -476,13 +615,13 @@ pub fn seed_check_pair(a: &Scenario, b: &Scenario, jobs: usize, quiet: bool, out
     if la.iter().any(|s| lb.contains(s)) {
         return Err(format!("{}: the seed sets {la:?} and {lb:?} overlap", a.name));
     }
-    let ra = sweep(a, jobs, quiet).map_err(|e| e.to_string())?;
-    let rb = sweep(b, jobs, quiet).map_err(|e| e.to_string())?;
+    let ra = sweep(a, jobs, quiet)?;
+    let rb = sweep(b, jobs, quiet)?;
     if let Some(out) = out {
         for (d, r) in [("a", &ra), ("b", &rb)] {
             let dir = out.join(d).join(&a.name);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            std::fs::write(dir.join("results.csv"), &r.csv).map_err(|e| e.to_string())?;
+            write_file(&dir.join("results.csv"), &r.csv)?;
         }
     }
     Ok(ra
@@ -516,4 +655,43 @@ pub fn seed_check_table(checks: &[SeedCheck]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_csv_quotes_what_would_break_a_row() {
+        let sc = hostsim_scenario::load_str(
+            Path::new("t.toml"),
+            "profile = \"ideal-4\"\nduration_ms = 10\n[sweep]\n\"kernel.hz\" = [100]\n",
+            &[],
+        )
+        .unwrap();
+        let mut metrics = std::collections::BTreeMap::new();
+        metrics.insert("a,b".to_string(), 1.0);
+        metrics.insert("line\nbreak".to_string(), 2.5);
+        metrics.insert("\"q\"".to_string(), f64::NAN);
+        let rows = [Row { variant: "v,1".into(), point: vec![("kernel.hz".into(), toml::Value::Integer(100))], seed: 1, metrics }];
+        let csv = results_csv(&sc, &rows);
+        let mut r = csv::Reader::from_reader(csv.as_bytes());
+        let head: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+        assert_eq!(head, ["variant", "kernel.hz", "seed", "\"q\"", "a,b", "line\nbreak"]);
+        let rec: Vec<Vec<String>> = r.records().map(|x| x.unwrap().iter().map(str::to_string).collect()).collect();
+        assert_eq!(rec, [["v,1", "100", "1", "", "1", "2.500000"]]);
+    }
+
+    #[test]
+    fn conservation_catches_lost_time_and_packets() {
+        let sc = hostsim_scenario::load(Path::new("livelock"), &[("duration_ms".into(), "20".into()), ("warmup_ms".into(), "0".into())]).unwrap();
+        let good = run_checked(sc.base_config().clone()).unwrap().summary;
+        assert!(conservation(&good).is_ok());
+        let mut s = good.clone();
+        s.cpus[0].idle_ns += 1;
+        assert!(conservation(&s).unwrap_err().contains("CPU 0's states sum to"));
+        let mut s = good.clone();
+        s.packets.offered += 1;
+        assert!(conservation(&s).unwrap_err().contains("packets offered"));
+    }
 }

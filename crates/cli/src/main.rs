@@ -1,7 +1,8 @@
 //! The `hostsim` command. See `hostsim --help` and the README.
 
 use clap::{Parser, Subcommand};
-use hostsim_cli::{claims_table, sweep, write_run};
+use hostsim_cli::{claims_table, prepare_out, sweep, write_atomic, write_run};
+use hostsim_scenario::Options;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,9 @@ enum Cmd {
         trace_to: Option<f64>,
         #[arg(long)]
         out: PathBuf,
+        /// Refuse a scenario whose sweep × variants has more runs than this.
+        #[arg(long, value_name = "N", default_value_t = hostsim_scenario::DEFAULT_MAX_RUNS)]
+        max_runs: u64,
     },
     /// Run every sweep point × variant into results.csv and evaluate the [[expect]] claims.
     Sweep {
@@ -54,6 +58,9 @@ enum Cmd {
         sets: Vec<String>,
         #[arg(long)]
         out: PathBuf,
+        /// Refuse a scenario whose sweep × variants has more runs than this.
+        #[arg(long, value_name = "N", default_value_t = hostsim_scenario::DEFAULT_MAX_RUNS)]
+        max_runs: u64,
     },
     /// Run the built-in experiments that state claims ([[expect]]) and evaluate them: every paper
     /// scenario (or those whose name starts with an ID given) plus the reference examples.
@@ -115,7 +122,12 @@ enum Cmd {
         dry_run: bool,
     },
     /// Validate scenario files; errors name the file, line, key and what was expected.
-    Check { files: Vec<PathBuf> },
+    Check {
+        files: Vec<PathBuf>,
+        /// Refuse a scenario whose sweep × variants has more runs than this.
+        #[arg(long, value_name = "N", default_value_t = hostsim_scenario::DEFAULT_MAX_RUNS)]
+        max_runs: u64,
+    },
     /// List the built-in scenarios.
     Scenarios,
     /// Run a mechanism for real on this machine's kernel, in network namespaces it creates and
@@ -239,12 +251,13 @@ fn main() -> ExitCode {
 
 fn real_main(cli: Cli) -> Result<ExitCode, String> {
     match cli.cmd {
-        Cmd::Run { file, seed, sets, variant, trace, trace_format, trace_from, trace_to, out } => {
+        Cmd::Run { file, seed, sets, variant, trace, trace_format, trace_from, trace_to, out, max_runs } => {
             let mut sets = parse_sets(&sets)?;
             if let Some(s) = seed {
                 sets.push(("seed".into(), s.to_string()));
             }
-            let sc = hostsim_scenario::load(&file, &sets).map_err(|e| e.to_string())?;
+            prepare_out(&out)?;
+            let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
             let cfg = match &variant {
                 Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
                 None => sc.base_config().clone(),
@@ -264,14 +277,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     .progress_chars("=> "),
             );
             pb.set_prefix(sc.name.clone());
-            let (mut output, info) = if trace {
+            let res = if trace {
                 let window = window.unwrap_or(hostsim_host::TraceWindow::ALL);
-                hostsim_cli::run_timed_traced(cfg, trace_format, window, &out, |ns| pb.set_position(ns / 1_000_000))?
+                hostsim_cli::run_timed_traced(cfg, trace_format, window, &out, |ns| pb.set_position(ns / 1_000_000))
             } else {
                 hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000))
             };
             pb.finish_and_clear();
-            sc.derive_metrics(&mut output.summary.metrics);
+            let (mut output, info) = res?;
+            sc.derive_metrics(&mut output.summary.metrics)?;
             write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
             let m = &output.summary.metrics;
             // A router delivers nothing to its processes: say what it forwarded instead.
@@ -289,17 +303,17 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Sweep { file, jobs, sets, out } => {
+        Cmd::Sweep { file, jobs, sets, out, max_runs } => {
             let sets = parse_sets(&sets)?;
-            let sc = hostsim_scenario::load(&file, &sets).map_err(|e| e.to_string())?;
+            prepare_out(&out)?;
+            let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let t0 = std::time::Instant::now();
-            let res = sweep(&sc, jobs, quiet).map_err(|e| e.to_string())?;
-            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-            std::fs::write(out.join("results.csv"), &res.csv).map_err(|e| e.to_string())?;
-            let ej = serde_json::to_string_pretty(&res.expectations).expect("serialises") + "\n";
-            std::fs::write(out.join("expectations.json"), ej).map_err(|e| e.to_string())?;
+            let res = sweep(&sc, jobs, quiet)?;
+            let wr = |f: &str, t: &str| write_atomic(&out.join(f), t).map_err(|e| format!("writing {}: {e}", out.join(f).display()));
+            wr("results.csv", &res.csv)?;
+            wr("expectations.json", &(serde_json::to_string_pretty(&res.expectations).expect("serialises") + "\n"))?;
             eprintln!(
                 "{}: {} runs in {:.1} s -> {}",
                 sc.name,
@@ -315,6 +329,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         Cmd::Seedcheck { ids, jobs, out, seeds } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
+            prepare_out(&out)?;
             let checks = hostsim_cli::seed_check(&ids, jobs, quiet, &out, seeds)?;
             print!("{}", hostsim_cli::seed_check_table(&checks));
             let differ = checks.iter().filter(|c| !c.same).count();
@@ -325,6 +340,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let choice = hostsim_cli::SeedChoice { seeds, shift: 0 };
+            prepare_out(&out)?;
             let results = hostsim_cli::reproduce_with(&ids, jobs, quiet, &out, choice)?;
             print!("{}", claims_table(&results));
             eprintln!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
@@ -360,15 +376,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let code = hostsim_cli::report::calibrate(&args)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
-        Cmd::Check { files } => {
+        Cmd::Check { files, max_runs } => {
             if files.is_empty() {
                 return Err("check: name at least one scenario file".into());
             }
             let mut bad = 0;
             for f in &files {
-                match hostsim_scenario::load(f, &[]) {
+                match hostsim_scenario::load_with(f, &[], &Options { max_runs }) {
                     Ok(sc) => {
-                        let runs = sc.runs().map(|r| r.len()).unwrap_or(0);
+                        let runs = sc.run_count();
                         println!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
                     }
                     Err(e) => {

@@ -173,3 +173,127 @@ fn bench_quick_prints_json_cases() {
         }
     }
 }
+
+/// A path always means that file: one that exists but cannot be read is an error naming it and
+/// the reason, even when its name is also a built-in scenario's.
+#[test]
+fn an_unreadable_file_is_never_replaced_by_the_builtin_of_the_same_name() {
+    let dir = tmp("shadow");
+    std::fs::create_dir_all(dir.join("udp-rtt.toml")).unwrap(); // a directory
+    let mut latin1 = std::fs::read(repo().join("scenarios/examples/livelock.toml")).unwrap();
+    latin1.splice(0..0, b"# caf\xe9\n".iter().copied()); // one Latin-1 byte in a comment
+    std::fs::write(dir.join("livelock.toml"), latin1).unwrap();
+    for (file, want) in [("udp-rtt.toml", "it is a directory"), ("livelock.toml", "livelock.toml:1: not UTF-8 text: byte 0xE9 at column 6")] {
+        let st = hostsim().args(["check", file]).current_dir(&dir).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{file}: {err}");
+        assert!(err.contains(want), "{file}: {err}");
+        let st = hostsim().args(["run", file, "--out", "o"]).current_dir(&dir).output().unwrap();
+        assert_eq!(st.status.code(), Some(1), "{file}");
+        assert!(!dir.join("o/summary.json").exists(), "{file}: the built-in was run");
+    }
+    // Only a name that is no file at all means a built-in.
+    let st = hostsim().args(["check", "udp-rtt"]).current_dir(&dir).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+}
+
+#[test]
+fn out_is_checked_before_anything_runs() {
+    let dir = tmp("out-first");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("file"), "").unwrap();
+    for cmd in ["run", "sweep"] {
+        let t0 = std::time::Instant::now();
+        let st = hostsim()
+            .args([cmd, "scenarios/examples/livelock.toml", "--out"])
+            .arg(dir.join("file/out"))
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot create output directory") && err.contains("file/out"), "{err}");
+        // Not a speed test: a sweep of livelock takes minutes, a refusal does not.
+        assert!(t0.elapsed().as_secs() < 60, "{cmd} ran before checking --out");
+    }
+}
+
+#[test]
+fn sweep_counts_runs_first_and_max_runs_raises_the_limit() {
+    let dir = tmp("maxruns");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(repo().join("scenarios/examples/livelock.toml")).unwrap();
+    let values: Vec<String> = (1..=100_000).map(|i| i.to_string()).collect();
+    let big = text.replace("[sweep]\n", &format!("[sweep]\n\"kernel.netdev_max_backlog\" = [{}]\n", values.join(", ")));
+    std::fs::write(dir.join("big.toml"), big).unwrap();
+    let st = hostsim().args(["check", "big.toml"]).current_dir(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert_eq!(st.status.code(), Some(1), "{err}");
+    assert!(err.contains("key `sweep`") && err.contains("= 2_400_000 runs, more than the limit of 10000 (allow more with --max-runs N"), "{err}");
+    let st = hostsim().args(["check", "--max-runs", "24", "scenarios/examples/livelock.toml"]).current_dir(repo()).output().unwrap();
+    assert!(st.status.success());
+    let st = hostsim().args(["check", "--max-runs", "23", "scenarios/examples/livelock.toml"]).current_dir(repo()).output().unwrap();
+    assert_eq!(st.status.code(), Some(1));
+}
+
+#[test]
+fn jobs_are_an_error_or_capped_never_a_panic() {
+    let out = tmp("jobs");
+    let st = hostsim().args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "0", "--out"]).arg(&out).current_dir(repo()).output().unwrap();
+    assert_eq!(st.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&st.stderr).contains("--jobs: expected at least 1"));
+    let st = hostsim()
+        .args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "3000", "--set", "duration_ms=30", "--set", "warmup_ms=0", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+}
+
+/// `[metrics]` aliases cannot replace a model metric or name one the run lacks (issue 15: they
+/// silently made `cpu_util` 1000 or produced null columns).
+#[test]
+fn metric_aliases_that_replace_or_dangle_are_errors() {
+    let base = std::fs::read_to_string(repo().join("crates/scenario/tests/good/minimal.toml")).unwrap();
+    for (alias, from, want) in [("cpu_util", "delivered_pps", "one of the model's own metrics"), ("throughput", "no_such_metric", "no metric named `no_such_metric`")] {
+        let dir = tmp(&format!("alias-{alias}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = base.replace("[sweep]", &format!("[metrics]\n{alias} = \"{from}\"\n\n[sweep]"));
+        let file = dir.join("s.toml");
+        std::fs::write(&file, text).unwrap();
+        let st = hostsim().args(["run"]).arg(&file).args(["--set", "duration_ms=20", "--set", "warmup_ms=5", "--out"]).arg(dir.join("out")).output().unwrap();
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert_eq!(st.status.code(), Some(1), "{alias}: {err}");
+        assert!(err.contains(want) && err.contains(&format!("metrics.{alias}")), "{alias}: {err}");
+        assert!(!dir.join("out/summary.json").exists(), "{alias}: numbers written");
+    }
+}
+
+/// A process with instances reports its CPU share per instance (a fraction of one CPU) and the
+/// sum in CPUs separately.
+#[test]
+fn cpu_frac_of_a_process_with_instances_is_a_fraction() {
+    let out = tmp("cpufrac");
+    let st = hostsim()
+        .args(["run", "scenarios/ozaki-pbq-throughput.toml", "--set", "duration_ms=200", "--set", "warmup_ms=50", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let m = s["metrics"].as_object().unwrap();
+    let mut seen = 0;
+    for (k, v) in m {
+        if let Some(name) = k.strip_suffix("_cpu_frac") {
+            let f = v.as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&f), "{k} = {f}");
+            if let Some(sum) = m.get(&format!("{name}_cpus")) {
+                seen += 1;
+                assert!(sum.as_f64().unwrap() >= f, "{name}_cpus below its per-instance mean");
+            }
+        }
+    }
+    assert!(seen > 0, "no process with instances reported <name>_cpus");
+}

@@ -14,9 +14,9 @@
 //!   Histogram / TimeSeries / Counter       statistics with fixed memory
 //! ```
 //!
-//! Public: [`Time`], [`EventQueue`], [`Timer`], [`RngStreams`] / [`Rng`], [`Histogram`],
-//! [`TimeSeries`], [`Counter`], and [`round_u64`] (exact fast rounding for hot paths). Nothing
-//! else is exported.
+//! Public: [`Time`], [`EventQueue`] (and its [`Stall`]), [`Timer`], [`RngStreams`] / [`Rng`],
+//! [`Histogram`], [`TimeSeries`], [`Counter`], and [`round_u64`] (exact fast rounding for hot
+//! paths). Nothing else is exported.
 //!
 //! Guarantees:
 //! - Events are delivered in non-decreasing time; events with equal time are delivered in the
@@ -25,6 +25,9 @@
 //!   nothing per event.
 //! - Random streams depend only on (root seed, stream name), so adding a component does not
 //!   change the numbers another component draws.
+//! - Time never runs backwards: scheduling before the clock panics (a model bug, with the seed),
+//!   `Time` arithmetic saturates instead of wrapping, and a clock that stops advancing stops the
+//!   run ([`Stall`]) instead of spinning.
 //!
 //! ```
 //! use hostsim_engine::{EventQueue, Time};
@@ -44,7 +47,7 @@ mod time;
 mod timer;
 
 pub use num::round_u64;
-pub use queue::EventQueue;
+pub use queue::{EventQueue, Stall, STALL_EVENTS};
 pub use rng::{Rng, RngStreams};
 pub use stats::{Counter, Histogram, TimeSeries};
 pub use time::Time;

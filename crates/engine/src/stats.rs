@@ -19,10 +19,12 @@ impl Counter {
 }
 
 /// A latency histogram in nanoseconds: 3 significant digits from 1 ns to 1 hour, fixed memory
-/// (HdrHistogram). Values above the range are clamped to it and counted in `clamped`.
+/// (HdrHistogram, ~270 KB, allocated at the first value: a histogram that never records, such
+/// as a kernel thread's, costs nothing). Values above the range are clamped to it and counted in
+/// `clamped`.
 #[derive(Clone, Debug)]
 pub struct Histogram {
-    hdr: Hdr<u64>,
+    hdr: Option<Hdr<u64>>,
     sum: u128,
     clamped: u64,
 }
@@ -37,11 +39,7 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram {
-            hdr: Hdr::new_with_bounds(1, HIGHEST_NS, 3).expect("static bounds are valid"),
-            sum: 0,
-            clamped: 0,
-        }
+        Histogram { hdr: None, sum: 0, clamped: 0 }
     }
     pub fn record(&mut self, ns: u64) {
         let v = ns.clamp(1, HIGHEST_NS);
@@ -49,10 +47,11 @@ impl Histogram {
             self.clamped += 1;
         }
         self.sum += u128::from(ns);
-        self.hdr.record(v).expect("value clamped into range");
+        let hdr = self.hdr.get_or_insert_with(|| Hdr::new_with_bounds(1, HIGHEST_NS, 3).expect("static bounds are valid"));
+        hdr.record(v).expect("value clamped into range");
     }
     pub fn count(&self) -> u64 {
-        self.hdr.len()
+        self.hdr.as_ref().map_or(0, |h| h.len())
     }
     /// Exact mean of the recorded values (not the bucketed one).
     pub fn mean(&self) -> f64 {
@@ -64,19 +63,21 @@ impl Histogram {
     }
     /// Value at quantile `q` in [0, 1] (bucket precision: 3 significant digits).
     pub fn quantile(&self, q: f64) -> u64 {
-        self.hdr.value_at_quantile(q)
+        self.hdr.as_ref().map_or(0, |h| h.value_at_quantile(q))
     }
     pub fn max(&self) -> u64 {
-        self.hdr.max()
+        self.hdr.as_ref().map_or(0, |h| h.max())
     }
     pub fn min(&self) -> u64 {
-        self.hdr.min()
+        self.hdr.as_ref().map_or(0, |h| h.min())
     }
     pub fn clamped(&self) -> u64 {
         self.clamped
     }
     pub fn reset(&mut self) {
-        self.hdr.reset();
+        if let Some(h) = &mut self.hdr {
+            h.reset();
+        }
         self.sum = 0;
         self.clamped = 0;
     }

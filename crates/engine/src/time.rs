@@ -5,8 +5,10 @@ use std::ops::{Add, AddAssign, Sub};
 
 /// A point in simulated time (or a duration), in integer nanoseconds.
 ///
-/// `u64` nanoseconds cover 584 years, far beyond any run; arithmetic never wraps in practice and
-/// subtraction saturates at zero so a "time until" never underflows.
+/// `u64` nanoseconds cover 584 years, far beyond any run (scenario validation limits every time
+/// to a simulated day). Arithmetic saturates: a sum or conversion past 584 years is `Time::MAX`
+/// ("never"), not a wrap to a time in the past; subtraction saturates at zero so a "time until"
+/// never underflows.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Time(pub u64);
 
@@ -18,13 +20,13 @@ impl Time {
         Time(ns)
     }
     pub const fn from_us(us: u64) -> Time {
-        Time(us * 1_000)
+        Time(us.saturating_mul(1_000))
     }
     pub const fn from_ms(ms: u64) -> Time {
-        Time(ms * 1_000_000)
+        Time(ms.saturating_mul(1_000_000))
     }
     pub const fn from_s(s: u64) -> Time {
-        Time(s * 1_000_000_000)
+        Time(s.saturating_mul(1_000_000_000))
     }
     pub const fn ns(self) -> u64 {
         self.0
@@ -41,12 +43,12 @@ impl Time {
 impl Add for Time {
     type Output = Time;
     fn add(self, o: Time) -> Time {
-        Time(self.0 + o.0)
+        Time(self.0.saturating_add(o.0))
     }
 }
 impl AddAssign for Time {
     fn add_assign(&mut self, o: Time) {
-        self.0 += o.0;
+        self.0 = self.0.saturating_add(o.0);
     }
 }
 impl Sub for Time {

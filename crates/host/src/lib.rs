@@ -53,6 +53,7 @@ mod suppress;
 mod testutil;
 mod process;
 mod proto;
+mod run;
 mod regulate;
 mod rx;
 mod sched;
@@ -80,9 +81,10 @@ pub use backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;
 pub use irq_route::IrqRouter;
 pub use nic::wire_bytes;
+pub use run::RunError;
 pub use summary::{
     CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
-    TcpSummary, TrafficSummary,
+    TcpSummary, TrafficSummary, HttpTotals,
 };
 pub use trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
@@ -100,15 +102,15 @@ pub struct RunOutput {
 }
 
 /// Run one simulation to completion. Deterministic: the same config gives the same output.
+/// Panics with [`RunError`]'s message if the run stalls or the model has a bug: use [`try_run`]
+/// where that must be an error.
 pub fn run(cfg: HostConfig) -> RunOutput {
     run_with_progress(cfg, |_| {})
 }
 
 /// [`run`], calling `progress(simulated time)` now and then (every 2^20 events).
 pub fn run_with_progress(cfg: HostConfig, progress: impl FnMut(hostsim_engine::Time)) -> RunOutput {
-    let mut host = sim::Host::new(cfg);
-    host.run_with_progress(progress, None);
-    output(&mut host)
+    try_run_with_progress(cfg, progress).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`run_with_progress`] with a trace of what every CPU ran inside `window`, streamed to `sink`
@@ -120,15 +122,10 @@ pub fn run_traced(
     sink: &mut dyn TraceSink,
     progress: impl FnMut(hostsim_engine::Time),
 ) -> RunOutput {
-    let mut host = sim::Host::new(cfg);
-    let labels = host.trace_labels();
-    sink.start(host.cpus.len(), &labels, &STATE_NAMES);
-    host.trace = Some(trace::Trace::new(host.cpus.len(), window));
-    host.run_with_progress(progress, Some(sink));
-    output(&mut host)
+    try_run_traced(cfg, window, sink, progress).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn output(host: &mut sim::Host) -> RunOutput {
+pub(crate) fn output(host: &mut sim::Host) -> RunOutput {
     RunOutput {
         summary: host.summary(),
         timeseries: host.stats.series.clone(),
@@ -136,3 +133,11 @@ fn output(host: &mut sim::Host) -> RunOutput {
         events: host.q.events_popped(),
     }
 }
+
+/// Run one simulation; a run whose simulated time stops advancing, or a bug in the model (a
+/// panic, e.g. an event scheduled in the past), is an error naming the seed and the likely cause.
+pub fn try_run(cfg: HostConfig) -> Result<RunOutput, RunError> {
+    try_run_with_progress(cfg, |_| {})
+}
+
+pub use run::{try_run_traced, try_run_with_progress};

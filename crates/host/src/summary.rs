@@ -117,7 +117,13 @@ impl Host {
         for (p, g) in self.cfg.processes.iter().zip(&groups) {
             m.insert(format!("{}_rx_pps", p.name), rate(g[0], 0));
             m.insert(format!("{}_rx_mbps", p.name), rate(g[1], 0) * 8e-6);
-            m.insert(format!("{}_cpu_frac", p.name), rate(g[2], 0) * 1e-9);
+            // A fraction of one CPU: with several instances, their mean (each is one thread, so
+            // it stays in 0..=1); the sum, in CPUs, is `<name>_cpus` (0..=instances).
+            let cpus = rate(g[2], 0) * 1e-9;
+            m.insert(format!("{}_cpu_frac", p.name), cpus / f64::from(p.instances.max(1)));
+            if p.instances > 1 {
+                m.insert(format!("{}_cpus", p.name), cpus);
+            }
             if p.program == hostsim_workload::ProgramKind::StreamSend {
                 // Segments put out and bytes that send() took, per second of the window.
                 m.insert(format!("{}_tx_pps", p.name), rate(g[3], 0));
@@ -205,6 +211,14 @@ impl Host {
                     .filter(|(_, v)| *v > 0)
                     .map(|(n, v)| (n.to_string(), v))
                     .collect(),
+                http: match s.src.http() {
+                    Some(hostsim_workload::HttpState::Clients(c)) => Some(HttpTotals {
+                        sent: c.stats.sent_total,
+                        completed: c.stats.completed_total,
+                        outstanding: c.outstanding(),
+                    }),
+                    _ => None,
+                },
             });
         }
         if any_pingpong {
@@ -522,6 +536,19 @@ pub struct TrafficSummary {
     pub rtt_ns: Option<Latency>,
     /// Where this source's packets were dropped (places with none are omitted).
     pub drops: BTreeMap<String, u64>,
+    /// `http_clients`: whole-run request counts, for the conservation check (not written to
+    /// summary.json; the windowed rates are in `metrics`).
+    #[serde(skip)]
+    pub http: Option<HttpTotals>,
+}
+
+/// An `http_clients` source's requests over the whole run: every request sent is completed or
+/// still outstanding at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpTotals {
+    pub sent: u64,
+    pub completed: u64,
+    pub outstanding: u64,
 }
 
 /// `summary.json`: simulated results only (no wall-clock facts), so equal seeds give equal files.

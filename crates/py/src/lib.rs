@@ -4,85 +4,128 @@
 //! its profile), results as the same JSON and CSV the `hostsim` command writes. Simulations run
 //! with the GIL released, so Python threads run points in parallel. All logic stays in the
 //! scenario, host and cli crates: the same seed gives the same bytes as the command line.
+//!
+//! Errors: every failure is a `hostsim.HostsimError` (a `ValueError`, so an `Exception`) with the
+//! message the command line prints. A panic inside (a bug) is caught here and raised the same
+//! way, never as pyo3's `PanicException` (which `except Exception` does not catch).
 
-use hostsim_scenario::{Row, Scenario};
-use pyo3::exceptions::PyValueError;
+use hostsim_scenario::{Options, Row, Scenario};
 use pyo3::prelude::*;
+use sha2::{Digest, Sha256};
 use std::path::Path;
+
+pyo3::create_exception!(_native, HostsimError, pyo3::exceptions::PyValueError, "A hostsim error: a bad scenario or argument, an unwritable output, a run that failed (the message says which).");
 
 type Sets = Vec<(String, String)>;
 
-fn load(path: &str, text: Option<&str>, sets: &Sets) -> PyResult<Scenario> {
-    let p = Path::new(path);
-    match text {
-        Some(t) => hostsim_scenario::load_str(p, t, sets),
-        None => hostsim_scenario::load(p, sets),
+fn err(msg: impl std::fmt::Display) -> PyErr {
+    HostsimError::new_err(msg.to_string())
+}
+
+/// Run `f`, turning a panic into a HostsimError that names it as a bug.
+fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic without a message".into());
+            Err(err(format!("internal error (a bug in hostsim; please report it): {msg}")))
+        }
     }
-    .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+fn load(path: &str, text: Option<&str>, sets: &Sets, max_runs: u64) -> PyResult<Scenario> {
+    let p = Path::new(path);
+    let opts = Options { max_runs };
+    match text {
+        Some(t) => hostsim_scenario::load_str_with(p, t, sets, &opts),
+        None => hostsim_scenario::load_with(p, sets, &opts),
+    }
+    .map_err(err)
 }
 
 fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
-    serde_json::to_string(v).map_err(|e| PyValueError::new_err(e.to_string()))
+    serde_json::to_string(v).map_err(err)
 }
 
 /// A Python dict given as JSON (keys in the dict's order) → TOML text.
 #[pyfunction]
 fn json_to_toml(text: &str) -> PyResult<String> {
-    let table: toml::Table = serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("scenario dict: {e}")))?;
-    toml::to_string(&table).map_err(|e| PyValueError::new_err(format!("scenario dict: {e}")))
+    guard(|| {
+        let table: toml::Table = serde_json::from_str(text).map_err(|e| err(format!("scenario dict: {e}")))?;
+        toml::to_string(&table).map_err(|e| err(format!("scenario dict: {e}")))
+    })
+}
+
+/// A fingerprint of everything a run's results depend on: its full configuration (profile with
+/// overrides, kernel, NICs, processes, traffic, times, seed), the metric aliases and this
+/// hostsim's version. A resumed sweep reuses a point file only if its fingerprint matches.
+fn fingerprint(sc: &Scenario, cfg: &hostsim_host::HostConfig) -> String {
+    let canonical = format!("hostsim {}\n{cfg:?}\n{:?}", env!("CARGO_PKG_VERSION"), sc.metric_aliases);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What Python needs to know about a scenario: name, description, sweep, variants, seeds, claims,
-/// figures, calibration parameters and overlay, and every run (variant × point × seed) in
-/// `hostsim sweep`'s order.
+/// figures, calibration parameters and overlay, and every run (variant × point × seed, with its
+/// fingerprint) in `hostsim sweep`'s order.
 #[pyfunction]
-#[pyo3(signature = (path, text=None, sets=Vec::new()))]
-fn scenario_info(path: &str, text: Option<&str>, sets: Sets) -> PyResult<String> {
-    let sc = load(path, text, &sets)?;
-    let runs: Vec<serde_json::Value> = (0..sc.run_count())
-        .map(|i| {
-            let (variant, point, seed) = sc.run_at(i).expect("in range");
-            let point: serde_json::Map<String, serde_json::Value> =
+#[pyo3(signature = (path, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
+fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<String> {
+    guard(|| {
+        // Loading validated every run's configuration (as `hostsim check` does).
+        let sc = load(path, text, &sets, max_runs)?;
+        let mut runs: Vec<serde_json::Value> = Vec::with_capacity(sc.run_count());
+        sc.for_each_point(|variant, point, config| {
+            let point_json: serde_json::Map<String, serde_json::Value> =
                 point.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
-            serde_json::json!({ "variant": variant.unwrap_or("base"), "point": point, "seed": seed })
+            for k in 0..u64::from(sc.seeds.max(1)) {
+                let mut c = config.clone();
+                c.seed = config.seed.wrapping_add(k);
+                let fp = fingerprint(&sc, &c);
+                runs.push(serde_json::json!({ "variant": variant.unwrap_or("base"), "point": point_json, "seed": c.seed, "fingerprint": fp }));
+            }
+            Ok(())
         })
-        .collect();
-    // Every run's configuration must be valid (as `hostsim check` requires).
-    sc.runs().map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let calibrate: Vec<serde_json::Value> = sc
-        .calibrate
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "name": p.name, "key": p.key, "min": p.bounds().map(|b| b.0), "max": p.bounds().map(|b| b.1),
-                "integer": p.integer(), "offset": p.offset_f64(), "source": p.source,
-                "value": sc.key_value(&p.key).map(|v| v - p.offset_f64()),
+        .map_err(err)?;
+        let calibrate: Vec<serde_json::Value> = sc
+            .calibrate
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "name": p.name, "key": p.key, "min": p.bounds().map(|b| b.0), "max": p.bounds().map(|b| b.1),
+                    "integer": p.integer(), "offset": p.offset_f64(), "source": p.source,
+                    "value": sc.key_value(&p.key).map(|v| v - p.offset_f64()),
+                })
             })
-        })
-        .collect();
-    let sweep: Vec<serde_json::Value> = sc.sweep.iter().map(|(k, v)| serde_json::json!([k, v])).collect();
-    let variants: Vec<&str> = sc.variants.iter().map(|v| v.name.as_str()).collect();
-    json(&serde_json::json!({
-        "name": sc.name,
-        "description": sc.description,
-        "extends": sc.extends,
-        "sweep": sweep,
-        "variants": variants,
-        "expects": sc.expects,
-        "figures": sc.figures,
-        "seeds": sc.seeds,
-        "seed_list": sc.seed_list(),
-        "calibrate": calibrate,
-        "calibration": sc.calibration,
-        "calibration_runs": sc.runs_for_role(hostsim_scenario::Role::Calibration),
-        "runs": runs,
-    }))
+            .collect();
+        let sweep: Vec<serde_json::Value> = sc.sweep.iter().map(|(k, v)| serde_json::json!([k, v])).collect();
+        let variants: Vec<&str> = sc.variants.iter().map(|v| v.name.as_str()).collect();
+        json(&serde_json::json!({
+            "name": sc.name,
+            "description": sc.description,
+            "extends": sc.extends,
+            "sweep": sweep,
+            "variants": variants,
+            "expects": sc.expects,
+            "figures": sc.figures,
+            "seeds": sc.seeds,
+            "seed_list": sc.seed_list(),
+            "calibrate": calibrate,
+            "calibration": sc.calibration,
+            "calibration_runs": sc.runs_for_role(hostsim_scenario::Role::Calibration),
+            "runs": runs,
+        }))
+    })
 }
 
 /// `hostsim run`: the base configuration (or a variant), as summary.json, timeseries.csv and
 /// run.json texts.
 #[pyfunction]
-#[pyo3(signature = (path, text=None, sets=Vec::new(), variant=None, trace=false))]
+#[pyo3(signature = (path, text=None, sets=Vec::new(), variant=None, trace=false, max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
 fn run(
     py: Python<'_>,
     path: &str,
@@ -90,51 +133,67 @@ fn run(
     sets: Sets,
     variant: Option<&str>,
     trace: bool,
+    max_runs: u64,
 ) -> PyResult<(String, String, String, Option<String>)> {
-    let sc = load(path, text, &sets)?;
-    let mut cfg = match variant {
-        Some(v) => sc.config_with(Some(v), &[]).map_err(|e| PyValueError::new_err(e.to_string()))?,
-        None => sc.base_config().clone(),
-    };
-    let (mut out, info, tr) = py.allow_threads(|| {
-        if trace {
-            let (out, info, tr) = hostsim_cli::run_traced_json(cfg);
-            (out, info, Some(tr))
-        } else {
-            let (out, info) = hostsim_cli::run_timed(cfg);
-            (out, info, None)
-        }
-    });
-    sc.derive_metrics(&mut out.summary.metrics);
-    Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, tr))
+    guard(|| {
+        let sc = load(path, text, &sets, max_runs)?;
+        let cfg = match variant {
+            Some(v) => sc.config_with(Some(v), &[]).map_err(err)?,
+            None => sc.base_config().clone(),
+        };
+        let (mut out, info, tr) = py.allow_threads(|| {
+            guard(|| {
+                if trace {
+                    let (out, info, tr) = hostsim_cli::run_traced_json(cfg).map_err(err)?;
+                    Ok((out, info, Some(tr)))
+                } else {
+                    let (out, info) = hostsim_cli::run_timed(cfg).map_err(err)?;
+                    Ok((out, info, None))
+                }
+            })
+        })?;
+        sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
+        Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, tr))
+    })
 }
 
-/// Run the `index`th run of the sweep (as listed by `scenario_info`): its summary.json text.
+/// Run the `index`th run of the sweep (as listed by `scenario_info`): its summary.json text and
+/// its fingerprint.
 #[pyfunction]
-#[pyo3(signature = (path, index, text=None, sets=Vec::new()))]
-fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets: Sets) -> PyResult<String> {
-    let sc = load(path, text, &sets)?;
-    let spec = sc.run_config(index).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let cfg = spec.config;
-    let mut out = py.allow_threads(|| hostsim_host::run(cfg));
-    sc.derive_metrics(&mut out.summary.metrics);
-    Ok(hostsim_cli::summary_json(&out.summary))
+#[pyo3(signature = (path, index, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
+fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
+    guard(|| {
+        let sc = load(path, text, &sets, max_runs)?;
+        let spec = sc.run_config(index).map_err(err)?;
+        let fp = fingerprint(&sc, &spec.config);
+        let what = hostsim_cli::describe_run(&spec);
+        let cfg = spec.config;
+        let mut out = py
+            .allow_threads(|| guard(|| hostsim_cli::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}")))))?;
+        sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
+        Ok((hostsim_cli::summary_json(&out.summary), fp))
+    })
+}
+
+/// Make sure `dir` exists and can be written to, with the command line's message if not.
+#[pyfunction]
+fn prepare_out(dir: &str) -> PyResult<()> {
+    guard(|| hostsim_cli::prepare_out(Path::new(dir)).map_err(err))
 }
 
 fn rows_of(sc: &Scenario, indices: &[usize], summaries: &[String]) -> PyResult<Vec<Row>> {
     if indices.len() != summaries.len() {
-        return Err(PyValueError::new_err(format!("{} summaries for {} runs", summaries.len(), indices.len())));
+        return Err(err(format!("{} summaries for {} runs", summaries.len(), indices.len())));
     }
     let mut rows = Vec::with_capacity(indices.len());
     for (&i, s) in indices.iter().zip(summaries) {
-        let (variant, point, seed) = sc
-            .run_at(i)
-            .ok_or_else(|| PyValueError::new_err(format!("run {i} out of range: the sweep has {} runs", sc.run_count())))?;
-        let v: serde_json::Value = serde_json::from_str(s).map_err(|e| PyValueError::new_err(format!("summary: {e}")))?;
+        let (variant, point, seed) =
+            sc.run_at(i).ok_or_else(|| err(format!("run {i} out of range: the sweep has {} runs", sc.run_count())))?;
+        let v: serde_json::Value = serde_json::from_str(s).map_err(|e| err(format!("summary of run {i}: {e}")))?;
         let metrics = v
             .get("metrics")
             .and_then(|m| m.as_object())
-            .ok_or_else(|| PyValueError::new_err("summary without `metrics`"))?
+            .ok_or_else(|| err(format!("summary of run {i} has no `metrics` table")))?
             .iter()
             // summary.json writes NaN (e.g. a stalled RTT measurement) as null.
             .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(f64::NAN)))
@@ -147,41 +206,49 @@ fn rows_of(sc: &Scenario, indices: &[usize], summaries: &[String]) -> PyResult<V
 /// From every run's summary.json (in run order): results.csv and the claims' verdicts as JSON,
 /// exactly as `hostsim sweep` writes them.
 #[pyfunction]
-#[pyo3(signature = (path, summaries, text=None, sets=Vec::new()))]
-fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets) -> PyResult<(String, String)> {
-    let sc = load(path, text, &sets)?;
-    let all: Vec<usize> = (0..sc.run_count()).collect();
-    let rows = rows_of(&sc, &all, &summaries)?;
-    let expectations = sc.evaluate(&rows);
-    Ok((hostsim_cli::results_csv(&sc, &rows), serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n"))
+#[pyo3(signature = (path, summaries, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
+fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
+    guard(|| {
+        let sc = load(path, text, &sets, max_runs)?;
+        let all: Vec<usize> = (0..sc.run_count()).collect();
+        let rows = rows_of(&sc, &all, &summaries)?;
+        let expectations = sc.evaluate(&rows);
+        Ok((hostsim_cli::results_csv(&sc, &rows), serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n"))
+    })
 }
 
 /// The calibration claims judged on the runs `indices` (`scenario_info`'s `calibration_runs`),
 /// as JSON: `{"claims": [...verdicts...], "loss": [per claim], "objective": sum}`.
 #[pyfunction]
-#[pyo3(signature = (path, indices, summaries, text=None, sets=Vec::new()))]
+#[pyo3(signature = (path, indices, summaries, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
 fn evaluate_calibration(
     path: &str,
     indices: Vec<usize>,
     summaries: Vec<String>,
     text: Option<&str>,
     sets: Sets,
+    max_runs: u64,
 ) -> PyResult<String> {
-    let sc = load(path, text, &sets)?;
-    let rows = rows_of(&sc, &indices, &summaries)?;
-    let claims = sc.evaluate_role(&rows, hostsim_scenario::Role::Calibration);
-    let loss: Vec<f64> = claims.iter().map(|c| c.calibration_loss()).collect();
-    let objective: f64 = loss.iter().sum();
-    json(&serde_json::json!({ "claims": claims, "loss": loss, "objective": objective }))
+    guard(|| {
+        let sc = load(path, text, &sets, max_runs)?;
+        let rows = rows_of(&sc, &indices, &summaries)?;
+        let claims = sc.evaluate_role(&rows, hostsim_scenario::Role::Calibration);
+        let loss: Vec<f64> = claims.iter().map(|c| c.calibration_loss()).collect();
+        let objective: f64 = loss.iter().sum();
+        json(&serde_json::json!({ "claims": claims, "loss": loss, "objective": objective }))
+    })
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("HostsimError", m.py().get_type_bound::<HostsimError>())?;
+    m.add("DEFAULT_MAX_RUNS", hostsim_scenario::DEFAULT_MAX_RUNS)?;
     m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_info, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_point, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_out, m)?)?;
     m.add_function(wrap_pyfunction!(finish, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate_calibration, m)?)?;
     Ok(())

@@ -14,8 +14,18 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// A message is one line: parts of a multi-line message (some TOML parse errors) are
+    /// joined with `; `.
     pub fn new(file: &Path, line: Option<usize>, key: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError { file: file.to_path_buf(), line, key: key.into(), message: message.into() }
+        let message: String = message.into();
+        let message = if message.contains(['\n', '\r']) {
+            message.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+        } else {
+            message
+        };
+        let key: String = key.into();
+        let key = if key.chars().any(char::is_control) { key.escape_debug().to_string() } else { key };
+        ScenarioError { file: file.to_path_buf(), line, key, message }
     }
 }
 

@@ -15,6 +15,7 @@
 //! names the file, the line, the key and what was expected ([`ScenarioError`]); nothing panics on
 //! bad input.
 
+pub mod bounds;
 mod calibrate;
 mod error;
 mod expect;
@@ -154,6 +155,8 @@ pub struct Scenario {
     /// `extends`: the paper whose experiment this carries further (not a reproduction).
     pub extends: Option<String>,
     src: String,
+    /// The file with `--set` applied, without the tables that are not a run's configuration
+    /// (`NOT_CONFIG`): what each run's variant and sweep values are applied to.
     doc: Table,
     base: HostConfig,
     pub sweep: Vec<(String, Vec<Value>)>,
@@ -171,6 +174,8 @@ pub struct Scenario {
     pub calibration: Option<Calibration>,
     /// The command-line overrides already applied to `doc`.
     overrides: Vec<Applied>,
+    /// Profiles read so far (the file's own, at load).
+    profiles: ProfileCache,
 }
 
 /// Where a value that replaced (or added to) the file's own came from.
@@ -204,27 +209,110 @@ struct Fail {
     msg: String,
 }
 
+/// Scenario files (and profiles) larger than this are refused unread: the largest built-in
+/// scenario is about 20 KB, and a parsed TOML document takes ~100 bytes of memory per value.
+pub const FILE_BYTES_MAX: u64 = 1 << 20;
+
+/// Runs (sweep points × variants) a scenario may expand to unless the caller allows more
+/// (`--max-runs`): counted before anything is expanded.
+pub const DEFAULT_MAX_RUNS: u64 = 10_000;
+
+/// How to load a scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Refuse a scenario with more runs than this (see [`DEFAULT_MAX_RUNS`]).
+    pub max_runs: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { max_runs: DEFAULT_MAX_RUNS }
+    }
+}
+
 /// Load a scenario file, applying `overrides` (`key`, `value` as written on the command line).
-/// `path` may also name a built-in scenario (`examples/livelock` or `livelock`).
+/// `path` may also name a built-in scenario (`examples/livelock` or `livelock`), but only when
+/// no file or directory of that name exists: a path always means that file.
 pub fn load(path: &Path, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
-    let src = match std::fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(e) => {
-            let want = path.to_string_lossy().trim_end_matches(".toml").trim_start_matches("scenarios/").to_string();
-            let hit = builtin_scenarios()
-                .iter()
-                .find(|(n, _)| *n == want || n.rsplit('/').next() == Some(want.as_str()));
-            match hit {
-                Some((_, text)) => text.to_string(),
-                None => return Err(ScenarioError::new(path, None, "", format!("cannot read scenario: {e}"))),
+    load_with(path, overrides, &Options::default())
+}
+
+/// [`load`] with [`Options`].
+pub fn load_with(path: &Path, overrides: &[(String, String)], opts: &Options) -> Result<Scenario, ScenarioError> {
+    let src = read_source(path, "scenario", true)?;
+    load_str_with(path, &src, overrides, opts)
+}
+
+/// The text of a scenario (or profile) file. Anything that exists at `path` is read or refused
+/// with the reason; only a path that does not exist at all may name a built-in scenario.
+fn read_source(path: &Path, what: &str, builtin: bool) -> Result<String, ScenarioError> {
+    let err = |line: Option<usize>, msg: String| ScenarioError::new(path, line, "", msg);
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_err() => {
+            if builtin {
+                if let Some(text) = builtin_scenario(path) {
+                    return Ok(text.to_string());
+                }
+                return Err(err(None, format!("cannot read {what}: no such file, and no built-in scenario of that name (see `hostsim scenarios`)")));
             }
+            return Err(err(None, format!("cannot read {what}: no such file")));
         }
+        Err(e) => return Err(err(None, format!("cannot read {what}: {e}"))),
     };
-    load_str(path, &src, overrides)
+    if meta.is_dir() {
+        return Err(err(None, format!("cannot read {what}: it is a directory, not a file")));
+    }
+    if meta.len() > FILE_BYTES_MAX {
+        return Err(err(None, format!("cannot read {what}: {} bytes; a {what} file is at most {} bytes", meta.len(), FILE_BYTES_MAX)));
+    }
+    let mut bytes = Vec::new();
+    let file = std::fs::File::open(path).map_err(|e| err(None, format!("cannot read {what}: {e}")))?;
+    // Not every file knows its length (a pipe, /dev/zero): never read past the limit.
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, FILE_BYTES_MAX + 1), &mut bytes)
+        .map_err(|e| err(None, format!("cannot read {what}: {e}")))?;
+    if bytes.len() as u64 > FILE_BYTES_MAX {
+        return Err(err(None, format!("cannot read {what}: more than {FILE_BYTES_MAX} bytes; a {what} file is at most that")));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let end = bytes[at..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| at + i);
+        let text = String::from_utf8_lossy(&bytes[start..end]);
+        ScenarioError::new(
+            path,
+            Some(line),
+            key_on_line(&text),
+            format!("not UTF-8 text: byte 0x{:02X} at column {} (save the file as UTF-8)", bytes[at], at - start + 1),
+        )
+    })
+}
+
+/// The built-in scenario `path` names (`examples/livelock`, `livelock`, `scenarios/livelock.toml`).
+fn builtin_scenario(path: &Path) -> Option<&'static str> {
+    let want = path.to_string_lossy().trim_end_matches(".toml").trim_start_matches("scenarios/").to_string();
+    builtin_scenarios()
+        .iter()
+        .find(|(n, _)| *n == want || n.rsplit('/').next() == Some(want.as_str()))
+        .map(|(_, text)| *text)
 }
 
 /// Load a scenario from text; `path` is used for error messages and to resolve the profile.
 pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+    load_str_with(path, src, overrides, &Options::default())
+}
+
+/// Top-level tables that describe the experiment rather than the simulated host: they are not
+/// part of a run's configuration and cannot be set by a sweep or a variant.
+const NOT_CONFIG: [&str; 7] = ["name", "description", "sweep", "variant", "expect", "figure", "metrics"];
+
+/// [`load_str`] with [`Options`].
+pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opts: &Options) -> Result<Scenario, ScenarioError> {
+    if src.len() as u64 > FILE_BYTES_MAX {
+        return Err(ScenarioError::new(path, None, "", format!("{} bytes; a scenario is at most {FILE_BYTES_MAX} bytes", src.len())));
+    }
     let mut doc: Table = src.parse::<Table>().map_err(|e| {
         let line = e.span().map(|s| error::line_of(src, s.start));
         let key = line.and_then(|l| src.lines().nth(l - 1)).map(key_on_line).unwrap_or_default();
@@ -238,10 +326,10 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
             .map_err(|m| ScenarioError::new(path, None, k.clone(), format!("--set: {m}")))?;
         applied.push(Applied { origin: Origin::Set, key: k.clone(), target: paths::resolve(&doc, k), value });
     }
-    let mut file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
+    let mut file = deserialize(doc.clone()).map_err(|f| blame(path, src, f, &applied, None))?;
     let calibration = apply_calibration(path, src, &mut doc, &file, &mut applied)?;
     if calibration.as_ref().is_some_and(|c| !c.applied.is_empty()) {
-        file = deserialize(&doc).map_err(|f| blame(path, src, f, &applied, None))?;
+        file = deserialize(doc.clone()).map_err(|f| blame(path, src, f, &applied, None))?;
     }
     let name = file.name.clone().unwrap_or_else(|| {
         path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
@@ -250,6 +338,13 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         .sweep
         .iter()
         .map(|(k, v)| match v {
+            _ if k.split('.').next().is_some_and(|t| NOT_CONFIG.contains(&t)) => Err(err_at(
+                path,
+                src,
+                &["sweep", k],
+                sweep_key(k),
+                format!("`{k}` is not part of the simulated configuration: only it can be swept"),
+            )),
             Value::Array(a) if !a.is_empty() => Ok((k.clone(), a.clone())),
             Value::Table(_) => Err(err_at(
                 path,
@@ -264,18 +359,25 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
                 src,
                 &["sweep", k],
                 sweep_key(k),
-                format!("expected a non-empty array of values, found {} (write [{other}, …])", type_name(other)),
+                format!("expected a non-empty array of values, found {} (write [{}, …])", type_name(other), short(other)),
             )),
         })
         .collect::<Result<_, _>>()?;
+    // Only what a run simulates is copied for every run, so validating N runs costs N times the
+    // host's configuration, not N times the sweep's N values.
+    let mut config_doc = doc.clone();
+    for k in NOT_CONFIG {
+        config_doc.remove(k);
+    }
+    let profiles = ProfileCache::prime(path, &file);
     let sc = Scenario {
         path: path.to_path_buf(),
         name,
         description: file.description.clone(),
         extends: file.extends.clone(),
         src: src.to_string(),
-        base: to_config(path, &file).map_err(|f| blame(path, src, f, &applied, None))?,
-        doc,
+        base: to_config(path, &file, &profiles).map_err(|f| blame(path, src, f, &applied, None))?,
+        doc: config_doc,
         sweep,
         variants: file.variants.clone(),
         expects: file.expects.clone(),
@@ -285,12 +387,47 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
         calibrate: file.calibrate.clone(),
         calibration,
         overrides: applied,
+        profiles,
     };
     validate::scenario(&sc)?;
+    // Count the runs before expanding any: a sweep of a few long lists multiplies to more runs
+    // than memory holds.
+    let runs = sc.count_runs();
+    if runs > u128::from(opts.max_runs) {
+        let mut factors: Vec<String> = sc.sweep.iter().map(|(k, v)| format!("{} values of {k}", bounds::fmt_int(v.len() as i64))).collect();
+        if !sc.variants.is_empty() {
+            factors.push(format!("{} variants", sc.variants.len()));
+        }
+        if sc.seeds > 1 {
+            factors.push(format!("{} seeds", sc.seeds));
+        }
+        let shown = if runs > u128::from(u64::MAX) { "more than 2^64".to_string() } else { bounds::fmt_int(runs.min(i64::MAX as u128) as i64) };
+        return Err(err_at(
+            path,
+            src,
+            &["sweep"],
+            "sweep".into(),
+            format!(
+                "{} = {shown} runs, more than the limit of {} (allow more with --max-runs N, or max_runs= in Python)",
+                factors.join(" × "),
+                bounds::fmt_int(opts.max_runs.min(i64::MAX as u64) as i64)
+            ),
+        ));
+    }
     calibrate::validate(&sc)?;
     // Every variant at every point must itself be valid: check them all now, not mid-sweep.
-    sc.runs()?;
+    sc.for_each_point(|_, _, _| Ok(()))?;
     Ok(sc)
+}
+
+/// A value for a message, cut short if long.
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    } else {
+        s
+    }
 }
 
 /// The key a TOML line sets or opens (`name` of `name = "x`, `process` of `[[process]`), if it
@@ -341,8 +478,13 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn deserialize(doc: &Table) -> Result<File, Fail> {
-    let de = Value::Table(doc.clone());
+fn deserialize(doc: Table) -> Result<File, Fail> {
+    // Ranges first: they say what is allowed in the file's words, before serde's types do.
+    bounds::check(&doc, bounds::SCENARIO, &[]).map_err(|(segs, msg)| Fail { segs, msg })?;
+    if let Some(Value::Table(set)) = doc.get("profile_set") {
+        bounds::check(set, bounds::PROFILE, &[paths::Seg::Key("profile_set".into())]).map_err(|(segs, msg)| Fail { segs, msg })?;
+    }
+    let de = Value::Table(doc);
     serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
         let mut segs = paths::segs_of(e.path());
         let raw = e.inner().message().trim().to_string();
@@ -381,13 +523,13 @@ fn humanize(raw: &str, segs: &[paths::Seg]) -> String {
     if let Some(at) = msg.rfind(", expected ") {
         let (head, want) = msg.split_at(at + ", expected ".len());
         let plain = match want {
-            "u64" => Some("a non-negative integer"),
-            "u32" => Some("a non-negative integer (at most 4294967295)"),
-            "u16" => Some("an integer in 0..=65535"),
-            "u8" => Some("an integer in 0..=255"),
-            "i64" => Some("an integer"),
-            "i32" => Some("an integer in -2147483648..=2147483647"),
-            "i8" => Some("an integer in -128..=127"),
+            "u64" => Some("a whole number ≥ 0"),
+            "u32" => Some("a whole number in 0..=4_294_967_295"),
+            "u16" => Some("a whole number in 0..=65535"),
+            "u8" => Some("a whole number in 0..=255"),
+            "i64" => Some("a whole number"),
+            "i32" => Some("a whole number in -2_147_483_648..=2_147_483_647"),
+            "i8" => Some("a whole number in -128..=127"),
             "f64" | "f32" => Some("a number"),
             "a sequence" => Some("an array"),
             "a map" => Some("a table"),
@@ -399,6 +541,12 @@ fn humanize(raw: &str, segs: &[paths::Seg]) -> String {
         };
         if let Some(p) = plain {
             msg = format!("{head}{p}");
+        }
+    }
+    // `invalid value: integer `-5`, expected …` → `expected …, got -5`, as the bounds say it.
+    if let Some(rest) = msg.strip_prefix("invalid value: integer `") {
+        if let Some((got, want)) = rest.split_once("`, expected ") {
+            msg = format!("expected {want}, got {got}");
         }
     }
     msg
@@ -520,53 +668,171 @@ fn merge(base: &mut Table, over: &Table) {
     }
 }
 
-/// [`load_profile`] with a scenario's `[profile_set]` overrides applied before validation.
-pub fn load_profile_with(scenario_path: &Path, name: &str, set: &Table) -> Result<(Profile, String), String> {
+/// A profile's text, parsed, and where it came from.
+#[derive(Clone, Debug)]
+struct ProfileSource {
+    name: String,
+    text: String,
+    table: Table,
+    origin: String,
+    /// The profile built without `[profile_set]` overrides (the common case), once.
+    plain: Option<Result<Profile, String>>,
+}
+
+/// Find profile `name` for a scenario at `scenario_path` (see [`load_profile`]) and parse it.
+fn find_profile(scenario_path: &Path, name: &str) -> Result<ProfileSource, String> {
+    let read = |p: &Path| read_source(p, "profile", false).map_err(|e| e.message);
     let (text, origin) = if name.ends_with(".toml") || name.contains('/') {
         let p = scenario_path.parent().unwrap_or(Path::new(".")).join(name);
-        (std::fs::read_to_string(&p).map_err(|e| format!("cannot read profile {}: {e}", p.display()))?, p)
+        (read(&p).map_err(|m| format!("{}: {m}", p.display()))?, p)
     } else {
         let mut found = None;
         let start = scenario_path.parent().map(Path::to_path_buf).unwrap_or_default();
         let start = if start.as_os_str().is_empty() { PathBuf::from(".") } else { start };
         for dir in start.ancestors() {
             let p = dir.join("profiles").join(format!("{name}.toml"));
-            if let Ok(t) = std::fs::read_to_string(&p) {
-                found = Some((t, p));
+            // A profile that exists but cannot be read is an error, never skipped.
+            if std::fs::metadata(&p).is_ok() || std::fs::symlink_metadata(&p).is_ok() {
+                found = Some((read(&p).map_err(|m| format!("{}: {m}", p.display()))?, p));
                 break;
             }
         }
         match found {
             Some(f) => f,
-            None => match builtin_profiles().iter().find(|(n, _)| *n == name) {
-                Some((_, t)) => (t.to_string(), PathBuf::from(format!("<built-in>/profiles/{name}.toml"))),
-                None => {
-                    let names: Vec<&str> = builtin_profiles().iter().map(|(n, _)| *n).collect();
-                    return Err(format!("no profile `{name}` (built-in: {})", names.join(", ")));
-                }
-            },
+            None => {
+                // Built-in profiles never change: parsed once per process.
+                static BUILTIN: std::sync::OnceLock<Vec<Result<ProfileSource, String>>> = std::sync::OnceLock::new();
+                let all = BUILTIN.get_or_init(|| {
+                    builtin_profiles()
+                        .iter()
+                        .map(|(n, t)| parse_profile(n, t.to_string(), PathBuf::from(format!("<built-in>/profiles/{n}.toml"))))
+                        .collect()
+                });
+                return match builtin_profiles().iter().position(|(n, _)| *n == name) {
+                    Some(i) => all[i].clone(),
+                    None => {
+                        let names: Vec<&str> = builtin_profiles().iter().map(|(n, _)| *n).collect();
+                        Err(format!("no profile `{name}` (built-in: {})", names.join(", ")))
+                    }
+                };
+            }
         }
     };
-    let profile: Profile = if set.is_empty() {
-        toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| error::line_of(&text, s.start)).unwrap_or(0);
-            format!("{}:{line}: {}", origin.display(), e.message())
-        })?
-    } else {
-        let mut table: Table = text.parse().map_err(|e: toml::de::Error| format!("{}: {}", origin.display(), e.message()))?;
-        merge(&mut table, set);
-        serde_path_to_error::deserialize::<_, Profile>(Value::Table(table)).map_err(|e| {
-            format!("profile_set.{}: {} (overriding {})", e.path(), e.inner(), origin.display())
-        })?
-    };
-    validate::profile(&profile).map_err(|m| format!("{}: {m}", origin.display()))?;
-    Ok((profile, origin.display().to_string()))
+    parse_profile(name, text, origin)
 }
 
-fn to_config(path: &Path, f: &File) -> Result<HostConfig, Fail> {
-    let key = if f.profile_set.is_empty() { "profile" } else { "profile_set" };
-    let (profile, _) = load_profile_with(path, &f.profile, &f.profile_set)
-        .map_err(|msg| Fail { segs: vec![paths::Seg::Key(key.into())], msg })?;
+/// A profile's text parsed, and built without overrides.
+fn parse_profile(name: &str, text: String, origin: PathBuf) -> Result<ProfileSource, String> {
+    let origin = origin.display().to_string();
+    let table: Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| error::line_of(&text, s.start)).unwrap_or(0);
+        format!("{origin}:{line}: not valid TOML: {}", e.message().trim())
+    })?;
+    let mut src = ProfileSource { name: name.to_string(), text, table, origin, plain: None };
+    src.plain = Some(build_profile(&src, &Table::new()).map_err(|f| match f {
+        ProfileFail::Set(_, m) | ProfileFail::File(m) => m,
+    }));
+    Ok(src)
+}
+
+/// Profiles read once per scenario (a sweep of 10,000 points does not read the file 10,000 times).
+#[derive(Clone, Debug, Default)]
+struct ProfileCache(Vec<ProfileSource>);
+
+impl ProfileCache {
+    /// The file's own profile, if it can be found (errors are reported by `to_config`).
+    fn prime(path: &Path, f: &File) -> ProfileCache {
+        ProfileCache(find_profile(path, &f.profile).into_iter().collect())
+    }
+
+    fn get(&self, path: &Path, name: &str) -> Result<std::borrow::Cow<'_, ProfileSource>, String> {
+        match self.0.iter().find(|p| p.name == name) {
+            Some(p) => Ok(std::borrow::Cow::Borrowed(p)),
+            None => find_profile(path, name).map(std::borrow::Cow::Owned),
+        }
+    }
+}
+
+/// Where a profile's key is wrong: in the scenario's `[profile_set]` (segments) or in the file.
+enum ProfileFail {
+    Set(Vec<paths::Seg>, String),
+    File(String),
+}
+
+/// Parse and validate a profile with a scenario's `[profile_set]` overrides applied.
+fn build_profile(src: &ProfileSource, set: &Table) -> Result<Profile, ProfileFail> {
+    let mut table = src.table.clone();
+    merge(&mut table, set);
+    let in_file = |segs: &[paths::Seg], msg: String| {
+        let line = paths::locate(&src.text, segs).map(|o| error::line_of(&src.text, o));
+        let at = line.map_or(String::new(), |l| format!(":{l}"));
+        ProfileFail::File(format!("{}{at}: key `{}`: {msg}", src.origin, paths::render(segs)))
+    };
+    // A violation at a key the scenario overrides is the scenario's; otherwise the file's.
+    let blame = |segs: Vec<paths::Seg>, msg: String| {
+        let overridden = {
+            let mut t = Some(set);
+            let mut hit = false;
+            for (i, seg) in segs.iter().enumerate() {
+                let paths::Seg::Key(k) = seg else { break };
+                match t.and_then(|t| t.get(k)) {
+                    Some(Value::Table(sub)) if i + 1 < segs.len() => t = Some(sub),
+                    Some(_) => {
+                        hit = true;
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            hit
+        };
+        if overridden {
+            let mut s = vec![paths::Seg::Key("profile_set".into())];
+            s.extend(segs);
+            ProfileFail::Set(s, msg)
+        } else {
+            in_file(&segs, msg)
+        }
+    };
+    bounds::check(&table, bounds::PROFILE, &[]).map_err(|(segs, msg)| blame(segs, msg))?;
+    let profile: Profile = serde_path_to_error::deserialize::<_, Profile>(Value::Table(table)).map_err(|e| {
+        let mut segs = paths::segs_of(e.path());
+        let raw = e.inner().message().trim().to_string();
+        for prefix in ["unknown field `", "missing field `"] {
+            if let Some(k) = raw.strip_prefix(prefix).and_then(|r| r.split('`').next()) {
+                if segs.last() != Some(&paths::Seg::Key(k.to_string())) {
+                    segs.push(paths::Seg::Key(k.to_string()));
+                }
+            }
+        }
+        let msg = humanize(&raw, &segs);
+        blame(segs, msg)
+    })?;
+    validate::profile(&profile).map_err(|(segs, msg)| blame(segs, msg))?;
+    Ok(profile)
+}
+
+/// [`load_profile`] with a scenario's `[profile_set]` overrides applied before validation.
+pub fn load_profile_with(scenario_path: &Path, name: &str, set: &Table) -> Result<(Profile, String), String> {
+    let src = find_profile(scenario_path, name)?;
+    let profile = build_profile(&src, set).map_err(|f| match f {
+        ProfileFail::Set(segs, msg) => format!("{}: {msg}", paths::render(&segs)),
+        ProfileFail::File(m) => m,
+    })?;
+    Ok((profile, src.origin))
+}
+
+fn to_config(path: &Path, f: &File, profiles: &ProfileCache) -> Result<HostConfig, Fail> {
+    let at_profile = |msg: String| Fail { segs: vec![paths::Seg::Key("profile".into())], msg };
+    let src = profiles.get(path, &f.profile).map_err(at_profile)?;
+    let profile = match (&src.plain, f.profile_set.is_empty()) {
+        (Some(plain), true) => plain.clone().map_err(at_profile)?,
+        _ => build_profile(&src, &f.profile_set).map_err(|e| match e {
+            ProfileFail::Set(segs, msg) => Fail { segs, msg },
+            ProfileFail::File(m) => at_profile(m),
+        })?,
+    };
+    // Bounds keep every time below a day, so these products cannot overflow.
     let ms = 1_000_000u64;
     let cfg = HostConfig {
         profile,
@@ -612,7 +878,7 @@ impl Scenario {
             set_path(&mut doc, k, val.clone()).map_err(|m| err_at(&self.path, &self.src, &["sweep", k], sweep_key(k), m))?;
             applied.push(Applied { origin: Origin::Sweep, key: k.clone(), value: val.clone(), target: paths::resolve(&doc, k) });
         }
-        deserialize(&doc).and_then(|file| to_config(&self.path, &file)).map_err(|f| {
+        deserialize(doc).and_then(|file| to_config(&self.path, &file, &self.profiles)).map_err(|f| {
             // The file (with --set) is valid on its own, so if nothing applied is at the failing
             // key, a combination is at fault (e.g. a variant turning off a key another one needs).
             // Blame the variant if it is invalid without the sweep point, else the first sweep
@@ -649,10 +915,32 @@ impl Scenario {
         (0..u64::from(self.seeds)).map(|k| self.base.seed.wrapping_add(k)).collect()
     }
 
-    /// Number of runs: variants × points × seeds.
+    /// Number of runs: variants × points × seeds (at most the `max_runs` it was loaded with).
     pub fn run_count(&self) -> usize {
-        let npoints: usize = self.sweep.iter().map(|(_, v)| v.len()).product();
-        npoints * self.variants.len().max(1) * self.seeds as usize
+        usize::try_from(self.count_runs()).unwrap_or(usize::MAX)
+    }
+
+    /// The number of runs counted without expanding any, saturating (a product beyond `u128`
+    /// is `u128::MAX`): what loading compares with `max_runs` before anything is built.
+    fn count_runs(&self) -> u128 {
+        let points = self.sweep.iter().fold(1u128, |n, (_, v)| n.saturating_mul(v.len() as u128));
+        points.saturating_mul(self.variants.len().max(1) as u128).saturating_mul(u128::from(self.seeds.max(1)))
+    }
+
+    /// Build and validate the configuration of every variant × sweep point (once: seeds do not
+    /// change a configuration's validity), in run order, handing each to `f`; stops at the first
+    /// error.
+    pub fn for_each_point(
+        &self,
+        mut f: impl FnMut(Option<&str>, &[(String, Value)], HostConfig) -> Result<(), ScenarioError>,
+    ) -> Result<(), ScenarioError> {
+        let seeds = self.seeds.max(1) as usize;
+        for i in (0..self.run_count()).step_by(seeds) {
+            let (v, point, _) = self.run_at(i).expect("index below the run count");
+            let config = self.config_with(v, &point)?;
+            f(v, &point, config)?;
+        }
+        Ok(())
     }
 
     /// The variant, sweep point and seed of the `index`th run in [`Scenario::runs`]' order,
@@ -725,12 +1013,25 @@ impl Scenario {
         Ok(out)
     }
 
-    /// Add the `[metrics]` aliases to a run's metrics (NaN where the aliased metric is missing).
-    pub fn derive_metrics(&self, m: &mut std::collections::BTreeMap<String, f64>) {
+    /// Add the `[metrics]` aliases to a run's metrics. An alias copies its metric exactly (so its
+    /// values stay in that metric's range); an alias that would replace one of the model's own
+    /// metrics, or that names a metric the run does not have, is an error naming the
+    /// `[metrics]` line (the set of metrics is known only once the configuration has run).
+    pub fn derive_metrics(&self, m: &mut std::collections::BTreeMap<String, f64>) -> Result<(), String> {
         for (alias, from) in &self.metric_aliases {
-            let v = m.get(from).copied().unwrap_or(f64::NAN);
+            let segs = [paths::Seg::Key("metrics".into()), paths::Seg::Key(alias.clone())];
+            let fail = |msg: String| err_segs(&self.path, &self.src, &segs, paths::render(&segs), msg).to_string();
+            if m.contains_key(alias) {
+                return Err(fail(format!("`{alias}` is one of the model's own metrics; an alias may not replace it (choose another name)")));
+            }
+            let Some(&v) = m.get(from) else {
+                let near: Vec<&str> = m.keys().filter(|k| k.contains(from.split('_').next().unwrap_or(""))).take(8).map(String::as_str).collect();
+                let hint = if near.is_empty() { String::new() } else { format!(" (similar: {})", near.join(", ")) };
+                return Err(fail(format!("no metric named `{from}` in this run's results{hint}")));
+            };
             m.insert(alias.clone(), v);
         }
+        Ok(())
     }
 
     /// Evaluate the scenario's claims against sweep results (every seed's rows).

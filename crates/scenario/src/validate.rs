@@ -1,4 +1,12 @@
-//! Semantic validation: what deserialisation cannot check. Errors carry the key path.
+//! Semantic validation: what deserialisation and the per-key ranges of `bounds.rs` cannot check.
+//! Errors carry the key path.
+//!
+//! Three kinds of check live here:
+//! - references that must resolve (a traffic's NIC, a CPU number against the profile, ports);
+//! - relations between keys (warm-up shorter than the run, a source no faster than its own link,
+//!   interrupt coalescing that can fire);
+//! - the model's memory ([`memory`]): what the configuration could make the model hold at once,
+//!   at a stated cost per item, against [`MEMORY_MAX`].
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
@@ -10,6 +18,11 @@ type VResult = Result<(), (Vec<Seg>, String)>;
 
 fn is_tcp(p: ProgramKind) -> bool {
     matches!(p, ProgramKind::TcpStream | ProgramKind::TcpEcho | ProgramKind::StreamSend | ProgramKind::Accelerator)
+}
+
+/// Programs that read no socket (they take no `port`).
+fn socketless(p: ProgramKind) -> bool {
+    matches!(p, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder)
 }
 
 fn sub(arr: &str, i: usize, table: &str, field: &str) -> Vec<Seg> {
@@ -32,15 +45,12 @@ fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VRe
         if !names.insert(t.name.as_str()) {
             return fail(thread(j, "name"), format!("duplicate thread name `{}`", t.name));
         }
-        if t.name.is_empty() || !t.name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-') {
-            return fail(thread(j, "name"), "expected letters, digits, `_` or `-` (it names metrics)");
-        }
+        check_name(&t.name, "thread", true).map_err(|m| (thread(j, "name"), m))?;
         if t.program.is_none() {
             return fail(thread(j, "name"), format!("thread `{}` has no program: expected program = \"listen\", \"io\" or \"retrieve\"", t.name));
         }
-        if let Some(&bad) = t.cpus.iter().find(|&&x| x as usize >= c.profile.topology.cpus()) {
-            return fail(thread(j, "cpus"), format!("CPU {bad} does not exist ({})", cpus(c.profile.topology.cpus())));
-        }
+        let machine = c.profile.topology.cpus();
+        check_cpu_list(&t.cpus, machine, machine, thread(j, "cpus"), false)?;
     }
     for role in [ThreadProgram::Listen, ThreadProgram::Io, ThreadProgram::Retrieve] {
         let n = p.threads.iter().filter(|t| t.program == Some(role)).count();
@@ -173,22 +183,55 @@ fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)>
     Err((k, msg.into()))
 }
 
-pub fn profile(p: &Profile) -> Result<(), String> {
-    let t = &p.topology;
-    if t.packages == 0 || t.cores_per_package == 0 || t.threads_per_core == 0 {
-        return Err("topology: packages, cores_per_package and threads_per_core must be at least 1".into());
+/// The longest name of a NIC, process, traffic source, variant or metric alias.
+pub const NAME_LEN_MAX: usize = 64;
+
+/// A name that can stand in a key path (`process.NAME.nice`), a metric (`NAME_rx_pps`) and a CSV
+/// column: letters, digits, `_` and `-`, not only digits (`process.0` means the first element).
+fn check_name(name: &str, what: &str, dash: bool) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || (dash && c == '-');
+    let chars = if dash { "letters, digits, `_` or `-`" } else { "letters, digits or `_`" };
+    if name.is_empty() || name.len() > NAME_LEN_MAX || !name.chars().all(ok_char) {
+        return Err(format!("expected a {what} name of 1..={NAME_LEN_MAX} {chars} (it names keys, metrics and CSV columns), got {name:?}"));
     }
-    if t.cpus() > 128 {
-        return Err(format!("topology: {} CPUs; the model supports at most 128", t.cpus()));
+    if name.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!("expected a {what} name that is not a number (`{name}` would read as an index in key paths)"));
     }
-    let c = &p.costs;
-    for (name, v) in [("rx_per_byte_ns", c.rx_per_byte_ns), ("copy_per_byte_ns", c.copy_per_byte_ns), ("tx_per_byte_ns", c.tx_per_byte_ns)] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(format!("costs.{name}: expected a non-negative number, got {v}"));
+    Ok(())
+}
+
+/// A CPU list: every CPU exists (the first `ncpu` of the profile's `machine` are online) and,
+/// unless `dups_ok`, appears once (it is a mask).
+fn check_cpu_list(list: &[u32], ncpu: usize, machine: usize, at: Vec<Seg>, dups_ok: bool) -> VResult {
+    if let Some(&bad) = list.iter().find(|&&x| x as usize >= ncpu) {
+        return fail(at, format!("CPU {bad} does not exist ({})", online(ncpu, machine)));
+    }
+    let mut seen = BTreeSet::new();
+    if !dups_ok {
+        if let Some(&d) = list.iter().find(|&&x| !seen.insert(x)) {
+            return fail(at, format!("CPU {d} is listed twice (this is a CPU mask: list each CPU once)"));
         }
     }
     Ok(())
 }
+
+pub fn profile(p: &Profile) -> VResult {
+    let t = &p.topology;
+    // Each factor is bounded (bounds.rs), so the product is exact in u64.
+    let n = u64::from(t.packages) * u64::from(t.cores_per_package) * u64::from(t.threads_per_core);
+    if n > 128 {
+        return fail(key(&["topology"]), format!("{} × {} × {} = {n} CPUs; the model supports at most 128", t.packages, t.cores_per_package, t.threads_per_core));
+    }
+    Ok(())
+}
+
+/// The most time-series rows a run may produce (each ~100 bytes in memory, more as CSV).
+pub const SAMPLES_MAX: u64 = 1_000_000;
+
+/// The slowest rate a cbr or Poisson source may have. A gap of 1/rate must be representable in
+/// nanoseconds many times over (an exponential draw reaches ~37 means): 10^-3 pkt/s gives gaps
+/// of ~10^12 ns, far below 2^64.
+pub const RATE_PPS_MIN: f64 = 1e-3;
 
 pub fn config(c: &HostConfig) -> VResult {
     let machine = c.profile.topology.cpus();
@@ -202,24 +245,51 @@ pub fn config(c: &HostConfig) -> VResult {
         }
     }
     let ncpu = c.online_cpus();
-    let cpus = |n: usize| online(n, machine);
     if c.duration_ns == 0 {
         return fail(key(&["duration_ms"]), "expected a duration of at least 1 ms");
     }
     if c.warmup_ns >= c.duration_ns {
         return fail(key(&["warmup_ms"]), "expected warm-up shorter than duration_ms");
     }
-    if c.sample_interval_ns == 0 {
-        return fail(key(&["sample_interval_ms"]), "expected at least 1 ms");
+    let samples = c.duration_ns / c.sample_interval_ns;
+    if samples > SAMPLES_MAX {
+        return fail(
+            key(&["sample_interval_ms"]),
+            format!("duration_ms / sample_interval_ms = {samples} samples, more than {SAMPLES_MAX}: sample less often"),
+        );
     }
-    if k.hz == 0 || k.hz > 10_000 {
-        return fail(key(&["kernel", "hz"]), "expected 1..=10000");
-    }
-    for (name, v) in [("netdev_budget", k.netdev_budget), ("napi_weight", k.napi_weight), ("irq_frames_max", k.irq_frames_max), ("netdev_max_backlog", k.netdev_max_backlog)] {
-        if v == 0 {
-            return fail(key(&["kernel", name]), "expected at least 1");
+    kernel(c, ncpu, machine)?;
+    let mut names = BTreeSet::new();
+    for (i, n) in c.nics.iter().enumerate() {
+        check_name(&n.name, "NIC", true).map_err(|m| (elem("nic", i, "name"), m))?;
+        if !names.insert(n.name.as_str()) {
+            return fail(elem("nic", i, "name"), format!("duplicate NIC name `{}`", n.name));
+        }
+        check_cpu_list(&n.irq_cpus, ncpu, machine, elem("nic", i, "irq_cpus"), n.irq_routing == IrqRouting::Msix)?;
+        if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
+            return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
+        }
+        if k.concurrency == ConcurrencyKind::Functional && n.irq_cpus != [k.driver_cpu] {
+            return fail(elem("nic", i, "irq_cpus"), format!("under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]", k.driver_cpu));
+        }
+        if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
+            return fail(elem("nic", i, "tx_irq_ring_level"), format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring));
+        }
+        if n.coalesce_frames > n.rx_ring && n.coalesce_usecs == 0 {
+            return fail(
+                elem("nic", i, "coalesce_frames"),
+                format!("{} frames per interrupt with an RX ring of {} and no coalesce_usecs timer: the ring fills first and no interrupt is ever raised", n.coalesce_frames, n.rx_ring),
+            );
         }
     }
+    processes(c, ncpu, machine)?;
+    traffic(c)?;
+    routes(c)?;
+    memory(c)
+}
+
+fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
+    let k = &c.kernel;
     if k.rps && !k.rfs && k.rps_cpus.is_empty() {
         return fail(key(&["kernel", "rps"]), "RPS needs a map (kernel.rps_cpus) or RFS (kernel.rfs = true)");
     }
@@ -227,10 +297,7 @@ pub fn config(c: &HostConfig) -> VResult {
         return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
     }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
-        return fail(key(&["kernel", "rfs_entries"]), "expected a power of two");
-    }
-    if let Some(&bad) = k.rps_cpus.iter().find(|&&x| x as usize >= ncpu) {
-        return fail(key(&["kernel", "rps_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+        return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
     if k.xdp != XdpKind::None && k.rx_path != RxPath::Napi {
         return fail(key(&["kernel", "xdp"]), "an XDP program runs in the NAPI poll: it needs kernel.rx_path = \"napi\"");
@@ -250,31 +317,14 @@ pub fn config(c: &HostConfig) -> VResult {
     if !k.flow_limit_table_len.is_power_of_two() || k.flow_limit_table_len > 1 << 16 {
         return fail(key(&["kernel", "flow_limit_table_len"]), format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len));
     }
-    if let Some(&bad) = k.flow_limit_cpus.iter().find(|&&x| x as usize >= ncpu) {
-        return fail(key(&["kernel", "flow_limit_cpus"]), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
-    }
-    if !(-20..=19).contains(&k.ksoftirqd_nice) {
-        return fail(key(&["kernel", "ksoftirqd_nice"]), "expected a nice value in -20..=19");
-    }
-    if k.imbalance_pct < 100 {
-        return fail(key(&["kernel", "imbalance_pct"]), "expected at least 100");
-    }
-    if !(1..=65495).contains(&k.tcp_mss_bytes) {
-        return fail(key(&["kernel", "tcp_mss_bytes"]), format!("expected an MSS in 1..=65495 bytes, got {}", k.tcp_mss_bytes));
-    }
-    if k.sndbuf_bytes == 0 {
-        return fail(key(&["kernel", "sndbuf_bytes"]), "expected a send buffer of at least 1 byte");
-    }
-    if k.speed_slot_us == 0 {
-        return fail(key(&["kernel", "speed_slot_us"]), "expected a slot of at least 1 us");
-    }
-    if k.speed_block_ms == 0 || k.speed_block_ms * 1000 < k.speed_slot_us {
+    check_cpu_list(&k.flow_limit_cpus, ncpu, machine, key(&["kernel", "flow_limit_cpus"]), false)?;
+    if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
         return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
     }
     if k.concurrency == ConcurrencyKind::Functional {
         for (name, v) in [("driver_cpu", k.driver_cpu), ("ip_cpu", k.ip_cpu)] {
             if v as usize >= ncpu {
-                return fail(key(&["kernel", name]), format!("CPU {v} does not exist ({})", cpus(ncpu)));
+                return fail(key(&["kernel", name]), format!("CPU {v} does not exist ({})", online(ncpu, machine)));
             }
         }
         if k.exchange_period_us == 0 {
@@ -287,86 +337,59 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(key(&["kernel", "concurrency"]), "the functional split's driver takes frames in its interrupt handler: it needs rx_path = \"legacy\"");
         }
     }
-    let mut names = BTreeSet::new();
-    for (i, n) in c.nics.iter().enumerate() {
-        if !names.insert(n.name.as_str()) {
-            return fail(elem("nic", i, "name"), format!("duplicate NIC name `{}`", n.name));
-        }
-        if n.rate_mbps == 0 {
-            return fail(elem("nic", i, "rate_mbps"), "expected a line rate above 0");
-        }
-        if n.queues == 0 || n.queues > 128 {
-            return fail(elem("nic", i, "queues"), "expected 1..=128 queues");
-        }
-        if n.rx_ring == 0 {
-            return fail(elem("nic", i, "rx_ring"), "expected at least 1 descriptor");
-        }
-        if n.tx_ring == 0 {
-            return fail(elem("nic", i, "tx_ring"), "expected at least 1 descriptor");
-        }
-        if let Some(&bad) = n.irq_cpus.iter().find(|&&x| x as usize >= ncpu) {
-            return fail(elem("nic", i, "irq_cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
-        }
-        if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
-            return fail(elem("nic", i, "tx_irq_ring_level"), format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring));
-        }
-        if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
-            return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
-        }
-        if k.concurrency == ConcurrencyKind::Functional && n.irq_cpus != [k.driver_cpu] {
-            return fail(elem("nic", i, "irq_cpus"), format!("under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]", k.driver_cpu));
-        }
-    }
+    check_cpu_list(&k.rps_cpus, ncpu, machine, key(&["kernel", "rps_cpus"]), false)
+}
+
+/// The ports each socket-reading `[[process]]` entry binds: (first, last, program, entry), sorted.
+fn port_ranges(c: &HostConfig) -> Vec<(u32, u32, ProgramKind, usize)> {
+    let mut r: Vec<(u32, u32, ProgramKind, usize)> = c
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !socketless(p.program))
+        .filter_map(|(i, p)| p.port.map(|port| (u32::from(port), u32::from(port) + p.instances.max(1) - 1, p.program, i)))
+        .collect();
+    r.sort_by_key(|&(first, _, _, i)| (first, i));
+    r
+}
+
+fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     let mut pnames = BTreeSet::new();
-    let mut ports: std::collections::BTreeMap<u16, ProgramKind> = Default::default();
     for (i, p) in c.processes.iter().enumerate() {
+        check_name(&p.name, "process", true).map_err(|m| (elem("process", i, "name"), m))?;
         if !pnames.insert(p.name.as_str()) {
             return fail(elem("process", i, "name"), format!("duplicate process name `{}`", p.name));
         }
-        if p.name.is_empty() || !p.name.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-') {
-            return fail(elem("process", i, "name"), "expected letters, digits, `_` or `-` (it names metrics)");
-        }
-        if let Some(r) = p.renice.iter().find(|r| !(-20..=19).contains(&r.nice)) {
-            return fail(elem("process", i, "renice"), format!("expected nice values in -20..=19, got {}", r.nice));
-        }
-        if !(-20..=19).contains(&p.nice) {
-            return fail(elem("process", i, "nice"), format!("expected a nice value in -20..=19, got {}", p.nice));
-        }
         if p.sched == SchedPolicy::Fifo && !(1..=99).contains(&p.rt_priority) {
             // Without an rt_priority the fault is on the `sched` line.
-            if p.rt_priority == 0 {
-                return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
-            }
-            return fail(elem("process", i, "rt_priority"), format!("SCHED_FIFO needs rt_priority in 1..=99, got {}", p.rt_priority));
+            return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
         }
-        if let Some(&bad) = p.cpus.iter().find(|&&x| x as usize >= ncpu) {
-            return fail(elem("process", i, "cpus"), format!("CPU {bad} does not exist ({})", cpus(ncpu)));
+        check_cpu_list(&p.cpus, ncpu, machine, elem("process", i, "cpus"), false)?;
+        if p.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
+            return fail(elem("process", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never run", c.duration_ns / 1_000_000));
         }
-        if p.instances == 0 {
-            return fail(elem("process", i, "instances"), "expected at least 1 instance");
+        if let Some(r) = p.renice.iter().find(|r| r.at_ms.saturating_mul(1_000_000) >= c.duration_ns) {
+            return fail(elem("process", i, "renice"), format!("a nice change at {} ms, at or after the end of the run ({} ms)", r.at_ms, c.duration_ns / 1_000_000));
         }
-        if !matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder) {
+        if !socketless(p.program) {
             let Some(port) = p.port else {
                 return fail(elem("process", i, "port"), "this program reads a socket: give it a port");
             };
-            if u32::from(port) + p.instances - 1 > 65535 {
-                return fail(elem("process", i, "instances"), format!("instances bind ports {port}..{}: past 65535", u32::from(port) + p.instances - 1));
+            let last = u32::from(port) + p.instances - 1;
+            if last > 65535 {
+                return fail(elem("process", i, "instances"), format!("instances bind ports {port}..={last}: past 65535"));
             }
-            if let Some(&other) = ports.get(&port) {
-                if is_tcp(other) != is_tcp(p.program) {
-                    return fail(elem("process", i, "port"), format!("port {port} is shared by a TCP and a UDP program"));
-                }
-            }
-            ports.insert(port, p.program);
+        } else if p.port.is_some() {
+            return fail(elem("process", i, "port"), "spin, periodic and yielder read no socket: remove `port`");
         }
-        if matches!(p.program, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder) && p.work_ns == 0 {
+        if socketless(p.program) && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "spin, periodic and yielder need work_ns > 0 (the burst length)");
         }
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
         }
-        if is_tcp(p.program) && p.read_bytes == 0 {
-            return fail(elem("process", i, "read_bytes"), "expected at least 1 byte per read");
+        if p.program == ProgramKind::TcpEcho && p.reply_bytes > 1460 {
+            return fail(elem("process", i, "reply_bytes"), "expected at most 1460 bytes (one TCP segment)");
         }
         if p.program == ProgramKind::Accelerator {
             accelerator(c, i, p)?;
@@ -412,61 +435,122 @@ pub fn config(c: &HostConfig) -> VResult {
             }
         }
     }
+    // Processes naming the same port share its socket: threads of one program may, two
+    // different programs may not (each would read the other's messages).
+    let ranges = port_ranges(c);
+    let mut conflict: Option<(usize, usize, u32)> = None;
+    let mut reach: Option<(u32, ProgramKind, usize)> = None; // furthest-reaching range so far
+    for &(first, last, prog, i) in &ranges {
+        if let Some((end, other, j)) = reach {
+            if first <= end && other != prog {
+                let pair = (j.min(i), j.max(i), first);
+                conflict = Some(conflict.map_or(pair, |c| c.min(pair)));
+            }
+        }
+        if reach.is_none_or(|(end, _, _)| last > end) {
+            reach = Some((last, prog, i));
+        }
+    }
+    if let Some((j, i, q)) = conflict {
+        let (a, b) = (&c.processes[j], &c.processes[i]);
+        let msg = if is_tcp(a.program) != is_tcp(b.program) {
+            format!("port {q} is shared by a TCP and a UDP program (`{}` and `{}`)", a.name, b.name)
+        } else {
+            format!("port {q} is shared by two different programs (`{}` and `{}`) reading one socket: give each its own port", a.name, b.name)
+        };
+        return fail(elem("process", i, "port"), msg);
+    }
+    Ok(())
+}
+
+/// Frames per second one link of `link_mbps` carries with `payload`-byte frames.
+fn link_pps(link_mbps: u64, payload: u32, tcp: bool) -> f64 {
+    link_mbps as f64 * 1e6 / (8.0 * hostsim_host::wire_bytes(payload, tcp) as f64)
+}
+
+fn traffic(c: &HostConfig) -> VResult {
+    let ranges = port_ranges(c);
+    let program_at = |port: u16| {
+        let q = u32::from(port);
+        ranges.iter().filter(|&&(first, last, _, _)| first <= q && q <= last).min_by_key(|r| r.3).map(|r| r.2)
+    };
     let mut tnames = BTreeSet::new();
     for (i, t) in c.traffic.iter().enumerate() {
+        check_name(&t.name, "traffic", true).map_err(|m| (elem("traffic", i, "name"), m))?;
         if !tnames.insert(t.name.as_str()) {
             return fail(elem("traffic", i, "name"), format!("duplicate traffic name `{}`", t.name));
         }
         if !c.nics.iter().any(|n| n.name == t.nic) {
             let have: Vec<&str> = c.nics.iter().map(|n| n.name.as_str()).collect();
-            return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {})", t.nic, have.join(", ")));
+            let have = if have.is_empty() { "none: add a [[nic]]".to_string() } else { have.join(", ") };
+            return fail(elem("traffic", i, "nic"), format!("no NIC named `{}` (have: {have})", t.nic));
         }
         if t.kind != SourceKind::Sink && t.dst_port == 0 {
             return fail(elem("traffic", i, "dst_port"), "this traffic sends: expected a destination port 1..=65535");
         }
-        if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) && !(t.rate_pps.is_finite() && t.rate_pps > 0.0) {
-            return fail(elem("traffic", i, "rate_pps"), "cbr and poisson traffic need rate_pps > 0");
-        }
-        if t.flows == 0 {
-            return fail(elem("traffic", i, "flows"), "expected at least 1 flow");
+        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
+            || t.protocol == hostsim_host::Protocol::Tcp;
+        if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) {
+            // The busiest client link carries ceil(F / C) of the F flows' frames.
+            let flows = t.flows.max(t.clients);
+            let share = f64::from(flows.div_ceil(t.clients)) / f64::from(flows);
+            let cap = link_pps(t.link_mbps, t.payload_bytes, false) / share;
+            if !(t.rate_pps >= RATE_PPS_MIN && t.rate_pps <= cap) {
+                return fail(
+                    elem("traffic", i, "rate_pps"),
+                    format!(
+                        "expected a rate in {RATE_PPS_MIN}..={cap:.0} pkt/s for {} client link(s) of {} Mbit/s with {}-byte payloads ({}), got {}",
+                        t.clients,
+                        t.link_mbps,
+                        t.payload_bytes,
+                        if t.rate_pps > cap {
+                            "faster than its link, a source would queue without limit"
+                        } else {
+                            "slower than a packet per 1000 s, its gaps would run past any simulated time"
+                        },
+                        crate::bounds::fmt_float(t.rate_pps)
+                    ),
+                );
+            }
+        } else if t.rate_pps != 0.0 {
+            return fail(elem("traffic", i, "rate_pps"), "only cbr and poisson traffic take a rate (ping_pong waits for each reply, tcp_window for its window)");
         }
         if t.dst_port_per_flow && u32::from(t.dst_port) + t.flows - 1 > 65535 {
-            return fail(elem("traffic", i, "flows"), format!("dst_port_per_flow: flows go to ports {}..{}: past 65535", t.dst_port, u32::from(t.dst_port) + t.flows - 1));
-        }
-        if t.link_mbps == 0 {
-            return fail(elem("traffic", i, "link_mbps"), "expected a link rate above 0");
-        }
-        if t.clients == 0 {
-            return fail(elem("traffic", i, "clients"), "expected at least 1 client");
+            return fail(elem("traffic", i, "flows"), format!("dst_port_per_flow: flows go to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.flows - 1));
         }
         if u32::from(t.dst_port) + t.clients - 1 > 65535 {
-            return fail(elem("traffic", i, "clients"), "dst_port + clients - 1 must be a port (<= 65535)");
+            return fail(elem("traffic", i, "clients"), format!("clients send to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.clients - 1));
         }
         http(c, i, t)?;
         if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
             return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
         }
-        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
-            || t.protocol == hostsim_host::Protocol::Tcp;
         let max = if tcp { 1460 } else { 1472 };
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
             return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
         }
-        if tcp && t.window_bytes == 0 {
-            return fail(elem("traffic", i, "window_bytes"), "expected a window above 0");
-        }
-        if t.kind == SourceKind::PingPong && t.timeout_ms == 0 {
-            return fail(elem("traffic", i, "timeout_ms"), "ping-pong needs a timeout above 0");
-        }
-        if let Some(kind) = ports.get(&t.dst_port) {
-            if is_tcp(*kind) != tcp {
+        if let Some(kind) = program_at(t.dst_port) {
+            if is_tcp(kind) != tcp {
                 return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
             }
+        }
+        // start_ms = duration_ms switches a source off (a scenario's flood left out of a run);
+        // later than that is a mistake.
+        if t.start_ms.saturating_mul(1_000_000) > c.duration_ns {
+            return fail(
+                elem("traffic", i, "start_ms"),
+                format!("starts after the end of the run ({} ms): it would never send (start_ms = duration_ms switches a source off)", c.duration_ns / 1_000_000),
+            );
         }
         if t.stop_ms.is_some_and(|s| s <= t.start_ms) {
             return fail(elem("traffic", i, "stop_ms"), "expected stop_ms after start_ms");
         }
     }
+    Ok(())
+}
+
+/// `[[route]]`: IP forwarding from a NIC (or any) to a NIC something receives on.
+fn routes(c: &HostConfig) -> VResult {
     let have_nics = || c.nics.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ");
     for (i, r) in c.routes.iter().enumerate() {
         if let Some(from) = &r.from {
@@ -484,6 +568,124 @@ pub fn config(c: &HostConfig) -> VResult {
     Ok(())
 }
 
+/// What a run may use for model state, at most. The model's memory is its queues (every packet
+/// the configuration lets it hold at once), one latency histogram per process and source, flow
+/// tables and the time series: all known from the configuration, so a configuration that could
+/// exhaust memory is refused here instead of aborting mid-run.
+pub const MEMORY_MAX: u64 = 2 << 30;
+
+/// Bytes per held packet: the slab entry (48 B), its queue slot, and the event that carries it
+/// while it crosses a wire (40 B in the event heap), rounded up.
+pub const PACKET_BYTES: u64 = 128;
+/// A latency histogram (HdrHistogram, 1 ns..1 h at 3 significant digits): 268 KB measured.
+pub const HISTOGRAM_BYTES: u64 = 270_000;
+/// A process (or kernel thread): its histogram and state.
+pub const PROCESS_BYTES: u64 = HISTOGRAM_BYTES + 1_024;
+/// A TCP flow: sender state, the receiver's flow entry and the reorder check.
+pub const FLOW_BYTES: u64 = 128;
+/// A time-series row: 13 numbers.
+pub const SAMPLE_BYTES: u64 = 13 * 8;
+/// A TCP connection of an HTTP client or an accelerator (an upper estimate): the client's
+/// connection state, the server's socket (struct, queue headers, listen entry) and its TCP
+/// sender state.
+pub const CONN_BYTES: u64 = 1_024;
+
+/// The model's worst-case memory, part by part, each with the key that sets it (and, when
+/// `describe`, what the part is, for the message).
+pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, String)> {
+    let ncpu = c.profile.topology.cpus() as u64;
+    let k = &c.kernel;
+    let mut parts = Vec::with_capacity(9 + c.nics.len() * 3 + c.processes.len() * 4 + c.traffic.len() * 2);
+    let mut push = |bytes: u64, at: Vec<Seg>, what: &dyn Fn() -> String| parts.push((bytes, at, if describe { what() } else { String::new() }));
+    push(ncpu * (u64::from(k.netdev_max_backlog) + 1) * PACKET_BYTES, key(&["kernel", "netdev_max_backlog"]), &|| {
+        format!("{ncpu} CPU backlogs of {} packets", k.netdev_max_backlog)
+    });
+    push(ncpu * PROCESS_BYTES, key(&["profile"]), &|| format!("{ncpu} CPUs' ksoftirqd threads"));
+    let total_queues: u64 = c.nics.iter().map(|n| u64::from(n.queues)).sum();
+    if k.rfs {
+        push(u64::from(k.rfs_entries) * (4 + 16 * total_queues), key(&["kernel", "rfs_entries"]), &|| {
+            format!("RFS tables of {} entries for {total_queues} queues", k.rfs_entries)
+        });
+    }
+    if k.concurrency == ConcurrencyKind::Functional {
+        push(u64::from(k.pool_buffers) * PACKET_BYTES, key(&["kernel", "pool_buffers"]), &|| format!("Symbiose's pool of {} buffers", k.pool_buffers));
+    }
+    let samples = c.duration_ns / c.sample_interval_ns.max(1);
+    push(samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), &|| format!("{samples} time-series samples"));
+    let min_frame = hostsim_host::wire_bytes(0, false);
+    for (i, n) in c.nics.iter().enumerate() {
+        push(u64::from(n.queues) * u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8, elem("nic", i, "rx_ring"), &|| {
+            format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring)
+        });
+        push(u64::from(n.tx_queue_len) * PACKET_BYTES, elem("nic", i, "tx_queue_len"), &|| {
+            format!("NIC `{}`: a device queue of {} frames", n.name, n.tx_queue_len)
+        });
+        push(n.switch_buffer_bytes / min_frame * PACKET_BYTES, elem("nic", i, "switch_buffer_bytes"), &|| {
+            format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame)
+        });
+    }
+    for (i, p) in c.processes.iter().enumerate() {
+        push(u64::from(p.instances) * PROCESS_BYTES, elem("process", i, "instances"), &|| format!("process `{}`: {} instances", p.name, p.instances));
+        push(p.threads.len() as u64 * PROCESS_BYTES, elem("process", i, "thread"), &|| format!("process `{}`: {} threads", p.name, p.threads.len()));
+        if let Some(a) = &p.accelerator {
+            let conns = u64::from(a.origin_conns) + u64::from(a.listen_backlog);
+            push(conns * CONN_BYTES, sub("process", i, "accelerator", "origin_conns"), &|| {
+                format!("process `{}`: {} origin connections and a listen backlog of {}", p.name, a.origin_conns, a.listen_backlog)
+            });
+        }
+        if socketless(p.program) || p.port.is_none() {
+            continue;
+        }
+        let (rcvbuf, at) = match p.rcvbuf_bytes {
+            Some(b) => (b, elem("process", i, "rcvbuf_bytes")),
+            None => (k.rcvbuf_bytes, key(&["kernel", "rcvbuf_bytes"])),
+        };
+        // The smallest packet a buffer holds is a 0-byte datagram: its truesize is the overhead.
+        // Instances sharing a port share a socket; counting one per instance overestimates.
+        let per_sock = u64::from(rcvbuf) / u64::from(k.skb_overhead_bytes.max(1)) + 1;
+        let socks = u64::from(p.instances);
+        push(socks * per_sock * PACKET_BYTES, at, &|| {
+            format!("process `{}`: {socks} socket(s) of {rcvbuf} bytes, {per_sock} packets of {} bytes truesize each", p.name, k.skb_overhead_bytes)
+        });
+    }
+    for (i, t) in c.traffic.iter().enumerate() {
+        let flows = u64::from(t.flows.max(t.clients));
+        let base = PROCESS_BYTES + u64::from(t.clients) * 8 + flows * 8;
+        if let Some(h) = &t.http {
+            push(u64::from(h.conns) * CONN_BYTES, sub("traffic", i, "http", "conns"), &|| format!("traffic `{}`: {} HTTP connections", t.name, h.conns));
+        }
+        if t.kind == SourceKind::TcpWindow {
+            // Every flow puts a window of segments on its client's link at once.
+            let segs = u64::from(t.window_bytes).div_ceil(u64::from(t.payload_bytes.max(1)));
+            push(base + flows * (FLOW_BYTES + segs * PACKET_BYTES), elem("traffic", i, "window_bytes"), &|| {
+                format!("traffic `{}`: {flows} flows × a window of {segs} segments in flight", t.name)
+            });
+        } else {
+            push(base, elem("traffic", i, "flows"), &|| format!("traffic `{}`: {flows} flows", t.name));
+        }
+    }
+    parts
+}
+
+fn memory(c: &HostConfig) -> VResult {
+    let total: u64 = memory_parts(c, false).iter().map(|p| p.0).fold(0, u64::saturating_add);
+    if total <= MEMORY_MAX {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let (bytes, at, what) = memory_parts(c, true).into_iter().max_by_key(|p| p.0).expect("at least the backlogs");
+    fail(
+        at,
+        format!(
+            "the model could hold {:.1} GiB, above the {:.0} GiB a run may use; the largest part is {:.1} GiB for {what} (at {PACKET_BYTES} bytes a packet, {} KB a process)",
+            gib(total),
+            gib(MEMORY_MAX),
+            gib(bytes),
+            PROCESS_BYTES / 1000
+        ),
+    )
+}
+
 pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
     let at = |segs: Vec<Seg>, msg: String| {
         crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
@@ -496,9 +698,19 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
     }
     let mut names = BTreeSet::new();
     for (i, v) in sc.variants.iter().enumerate() {
+        check_name(&v.name, "variant", true).map_err(|m| at(elem("variant", i, "name"), m))?;
         if !names.insert(v.name.as_str()) {
             return Err(at(elem("variant", i, "name"), format!("duplicate variant name `{}`", v.name)));
         }
+        for k in v.set.keys() {
+            if k.split('.').next().is_some_and(|t| crate::NOT_CONFIG.contains(&t)) {
+                let segs = vec![Seg::Key("variant".into()), Seg::Index(i), Seg::Key("set".into()), Seg::Key(k.clone())];
+                return Err(at(segs, format!("`{k}` is not part of the simulated configuration: a variant cannot set it")));
+            }
+        }
+    }
+    for (alias, _) in &sc.metric_aliases {
+        check_name(alias, "metric", false).map_err(|m| at(vec![Seg::Key("metrics".into()), Seg::Key(alias.clone())], m))?;
     }
     let swept: BTreeSet<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
     let have_swept = if swept.is_empty() {

@@ -41,9 +41,9 @@ const CASES: &[Case] = &[
     case("unknown_expect_key.toml", 48, "expect[0].tolerence", "unknown key `tolerence`, expected one of"),
     case("unknown_expect_rhs_key.toml", 48, "expect[0].rhs.varient", "unknown key `varient`, expected one of `metric`, `variant`"),
     // Wrong types.
-    case("wrong_type_string_for_int.toml", 4, "duration_ms", "invalid type: string \"50\", expected a non-negative integer"),
+    case("wrong_type_string_for_int.toml", 4, "duration_ms", "invalid type: a string \"50\", expected a whole number in 1..=86_400_000 (one simulated day at most)"),
     case("wrong_type_int_for_array.toml", 15, "nic[0].irq_cpus", "expected an array"),
-    case("nice_overflows_i8.toml", 22, "process[0].nice", "expected an integer in -128..=127"),
+    case("nice_overflows_i8.toml", 22, "process[0].nice", "expected a whole number in -20..=19 (Linux nice values), got 200"),
     // Values outside an enumeration.
     case("bad_rx_path.toml", 9, "kernel.rx_path", "unknown value `fast`, expected `legacy` or `napi`"),
     case("bad_program.toml", 19, "process[0].program", "unknown value `foo`, expected one of `udp_sink`"),
@@ -68,30 +68,30 @@ const CASES: &[Case] = &[
     case("process_cpu_out_of_range.toml", 22, "process[0].cpus", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
     case("irq_cpu_out_of_range.toml", 15, "nic[0].irq_cpus", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
     case("rps_cpu_out_of_range.toml", 10, "kernel.rps_cpus", "CPU 3 does not exist"),
-    case("nice_out_of_range.toml", 22, "process[0].nice", "expected a nice value in -20..=19, got 25"),
+    case("nice_out_of_range.toml", 22, "process[0].nice", "expected a whole number in -20..=19 (Linux nice values), got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
     case("xdp_on_legacy_path.toml", 10, "kernel.xdp", "needs kernel.rx_path = \"napi\""),
-    case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "strictly between 0 and 1, got 1.5"),
+    case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "expected a number in 0..=1 (a fraction of the rate at which high load began (strictly inside 0..1)), got 1.5"),
     case("flow_limit_on_legacy.toml", 10, "kernel.backlog", "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\""),
     case("flow_limit_table_len_not_pow2.toml", 10, "kernel.flow_limit_table_len", "expected a power of two in 1..=65536, got 1000"),
     case("flow_limit_cpu_out_of_range.toml", 10, "kernel.flow_limit_cpus", "CPU 5 does not exist (the profile has 1 CPU: 0)"),
     case("fifo_without_rt_priority.toml", 22, "process[0].sched", "SCHED_FIFO needs rt_priority in 1..=99"),
     case("udp_to_tcp_port.toml", 27, "traffic[0].dst_port", "port 9000 is served by a TCP program but this traffic is UDP"),
-    case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected at most 1472 bytes"),
+    case("payload_too_large.toml", 29, "traffic[0].payload_bytes", "expected a whole number in 0..=1472 (bytes; one unfragmented frame), got 9000"),
     // Paper 002's keys: the allowed range is named for every kind of bad value.
-    case("speed_pct_zero.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got 0"),
-    case("speed_pct_over.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got 101"),
-    case("speed_pct_negative.toml", 22, "process[0].speed_pct", "expected a speed in percent, an integer in 1..=100, got -5"),
-    case("speed_pct_string.toml", 22, "process[0].speed_pct", "invalid type: string \"fast\", expected a speed in percent, an integer in 1..=100"),
+    case("speed_pct_zero.toml", 22, "process[0].speed_pct", "expected a whole number in 1..=100 (a speed in percent, Tender's regulation), got 0"),
+    case("speed_pct_over.toml", 22, "process[0].speed_pct", "expected a whole number in 1..=100 (a speed in percent, Tender's regulation), got 101"),
+    case("speed_pct_negative.toml", 22, "process[0].speed_pct", "expected a whole number in 1..=100 (a speed in percent, Tender's regulation), got -5"),
+    case("speed_pct_string.toml", 22, "process[0].speed_pct", "invalid type: a string \"fast\", expected a whole number in 1..=100 (a speed in percent, Tender's regulation)"),
     case("unit_bytes_zero.toml", 26, "process[1].unit_bytes", "expected a send() unit in 1..=4294967295 bytes, got 0"),
     // Paper 004's keys (files derived from tests/good/accelerator.toml).
-    case("accel_cycle_negative.toml", 17, "process[0].accelerator.min_cycle_ms", "expected a cycle of at least 0 ms, got -5"),
-    case("accel_ratio_negative.toml", 18, "process[0].accelerator.ratio", "expected a ratio of at least 0 (the paper's k× interval is ratio = k - 1), got -1"),
-    case("http_zero_conns.toml", 42, "traffic[0].http.conns", "expected at least 1 connection"),
+    case("accel_cycle_negative.toml", 17, "process[0].accelerator.min_cycle_ms", "expected a number in 0..=60000 (ms per interval-control cycle"),
+    case("accel_ratio_negative.toml", 18, "process[0].accelerator.ratio", "expected a number in 0..=1000 (the paper's k-times interval is ratio = k - 1"),
+    case("http_zero_conns.toml", 42, "traffic[0].http.conns", "expected a whole number in 1..=262_144 (persistent connections"),
     case("accel_thread_without_program.toml", 27, "process[0].thread[1].name", "thread `io` has no program: expected program = \"listen\", \"io\" or \"retrieve\""),
     // Kernel concurrency models and forwarding (paper 003).
     case("functional_stage_cpu_out_of_range.toml", 12, "kernel.driver_cpu", "CPU 1 does not exist (the profile has 1 CPU: 0)"),
-    case("exchange_period_zero.toml", 13, "kernel.exchange_period_us", "expected an exchange period of at least 1 us"),
+    case("exchange_period_zero.toml", 13, "kernel.exchange_period_us", "expected a whole number in 1..=1_000_000 (us between Symbiose's queue exchanges"),
     case("functional_needs_legacy.toml", 10, "kernel.concurrency", "it needs rx_path = \"legacy\""),
     case("online_cpus_out_of_range.toml", 10, "kernel.online_cpus", "expected 1..=1 (the profile has 1 CPU: 0)"),
     case("route_to_missing_nic.toml", 33, "route[0].to", "no NIC named `eth1` (have: eth0)"),
@@ -102,8 +102,8 @@ const CASES: &[Case] = &[
     case("sweep_unquoted_key.toml", 32, "sweep.traffic", "write a dotted key in quotes"),
     case("sweep_unknown_key.toml", 33, "sweep.\"kernel.bogus\"", "unknown key `bogus`, expected one of"),
     case("sweep_missing_element.toml", 33, "sweep.\"traffic.flood.flows\"", "no `[[traffic]]` named `flood` (have: load)"),
-    case("sweep_wrong_type.toml", 32, "sweep.\"traffic.load.rate_pps\"", "invalid type: string \"fast\", expected a number"),
-    case("sweep_invalid_value.toml", 33, "sweep.\"traffic.load.payload_bytes\"", "expected at most 1472 bytes"),
+    case("sweep_wrong_type.toml", 32, "sweep.\"traffic.load.rate_pps\"", "invalid type: a string \"fast\", expected a number in 0..=1_000_000_000 (packets per second"),
+    case("sweep_invalid_value.toml", 33, "sweep.\"traffic.load.payload_bytes\"", "expected a whole number in 0..=1472 (bytes; one unfragmented frame), got 4000"),
     // A swept key that makes another key invalid: the line is the sweep key's, the key the failing one.
     case("sweep_breaks_base.toml", 35, "kernel.rfs", "RFS needs RPS"),
     // Variants: errors point at the variant's `set` key.
@@ -121,7 +121,7 @@ const CASES: &[Case] = &[
     case("figure_x_unswept.toml", 52, "figure[0].x", "`traffic.load.flows` is not a swept key (swept: traffic.load.rate_pps)"),
     case("figure_unknown_variant.toml", 54, "figure[0].variants", "no variant `polling` (have: legacy, napi)"),
     // Seeds, claim roles and calibration parameters.
-    case("seeds_out_of_range.toml", 6, "seeds", "expected 1..=1000 seeds per point and variant, got 0"),
+    case("seeds_out_of_range.toml", 6, "seeds", "expected a whole number in 1..=1000 (seeds per sweep point and variant), got 0"),
     case("seeds_with_seed_sweep.toml", 6, "seeds", "`seeds` and a sweep over `seed` cannot be combined"),
     case("expect_bad_role.toml", 44, "expect[0].role", "unknown value `baseline`, expected `calibration` or `prediction`"),
     case("expect_not_applicable_without_finding.toml", 44, "expect[0].applicable", "needs a `finding` saying why"),
@@ -129,10 +129,10 @@ const CASES: &[Case] = &[
     case("calibrate_bad_bounds.toml", 55, "calibrate[0].max", "expected min < max, got 3000..=1000"),
     case("calibrate_bad_key.toml", 53, "calibrate[0].key", "unknown key `hzz`"),
     case("calibrate_missing_source.toml", 51, "calibrate[0].source", "say where the bounds come from"),
-    case("calibrate_bound_invalid.toml", 53, "calibrate[0].key", "`kernel.hz` = 20000 (a bound, + offset) does not give a valid scenario: expected 1..=10000"),
+    case("calibrate_bound_invalid.toml", 53, "calibrate[0].key", "`kernel.hz` = 20000 (a bound, + offset) does not give a valid scenario: expected a whole number in 1..=10000"),
     // Command-line overrides (`--set`): valid files, bad only with the override, which has no line.
     Case { file: "set_missing_element.toml", sets: &[("process.nobody.nice", "5")], line: None, key: "process.nobody.nice", message: "--set: no `[[process]]` named `nobody` (have: sink)" },
-    Case { file: "set_wrong_type.toml", sets: &[("kernel.hz", "fast")], line: None, key: "kernel.hz", message: "expected a non-negative integer (at most 4294967295) (given by --set kernel.hz=\"fast\")" },
+    Case { file: "set_wrong_type.toml", sets: &[("kernel.hz", "fast")], line: None, key: "kernel.hz", message: "invalid type: a string \"fast\", expected a whole number in 1..=10000 (timer interrupts per second; Linux offers 100..=1000) (given by --set kernel.hz=\"fast\")" },
 ];
 
 fn run(c: &Case) -> Result<ScenarioError, String> {

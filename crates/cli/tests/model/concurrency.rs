@@ -69,7 +69,7 @@ fn kernel_overlap(text: &str) -> Option<f64> {
     let cfg = sc.base_config().clone();
     // Nested unit slices (category = CPU state): a unit inside another on one CPU is still that
     // CPU's context, and the check below compares different CPUs only.
-    let (_, _, json) = hostsim_cli::run_traced_json(cfg);
+    let (_, _, json) = hostsim_cli::run_traced_json(cfg).expect("traced run");
     let trace: serde_json::Value = serde_json::from_str(&json).expect("trace JSON");
     // Per CPU, the innermost open slice says what the CPU is doing (a spin nests in the unit
     // that waits for the lock): flatten each CPU's nested slices into such segments. Times are

@@ -9,43 +9,10 @@ use crate::repo;
 use hostsim_host::Summary;
 
 pub fn check_conservation(s: &Summary, what: &str) {
-    for c in &s.cpus {
-        let sum = c.hardirq_ns + c.softirq_ns + c.system_ns + c.user_ns + c.spin_ns + c.idle_ns;
-        assert_eq!(sum, s.sim_time_ns, "{what}: CPU {} states sum to {sum}, elapsed {}", c.id, s.sim_time_ns);
+    // The same checks every `hostsim run` and `sweep` makes before writing numbers.
+    if let Err(e) = hostsim_cli::conservation(s) {
+        panic!("{what}: {e}");
     }
-    let p = &s.packets;
-    let drops: u64 = p.drops.values().sum();
-    assert_eq!(
-        p.offered,
-        p.delivered + p.forwarded + p.acks_consumed + p.ctrl_consumed + drops + p.in_flight,
-        "{what}: offered {} != delivered {} + forwarded {} + ACKs consumed {} + SYN/FIN consumed {} + drops {drops} + in flight {}",
-        p.offered,
-        p.delivered,
-        p.forwarded,
-        p.acks_consumed,
-        p.ctrl_consumed,
-        p.in_flight
-    );
-    assert_eq!(
-        p.tx_frames,
-        p.tx_delivered + p.tx_ring_drops + p.tx_in_flight,
-        "{what}: frames sent {} != delivered {} + device drops {} + in flight {}",
-        p.tx_frames,
-        p.tx_delivered,
-        p.tx_ring_drops,
-        p.tx_in_flight
-    );
-    assert!(p.tx_delivered_bytes <= p.tx_bytes, "{what}: more bytes arrived than were sent");
-    if p.tx_in_flight == 0 && p.tx_ring_drops == 0 {
-        assert_eq!(p.tx_delivered_bytes, p.tx_bytes, "{what}: bytes sent != bytes delivered");
-    }
-    let t = &s.tcp;
-    assert_eq!(t.written_bytes, t.acked_bytes + t.unacked_bytes, "{what}: TCP bytes written != acked + held");
-    assert!(t.sent_bytes >= t.acked_bytes, "{what}: TCP acknowledged bytes it never sent");
-    assert_eq!(s.speed_violations, 0, "{what}: a regulated process ran outside its slots");
-    let busy: u64 = s.processes.iter().map(|p| p.cpu_ns).sum();
-    let process_time: u64 = s.cpus.iter().map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns).sum();
-    assert!(busy <= process_time, "{what}: processes charged {busy} ns, more than the CPUs ran");
 }
 
 #[test]

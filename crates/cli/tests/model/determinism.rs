@@ -25,8 +25,8 @@ fn another_seed_gives_other_numbers() {
 fn timeseries_and_trace_are_deterministic_too() {
     let sc = load("scenarios/examples/livelock.toml", &[("traffic.load.rate_pps", "120000"), ("duration_ms", "100"), ("warmup_ms", "0")]);
     let cfg = sc.config_with(Some("legacy"), &[]).unwrap();
-    let (a, _, ta) = hostsim_cli::run_traced_json(cfg.clone());
-    let (b, _, tb) = hostsim_cli::run_traced_json(cfg.clone());
+    let (a, _, ta) = hostsim_cli::run_traced_json(cfg.clone()).expect("traced run");
+    let (b, _, tb) = hostsim_cli::run_traced_json(cfg.clone()).expect("traced run");
     assert_eq!(a.timeseries.to_csv(), b.timeseries.to_csv());
     assert_eq!(ta, tb);
     // Tracing never changes the results.
