@@ -86,6 +86,11 @@ impl FeedbackSlab {
         }
     }
 
+    /// The entry in `slot`, left in place.
+    pub fn peek(&self, slot: u32) -> (u32, Feedback, u32) {
+        self.slots[slot as usize]
+    }
+
     pub fn take(&mut self, slot: u32) -> (u32, Feedback, u32) {
         self.free.push(slot);
         self.slots[slot as usize]
