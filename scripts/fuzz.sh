@@ -5,6 +5,9 @@
 # fuzzers found (crates/cli/tests/fuzz_regressions/), it does not fuzz.
 #
 #   scripts/fuzz.sh [RUNS] [TARGET ...]     default: 1000000 executions of each of check set run
+#   FUZZ_MAX_TIME=SECONDS scripts/fuzz.sh …   also stop each target after SECONDS (libFuzzer's
+#                                            -max_total_time; the summary says how many ran)
+#   FUZZ_NICE=10 scripts/fuzz.sh …            run the fuzzers under `nice -n 10` (shared machines)
 #
 # Needs a nightly toolchain and cargo-fuzz; installs both (rustup, crates.io) when missing.
 # Builds with debug assertions and overflow checks on (cargo-fuzz's default), no sanitizer (the
@@ -39,8 +42,9 @@ for t in "${targets[@]}"; do
   log="fuzz/logs/$t.log"
   start=$(date +%s)
   rc=0
-  cargo +nightly fuzz run -s none "$t" "fuzz/corpus/$t" -- \
-    -runs="$runs" -timeout=20 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 >"$log" 2>&1 || rc=$?
+  nice -n "${FUZZ_NICE:-0}" cargo +nightly fuzz run -s none "$t" "fuzz/corpus/$t" -- \
+    -runs="$runs" -max_total_time="${FUZZ_MAX_TIME:-0}" -timeout=20 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
   new=$(comm -13 <(echo "$before") <(ls "fuzz/artifacts/$t" | sort) | grep -v '^$' || true)
   done_runs=$(grep -o '^Done [0-9]* runs' "$log" | awk '{print $2}' | tail -1)
