@@ -118,18 +118,24 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     // Protected: nothing of bw's was dropped at its socket or by the program in the window.
     assert_eq!(m["bw_drop_socket_pps"], 0.0, "bw's socket dropped packets\n{err}");
     assert_eq!(m["bw_drop_xdp_pps"], 0.0, "the program dropped bw's packets\n{err}");
-    // Whatever bw lost beyond what the two ends' window marks (signals, which a busy machine may
-    // deliver a few milliseconds apart) can shift, 0.5%, was lost where no XDP program can
-    // protect it: in the veth ring before the program, or in the CPU's backlog after its
-    // XDP_PASS, which bw shares with the flood's minimum share. On an idle machine both are ~0
-    // and bw receives everything; on a loaded one (CI) the softirq drains the backlog slower.
-    let unprotectable = m["drop_backlog_count"] + m["drop_nic_ring_count"];
-    let lost = (sent - got).max(0.0);
+    // Over the whole run (no window marks, whose signals a busy machine delivers late while the
+    // sink's socket holds a queue), every bw packet sent and not received was dropped where no
+    // XDP program can protect it: in its veth's ring before the program, or in the CPU's
+    // backlog after its XDP_PASS, which bw shares with the flood's minimum share (the backlog
+    // count is the machine's, not bw's alone), or, before the window, at its socket. On an idle
+    // machine all are ~0 and bw receives everything; on a loaded one (CI) the softirq drains
+    // the backlog slower. The sink drains its socket after the stop, so nothing is in flight.
+    let (sent_all, got_all) = (m["bwclient_sent_total"], m["bw_rx_total"]);
+    let explained = m["drop_backlog_total"] + m["bw_drop_nic_ring_total"] + m["bw_drop_socket_total"];
+    assert!(explained.is_finite(), "the workers reported no drop counts\n{err}");
     assert!(
-        lost <= sent * 0.005 + unprotectable,
-        "the high-priority flow lost packets the program should have kept: sent {sent}, \
-         received {got}, backlog + veth-ring drops in the window {unprotectable}\n{err}"
+        sent_all - got_all <= explained,
+        "the high-priority flow lost packets the program should have kept: sent {sent_all}, \
+         received {got_all}, backlog + veth-ring + socket drops {explained}\n{err}"
     );
+    // The window itself (what results.csv reports) is off by at most the sink's socket queue at
+    // either mark (~200 datagrams at the default rmem): a sanity bound, not the protection test.
+    assert!(got >= sent * 0.8, "bw received under 80% in the window: sent {sent}, received {got}\n{err}");
     let flood_sent = m["floodclients_sent_count"];
     let flood_got = m["flood_rx_count"];
     assert!(flood_got < flood_sent, "the flood lost nothing: sent {flood_sent}, received {flood_got}\n{err}");

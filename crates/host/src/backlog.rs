@@ -2,7 +2,9 @@
 //!
 //! The baseline is Linux's own FIFO. On the legacy path it carries Linux 2.4's throttle state
 //! (`netif_rx` in net/core/dev.c of 2.4.18): once the queue exceeds `netdev_max_backlog` the CPU
-//! is *throttled* and every arriving packet is dropped until the queue has drained completely.
+//! is *throttled* and every arriving packet is dropped until the queue has drained completely
+//! (Red Hat 2.4.18-14 also clears the throttle in `process_backlog`'s `job_done`, when the
+//! softirq empties the queue: the same instant for the next enqueue).
 //! On the NAPI path it is `enqueue_to_backlog` of 2.6.35+: drop only while over the limit.
 //! Priority-aware policies (the `ozaki-pbq` mechanism, `pbq.rs`) and Linux's RPS flow limit
 //! (`flow_limit.rs`) implement the same trait beside it; the closed enum that selects one is

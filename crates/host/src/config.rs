@@ -563,9 +563,11 @@ pub struct NicConfig {
     /// second per queue; an interrupt due sooner waits for the interval to pass. 0 = off.
     #[serde(default)]
     pub itr_ints_per_s: u32,
-    /// balance_irq: minimum time between moves of the IRQ. None = mainline 2.4's
-    /// IRQ_BALANCE_INTERVAL (HZ/50); 0 = a move at every interrupt's ACK (as paper 000 §3.4.3
-    /// describes its RedHat 2.4.18 kernel).
+    /// balance_irq: minimum time between moves of the IRQ. None = IRQ_BALANCE_INTERVAL (HZ/50,
+    /// 2.5/2.6's io_apic.c); 0 = a move at every interrupt's ACK (as paper 000 §3.4.3 describes
+    /// its RedHat 2.4.18 kernel). Red Hat 2.4.18-14's own balance_irq (arch/i386/kernel/io_apic.c,
+    /// called from end_level_ioapic_irq) moves only `if (entry->timestamp != now)`, at most once
+    /// per jiffy: one jiffy (`1_000_000 / hz`) models it.
     #[serde(default)]
     pub balance_irq_interval_us: Option<u64>,
 }

@@ -174,6 +174,13 @@ impl Host {
     }
 
     /// Deliver an interrupt to `cpu`: run it now unless a handler is already running there.
+    ///
+    /// Linux 2.4 (Red Hat 2.4.18-14 arch/i386/kernel/irq.c `do_IRQ`): one IRQ line's handler runs
+    /// on one CPU at a time (IRQ_INPROGRESS; a level-triggered IO-APIC line is not re-delivered
+    /// before the EOI in `end_level_ioapic_irq`), so a NIC's hard-IRQ work never exceeds one CPU.
+    /// `handle_IRQ_event` re-enables interrupts for handlers without SA_INTERRUPT (e1000), but the
+    /// local APIC still holds vectors of the in-service priority class or lower (the timer's
+    /// vector is the lowest); the model holds every interrupt until the handler returns.
     pub fn raise_irq(&mut self, cpu: usize, src: IrqSrc) {
         if self.top_level(cpu) == Some(Level::Hardirq) {
             if !self.cpus[cpu].pending_irqs.contains(&src) {
@@ -248,6 +255,11 @@ impl Host {
 
     /// A hard-IRQ handler finished: pop it, run the next pending interrupt, else softirqs, else
     /// resume what was interrupted.
+    ///
+    /// 2.4 (2.4.18-14 `do_IRQ`): `if (softirq_pending(cpu)) do_softirq();` after the handler, on
+    /// the same CPU; `do_softirq` returns at once when `in_interrupt()` (a softirq this IRQ
+    /// interrupted continues instead). NET_RX is raised on the CPU whose `netif_rx` queued the
+    /// frame (`this_cpu`), i.e. the CPU that took the IRQ.
     pub fn irq_exit(&mut self, cpu: usize) {
         let f = self.pop_frame(cpu);
         debug_assert_eq!(f.map(|f| f.level()), Some(Level::Hardirq));

@@ -237,6 +237,12 @@ impl Host {
     }
 
     /// Legacy handler loop: one frame per unit (driver + netif_rx), up to `irq_frames_max`.
+    ///
+    /// Intel's non-NAPI e1000 (4.x) `e1000_intr`: `while (loop_count > 0 && (icr = ICR) != 0)
+    /// { e1000_clean_rx_irq(); e1000_clean_tx_irq(); loop_count--; }` with loop_count =
+    /// E1000_MAX_INTR = 10, each clean taking every ready descriptor (ring 256): at most 2,560
+    /// frames, all through `netif_rx` into this CPU's backlog (2.4's throttle drops the rest of a
+    /// burst once 301 are queued, `backlog.rs`) before this CPU's softirq can run.
     pub fn legacy_irq_next(&mut self, cpu: usize, q: usize) {
         if self.cpus[cpu].irq_frames < self.cfg.kernel.irq_frames_max {
             if let Some(pkt) = self.queues[q].ring.pop_front() {

@@ -86,7 +86,9 @@ fn likely_cause(h: &Host, st: &Stall<Ev>) -> String {
             "traffic `{}` keeps waking at the same instant: its timing (rate_pps, timeout_ms, rto_ms) gives it a zero interval",
             src_name(src)
         ),
-        Ev::Feedback { src, .. } => format!("replies to traffic `{}` keep arriving at the same instant", src_name(src)),
+        Ev::Feedback { slot } => {
+            format!("replies to traffic `{}` keep arriving at the same instant", src_name(h.feedback.peek(slot).0))
+        }
         Ev::CpuDone { cpu, .. } => {
             let who = h.cpus.get(cpu as usize).and_then(|c| c.curr).map_or("kernel work".to_string(), |p| format!("process `{}`", proc_name(p)));
             format!("CPU {cpu} keeps finishing units of work that take no time ({who}): costs of 0 in the profile with a loop that never blocks")

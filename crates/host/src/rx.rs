@@ -319,6 +319,12 @@ impl Host {
     }
 
     /// A pass ended: restart, hand over to ksoftirqd, or return to what was interrupted.
+    ///
+    /// 2.4 (2.4.18-14 kernel/softirq.c `do_softirq`): restart only for softirqs newly raised
+    /// during the pass (`if (pending & mask)`, `mask = ~pending` at entry), so a NET_RX that
+    /// `net_rx_action` re-raised at `softnet_break` is left to `wakeup_softirqd(cpu)`, whose
+    /// ksoftirqd_CPUn runs at nice 19 bound to this CPU (`ksoftirqd`: `set_user_nice(current, 19)`):
+    /// `softirq_restart_max = 0`, `ksoftirqd_nice = 19`.
     fn softirq_end(&mut self, cpu: usize) {
         let f = self.pop_frame(cpu);
         debug_assert_eq!(f.map(|f| f.level()), Some(Level::Softirq));

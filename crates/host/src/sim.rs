@@ -30,8 +30,10 @@ pub enum Ev {
     FrameArrive { pkt: PktId },
     /// A frame from a source with a long link reaches the switch in front of NIC `nic`.
     AtSwitch { pkt: PktId, nic: u32 },
-    /// A frame from the host (`bytes` of payload) reaches an external source.
-    Feedback { src: u32, fb: Feedback, bytes: u32 },
+    /// A frame from the host reaches an external source: `Host::feedback`'s entry `slot` says
+    /// which source, what it learns and the payload bytes (kept out of the event so that every
+    /// event stays 12 bytes: the queue moves events on every schedule and pop).
+    Feedback { slot: u32 },
     /// A NIC's TX ring drained (if `gen` is still live): the TxNoBuf interrupt cause.
     TxDrain { nic: u32, gen: u32 },
     /// A frame that asked for a TX-done interrupt has left.
@@ -57,6 +59,42 @@ pub enum Ev {
     Sample,
     WarmupEnd,
     End,
+}
+
+// Every event is small: the queue copies it on schedule and pop (see `Ev::Feedback`).
+const _: () = assert!(std::mem::size_of::<Ev>() <= 12);
+
+/// Frames from the host in flight to a source: (source, what it learns, payload bytes), in
+/// slots reused through a free list (an `Ev::Feedback` names its slot).
+#[derive(Default)]
+pub struct FeedbackSlab {
+    slots: Vec<(u32, Feedback, u32)>,
+    free: Vec<u32>,
+}
+
+impl FeedbackSlab {
+    pub fn put(&mut self, src: u32, fb: Feedback, bytes: u32) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = (src, fb, bytes);
+                i
+            }
+            None => {
+                self.slots.push((src, fb, bytes));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The entry in `slot`, left in place.
+    pub fn peek(&self, slot: u32) -> (u32, Feedback, u32) {
+        self.slots[slot as usize]
+    }
+
+    pub fn take(&mut self, slot: u32) -> (u32, Feedback, u32) {
+        self.free.push(slot);
+        self.slots[slot as usize]
+    }
 }
 
 /// What the current unit of a frame is doing; its effect happens when it completes.
@@ -426,6 +464,8 @@ pub struct Host {
     pub stats: Stats,
     pub trace: Option<Trace>,
     pub emit_buf: Vec<Emit>,
+    /// Frames from the host on their way to a source (`Ev::Feedback`).
+    pub feedback: FeedbackSlab,
     pub rng_route: Rng,
     pub rng_suppress: Rng,
     /// Key of the flow hash (RSS, RPS, RFS, flow limit): 0, or drawn per run (per boot).
@@ -735,6 +775,7 @@ impl Host {
             stats,
             trace: None,
             emit_buf: Vec::with_capacity(256),
+            feedback: FeedbackSlab::default(),
             rng_route: streams.stream("irq-routing"),
             rng_suppress: streams.stream("irq-suppression"),
             hash_key: if cfg.kernel.rss_key_per_boot { streams.stream("rss-key").next_u64() } else { 0 },
@@ -859,7 +900,8 @@ impl Host {
                 let port_ns = hostsim_engine::round_u64(crate::wire_bytes(p.bytes, p.tcp) as f64 * self.nics[nic as usize].ns_per_byte);
                 self.switch_forward(pkt, nic as usize, self.now, port_ns)
             }
-            Ev::Feedback { src, fb, bytes } => {
+            Ev::Feedback { slot } => {
+                let (src, fb, bytes) = self.feedback.take(slot);
                 self.stats.tx_en_route -= 1;
                 self.stats.tx_delivered += 1;
                 self.stats.tx_delivered_bytes += u64::from(bytes);

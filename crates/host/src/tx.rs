@@ -57,7 +57,8 @@ impl Host {
         src.down_free[c] = at_client;
         let arrive = at_client + Time(src.link_delay_ns);
         self.stats.tx_en_route += 1;
-        self.q.schedule(arrive, Ev::Feedback { src: f.dst, fb: f.fb, bytes: f.payload });
+        let slot = self.feedback.put(f.dst, f.fb, f.payload);
+        self.q.schedule(arrive, Ev::Feedback { slot });
         let gen = self.nics[nic].tx.drain.arm();
         self.q.schedule(done, Ev::TxDrain { nic: nic as u32, gen });
         if irq {

@@ -68,8 +68,10 @@ impl CpuGroup {
 
 impl Drop for CpuGroup {
     fn drop(&mut self) {
-        // Its processes have exited by now; an exiting thread may take a moment to leave.
-        for _ in 0..50 {
+        // Its processes have exited by now; an exiting thread may take a moment to leave (the
+        // agent's thread is joined before its task leaves the group in do_exit(): on a loaded
+        // machine that moment once exceeded 1 s, so wait up to 5 s).
+        for _ in 0..250 {
             if fs::remove_dir(&self.path).is_ok() || !self.path.exists() {
                 return;
             }

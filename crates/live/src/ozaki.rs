@@ -284,6 +284,9 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
     let bwc = topo.ns_file("bwc").map_err(failed)?;
     let fld = topo.ns_file("fld").map_err(failed)?;
     let mut senders = Vec::new();
+    // Backlog drops over the whole run (softnet counts are global: any drop on the machine).
+    let backlog_dropped = || procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum::<u64>();
+    let backlog0 = backlog_dropped();
     let client = |f, nice| Placement { netns: f, cpu: Some(cfg.client_cpu), nice, cgroup: cg };
     // The bw client stands for the paper's separate measurement machine: here it shares CPU 1
     // with the flood client and with both veths' receive polls (whose softirq time the
@@ -316,12 +319,23 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
         let name = w.name.clone();
         sent.insert(name, w.finish(Duration::from_secs(3)).map_err(failed)?);
     }
+    let backlog_total = backlog_dropped().saturating_sub(backlog0) as f64;
     let mut got = BTreeMap::new();
     for w in sinks {
         let name = w.name.clone();
         got.insert(name, w.finish(Duration::from_secs(3)).map_err(failed)?);
     }
-    Ok(metrics(&a, &b, &sent, &got, &sink_pids))
+    let mut m = metrics(&a, &b, &sent, &got, &sink_pids);
+    // Whole-run accounting of bw's packets, free of the window marks' timing: sent − received
+    // is what the path dropped, and the places are counted (its veth's ring, its socket, the
+    // program's bw level, and the backlog, the only one not per flow).
+    let (bs, bg) = (sent.get("bwclient").copied().unwrap_or_default(), got.get("bw").copied().unwrap_or_default());
+    m.insert("bwclient_sent_total".into(), bs.count as f64);
+    m.insert("bw_rx_total".into(), bg.count as f64);
+    m.insert("bw_drop_nic_ring_total".into(), bs.dev_tx_dropped.map_or(f64::NAN, |x| x as f64));
+    m.insert("bw_drop_socket_total".into(), bg.socket_drops.map_or(f64::NAN, |x| x as f64));
+    m.insert("drop_backlog_total".into(), backlog_total);
+    Ok(m)
 }
 
 fn metrics(

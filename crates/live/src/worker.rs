@@ -6,7 +6,8 @@
 //! Protocol with the parent: SIGUSR1 marks the start of the measurement window, SIGUSR2 its end
 //! (each records the packet count at that instant, from the signal handler, so the window is
 //! exact whatever the process is doing); SIGTERM ends it. On exit it prints one JSON line
-//! `{"count": N, "marks": [start, end], "errors": E}`. Every worker also stops by itself after
+//! `{"count": N, "marks": [start, end], "errors": E, ...}` (a sink adds `socket_drops`, a sender
+//! `dev_tx_dropped`; a sink drains its socket after the stop, so `count` is the whole run's). Every worker also stops by itself after
 //! `secs` seconds (and a sender after `count_max` packets) and dies with its parent
 //! (PR_SET_PDEATHSIG), so no loop outlives the run.
 
@@ -47,7 +48,8 @@ fn install_worker_signals() {
     }
 }
 
-fn report(errors: u64) {
+/// `extra`: worker-specific whole-run fields (a sink's socket drops, a sender's device drops).
+fn report(errors: u64, extra: serde_json::Value) {
     let m = |a: &AtomicU64| {
         let v = a.load(Ordering::Relaxed);
         if v == u64::MAX {
@@ -56,11 +58,14 @@ fn report(errors: u64) {
             v.into()
         }
     };
-    let j = serde_json::json!({
+    let mut j = serde_json::json!({
         "count": COUNT.load(Ordering::Relaxed),
         "marks": [m(&MARK_START), m(&MARK_END)],
         "errors": errors,
     });
+    if let (Some(o), serde_json::Value::Object(e)) = (j.as_object_mut(), extra) {
+        o.extend(e);
+    }
     println!("{j}");
 }
 
@@ -86,8 +91,36 @@ pub fn run_sink(port: u16, secs: f64) -> io::Result<()> {
             }
         }
     }
-    report(errors);
+    // Drain: what reached the socket before the stop is counted in the whole-run total (the
+    // window marks are already taken), until 50 ms pass without a datagram (at most 1 s), so
+    // that sent − received over the whole run is exactly what the path dropped.
+    sock.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let drain_end = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < drain_end {
+        // SAFETY: recv into our buffer.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            if e == libc::EINTR {
+                continue;
+            }
+            break;
+        }
+        COUNT.fetch_add(1, Ordering::Relaxed);
+    }
+    // The socket's own drop count (receive buffer full) over its life = this run, from the
+    // namespace's /proc/net/udp, read while the socket is still open.
+    let drops = std::fs::read_to_string("/proc/thread-self/net/udp")
+        .map(|t| crate::procfs::parse_net_socks(&t, true).iter().filter(|l| l.port == port).map(|l| l.drops).sum::<u64>())
+        .ok();
+    report(errors, serde_json::json!({ "socket_drops": drops }));
     Ok(())
+}
+
+/// Transmit drops of this namespace's `eth0` (a veth: its peer's ring was full).
+fn eth0_tx_dropped() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/thread-self/net/dev").ok()?;
+    crate::procfs::parse_net_dev(&t).get("eth0").map(|d| d.tx_dropped)
 }
 
 /// The sender: `rate_pps` datagrams of `payload` bytes per second to `dst` at `ports` in turn,
@@ -120,6 +153,7 @@ pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, s
     // SAFETY: zeroed mmsghdr is a valid empty header.
     let mut msgs: Vec<libc::mmsghdr> = (0..batch).map(|_| unsafe { std::mem::zeroed() }).collect();
     let lag_max = (rate_pps / 1000.0).max(batch as f64) as u64;
+    let dev_dropped0 = eth0_tx_dropped();
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(secs);
     let (mut sent, mut skipped, mut errors, mut next_port) = (0u64, 0u64, 0u64, 0usize);
@@ -160,7 +194,9 @@ pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, s
             skipped += n as u64; // ENOBUFS etc.: those packets were not sent
         }
     }
-    report(errors);
+    // Packets sendmmsg() accepted that the veth dropped (its peer's ring full): whole run.
+    let dev_dropped = eth0_tx_dropped().zip(dev_dropped0).map(|(b, a)| b.saturating_sub(a));
+    report(errors, serde_json::json!({ "dev_tx_dropped": dev_dropped }));
     Ok(())
 }
 
@@ -187,6 +223,10 @@ pub struct WorkerReport {
     pub start: Option<u64>,
     pub end: Option<u64>,
     pub errors: u64,
+    /// A sink's socket drops over the run (None where /proc could not say).
+    pub socket_drops: Option<u64>,
+    /// A sender's device transmit drops over the run.
+    pub dev_tx_dropped: Option<u64>,
 }
 
 impl WorkerReport {
@@ -270,6 +310,8 @@ impl Worker {
             start: mark(0),
             end: mark(1),
             errors: v["errors"].as_u64().unwrap_or(0),
+            socket_drops: v["socket_drops"].as_u64(),
+            dev_tx_dropped: v["dev_tx_dropped"].as_u64(),
         })
     }
 }

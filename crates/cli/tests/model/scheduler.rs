@@ -136,7 +136,13 @@ fn ozaki_pbq_original_without_flood_does_not_migrate_on_wakeups() {
     assert!(o1 < 0.01, "2.4 (o1): {:.2}% of wake-ups migrate (must be < 1%)", o1 * 100.0);
     assert!(rx as f64 > 0.98 * 34_000.0 * 0.3, "and bw receives its 34,000 pkt/s: {rx} in 300 ms");
     let (cfs, _) = frac("cfs");
-    // (How often depends on how long balance_irq leaves the IRQ on one CPU: ~7% with the
-    // calibrated 460 us dwell, most wake-ups with a move at every interrupt.)
-    assert!(cfs > 0.03, "negative control: Linux 3.2 placement migrates on {:.1}% of wake-ups", cfs * 100.0);
+    // (How often depends on how long balance_irq leaves the IRQ on one CPU: ~1.5% with Red Hat
+    // 2.4.18's one move per jiffy at HZ = 512, ~7% with a 460 us dwell, most wake-ups with a move
+    // at every interrupt.) It must exceed the 1% that 2.4 stays under, and 2.4's own rate.
+    assert!(
+        cfs > 0.01 && cfs > 5.0 * o1,
+        "negative control: Linux 3.2 placement migrates on {:.2}% of wake-ups (2.4: {:.2}%)",
+        cfs * 100.0,
+        o1 * 100.0
+    );
 }
