@@ -364,6 +364,12 @@ impl Source {
             }
             true // out of order or a duplicate: a (duplicate) ACK at once
         };
+        if now_ns >= self.cfg.stop_ns {
+            // A stopped receiver takes frames in but sends no more ACKs: its wake-ups after
+            // `stop_ns` do nothing, so nothing may be scheduled (a due ACK it will never send
+            // would otherwise come back here as a wake-up in the past; fuzz finding).
+            return None;
+        }
         if now_ack {
             st.delack_at = None;
             st.ack_at = Some(st.ack_at.unwrap_or(now_ns + stack));
