@@ -17,6 +17,7 @@ use hostsim_engine::Time;
 
 impl Host {
     /// Close the current accounting segment of `cpu` at `now`.
+    #[inline(always)]
     pub fn account(&mut self, cpu: usize) {
         let now = self.now;
         let c = &mut self.cpus[cpu];
@@ -30,23 +31,30 @@ impl Host {
         let seg_start = c.seg_start;
         c.seg_start = now;
         if let Some(pid) = curr {
-            let top = self.cpus[cpu].stack.last().map(|f| f.level());
-            let ksoftirqd_work = state == CpuState::Softirq && self.cpus[cpu].sirq_ksoftirqd;
-            if top == Some(Level::Process) || ksoftirqd_work {
-                // Task context: the process's own time (ksoftirqd running softirqs is a task).
-                self.charge_process(pid, dt, true);
-                if state == CpuState::System && self.in_poll(cpu, pid) {
-                    // Kernel time by function, as a profiler sees it: poll()'s share.
-                    self.stats.poll_ns += dt;
-                }
-                if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
-                    self.speed_check(pid, seg_start);
-                }
-            } else if !self.cfg.kernel.irq_time_accounting {
-                // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
-                // interrupt's time: it advances vruntime but is not the task's CPU time.
-                self.charge_process(pid, dt, false);
+            self.account_task(cpu, pid, state, dt, seg_start);
+        }
+    }
+
+    /// `account`'s share for the task on `cpu` (out of line: the CPU-state part above runs at
+    /// every change of what runs and is inlined; this part only with a task on the CPU).
+    #[inline(never)]
+    fn account_task(&mut self, cpu: usize, pid: Pid, state: CpuState, dt: u64, seg_start: Time) {
+        let top = self.cpus[cpu].stack.last().map(|f| f.level());
+        let ksoftirqd_work = state == CpuState::Softirq && self.cpus[cpu].sirq_ksoftirqd;
+        if top == Some(Level::Process) || ksoftirqd_work {
+            // Task context: the process's own time (ksoftirqd running softirqs is a task).
+            self.charge_process(pid, dt, true);
+            if state == CpuState::System && self.in_poll(cpu, pid) {
+                // Kernel time by function, as a profiler sees it: poll()'s share.
+                self.stats.poll_ns += dt;
             }
+            if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
+                self.speed_check(pid, seg_start);
+            }
+        } else if !self.cfg.kernel.irq_time_accounting {
+            // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
+            // interrupt's time: it advances vruntime but is not the task's CPU time.
+            self.charge_process(pid, dt, false);
         }
     }
 
@@ -149,12 +157,19 @@ impl Host {
     #[inline]
     pub fn trace_begin_top(&mut self, cpu: usize) {
         if self.trace.is_some() {
-            let depth = self.cpus[cpu].stack.len();
-            let f = *self.cpus[cpu].stack.last().expect("a frame to trace");
-            let label = self.trace_label(cpu, f.work);
-            let now = self.now;
-            self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, f.state as u8);
+            self.trace_begin_top_traced(cpu);
         }
+    }
+
+    /// `trace_begin_top` with a trace (out of line: an untraced run only tests `self.trace`).
+    #[cold]
+    #[inline(never)]
+    fn trace_begin_top_traced(&mut self, cpu: usize) {
+        let depth = self.cpus[cpu].stack.len();
+        let f = *self.cpus[cpu].stack.last().expect("a frame to trace");
+        let label = self.trace_label(cpu, f.work);
+        let now = self.now;
+        self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, f.state as u8);
     }
 
     /// Trace: the top frame's unit ends now (completed, or leaving the CPU).
