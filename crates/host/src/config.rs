@@ -179,6 +179,14 @@ pub struct Costs {
     pub context_switch_ns: u64,
     pub tick_ns: u64,
     pub ipi_ns: u64,
+    /// Linux >= 5.16 `newidle_balance` (`kernel.scheduler = "cfs6"`): what one new-idle
+    /// `load_balance` pass costs per CPU of the domain it looks at (`update_sd_lb_stats`
+    /// reads every run queue of the span). The domain's `max_newidle_lb_cost` is this times
+    /// its CPU count; a CPU whose `avg_idle` is shorter skips the pass. Only its use as that
+    /// gate is modelled (balancing charges no CPU time). Absent = 0 (no gate) on profiles of
+    /// older kernels, which don't use it.
+    #[serde(default)]
+    pub newidle_balance_per_cpu_ns: u64,
 }
 
 /// The cache-affinity model: extra time and modelled misses.
@@ -261,6 +269,14 @@ pub enum Scheduler {
     /// tick of an idle CPU and every HZ/4 ticks of a busy one (with a 25% imbalance), never moving
     /// a running or cache-hot task. See `sched_o1.rs`.
     O1,
+    /// Linux 6.x's CFS (pre-EEVDF, e.g. 6.1 LTS; kernel/sched/fair.c): `select_task_rq_fair`
+    /// with `wake_wide`, `wake_affine_idle` then `wake_affine_weight`, and 6.x's
+    /// `select_idle_sibling` (idle prev, `recent_used_cpu`, the LLC scanned from the target
+    /// with SIS_UTIL's limit); `newidle_balance` gated by the root domain's overload flag and
+    /// `avg_idle` against the balance cost, never pulling a cache-hot task
+    /// (`sched_migration_cost_us`); periodic balancing at 6.x's per-domain intervals. Set
+    /// `imbalance_pct = 117` (6.x `sd_init`) with it. See `sched_cfs6.rs`.
+    Cfs6,
 }
 
 /// How the kernel runs on several CPUs (`kernel.concurrency`; `concurrency.rs`).
@@ -381,8 +397,14 @@ pub struct KernelConfig {
     pub wake_affine: bool,
     /// `sd->imbalance_pct` of the domain used by wake_affine and the load balancer.
     pub imbalance_pct: u32,
-    /// Periodic load balancing interval per CPU.
+    /// Periodic load balancing interval per CPU (`cfs` era; `o1` and `cfs6` use their
+    /// kernels' own intervals).
     pub balance_interval_ms: u64,
+    /// `sysctl_sched_migration_cost` (`cfs6` era): a task that ran less than this long ago is
+    /// cache-hot and not pulled by the load balancer (`task_hot`); also the initial
+    /// `max_idle_balance_cost` (and twice it the initial `avg_idle`) of every run queue.
+    /// Linux's default is 500 us (kernel/sched/fair.c).
+    pub sched_migration_cost_us: u64,
     /// nanosleep resolution: 0 = high-resolution timers (+ `timer_slack_ns`), else rounded up to
     /// whole ticks plus one (the 2.4 jiffy behaviour).
     pub timer_tick_sleep: bool,
@@ -484,6 +506,7 @@ impl Default for KernelConfig {
             wake_affine: true,
             imbalance_pct: 125,
             balance_interval_ms: 4,
+            sched_migration_cost_us: 500,
             timer_tick_sleep: false,
             timer_slack_ns: 50_000,
             delack_ms: 40,

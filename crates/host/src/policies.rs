@@ -5,8 +5,8 @@
 //! | hook (trait / functions)                        | enum             | selected by           | implementations                    |
 //! |-------------------------------------------------|------------------|-----------------------|------------------------------------|
 //! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`, `limit`) | [`Backlog`] | `kernel.backlog` | `backlog::Fifo`, `pbq::Pbq`, `flow_limit::FlowLimit` |
-//! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
-//! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_o1::O1Balance` |
+//! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_cfs6` (Linux 6.x CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
+//! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_cfs6::Cfs6Balance` (Linux 6.x), `sched_o1::O1Balance` |
 //! | driver entry (XDP): `verdict`, `poll`            | [`Xdp`]          | `kernel.xdp`          | none, count, `xdp_pbq::XdpPbq`     |
 //! | kernel lock gate (`klock.rs`: `needs_lock`)      | [`Concurrency`]  | `kernel.concurrency`  | `smp`, `up`, `bkl` (`concurrency::SpinLock`), `functional` (`concurrency::Symbiose`) |
 //!
@@ -21,6 +21,7 @@ use crate::config::{BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, 
 use crate::flow_limit::FlowLimit;
 use crate::pbq::Pbq;
 use crate::placement::BasePlacement;
+use crate::sched_cfs6::{Cfs6Balance, Cfs6Wake};
 use crate::sched_o1::O1Balance;
 use crate::types::{Pid, PktId};
 use crate::wake::WakeView;
@@ -109,9 +110,10 @@ pub enum WakePlacement {
 }
 
 impl WakePlacement {
-    pub fn new(p: WakePolicy, sched: Scheduler, nprocs: usize) -> WakePlacement {
+    pub fn new(p: WakePolicy, sched: Scheduler, nprocs: usize, ncpu: usize) -> WakePlacement {
         let base = match sched {
             Scheduler::Cfs => BasePlacement::Cfs,
+            Scheduler::Cfs6 => BasePlacement::Cfs6(Box::new(Cfs6Wake::new(nprocs, ncpu))),
             Scheduler::O1 => BasePlacement::O1,
         };
         match p {
@@ -124,7 +126,7 @@ impl WakePlacement {
     pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> usize {
         match self {
             WakePlacement::Linux(base) => base.select_task_rq(h, pid, prev, waker),
-            WakePlacement::GodaRfs(g, base) => g.select_task_rq(h, pid, prev, waker, *base),
+            WakePlacement::GodaRfs(g, base) => g.select_task_rq(h, pid, prev, waker, base),
         }
     }
 
@@ -151,12 +153,17 @@ pub enum Balancer {
     Cfs,
     /// 2.4 O(1) `load_balance` (`sched_o1.rs`).
     O1(O1Balance),
+    /// Linux 6.x: `newidle_balance` gated by `avg_idle` and the overload flag, periodic
+    /// balancing at the domains' intervals, cache-hot tasks kept (`sched_cfs6.rs`, `sched.rs`).
+    Cfs6(Box<Cfs6Balance>),
 }
 
 impl Balancer {
-    pub fn new(sched: Scheduler, ncpu: usize) -> Balancer {
-        match sched {
+    /// `nllc`: the number of last-level-cache domains.
+    pub fn new(k: &KernelConfig, ncpu: usize, nllc: usize) -> Balancer {
+        match k.scheduler {
             Scheduler::Cfs => Balancer::Cfs,
+            Scheduler::Cfs6 => Balancer::Cfs6(Box::new(Cfs6Balance::new(ncpu, nllc, k.sched_migration_cost_us * 1000))),
             Scheduler::O1 => Balancer::O1(O1Balance::new(ncpu)),
         }
     }

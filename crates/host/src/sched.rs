@@ -5,6 +5,7 @@
 //! new-idle load balancing over one domain spanning all CPUs. Every migration is counted by cause.
 
 use crate::policies::Balancer;
+use crate::sched_cfs6::CACHE_NICE_TRIES;
 use crate::sched_o1::{BalanceView, O1Balance, Queued};
 use crate::sim::*;
 use crate::types::*;
@@ -83,6 +84,19 @@ impl Host {
             }
             self.cpus[cpu].rq_cfs.push(pid);
         }
+        self.masks.set_idle(cpu, false);
+        // add_nr_running (Linux 6.x): a second runnable task sets the root domain's overload.
+        if matches!(&self.balancer, Balancer::Cfs6(b) if !b.overload) && BalanceView::nr_running(self, cpu) >= 2 {
+            if let Balancer::Cfs6(b) = &mut self.balancer {
+                b.overload = true;
+            }
+        }
+    }
+
+    /// Bring the idle-CPU mask up to date for `cpu` after its run queue or `curr` changed.
+    fn sync_idle(&mut self, cpu: usize) {
+        let idle = self.cpu_idle(cpu);
+        self.masks.set_idle(cpu, idle);
     }
 
     /// Move a (not running) task's home from `from` to `to`, renormalising its vruntime.
@@ -123,6 +137,7 @@ impl Host {
         } else if let Some(i) = c.rq_rt.iter().position(|&p| p == pid) {
             c.rq_rt.remove(i);
         }
+        self.sync_idle(cpu);
     }
 
     fn wake_up_admitted(&mut self, pid: Pid, waker: usize) {
@@ -139,6 +154,9 @@ impl Host {
         }
         self.procs[pid as usize].state = ProcState::Runnable;
         self.enqueue(target, pid, true);
+        if let Balancer::Cfs6(b) = &mut self.balancer {
+            b.ttwu_idle_end(target, self.now.ns());
+        }
         self.check_preempt(target, pid);
     }
 
@@ -253,6 +271,7 @@ impl Host {
             match self.balancer {
                 Balancer::Cfs => self.idle_balance(cpu),
                 Balancer::O1(_) => self.o1_balance(cpu, true, true),
+                Balancer::Cfs6(_) => self.cfs6_newidle_balance(cpu),
             }
             next = self.pick_next(cpu);
         }
@@ -261,10 +280,12 @@ impl Host {
             if prev.is_some() {
                 self.cpus[cpu].idle_since = self.now;
             }
+            self.sync_idle(cpu);
             self.start_top(cpu);
             return;
         };
         self.cpus[cpu].curr = Some(pid);
+        self.masks.set_idle(cpu, false);
         self.cpus[cpu].curr_since = self.now;
         let mut cost = hook_ns + if prev != Some(pid) { self.cfg.profile.costs.context_switch_ns } else { 0 };
         let p = &mut self.procs[pid as usize];
@@ -342,6 +363,7 @@ impl Host {
                     self.o1_balance(cpu, idle, false);
                 }
             }
+            Balancer::Cfs6(_) => self.cfs6_tick(cpu),
         }
     }
 
@@ -351,7 +373,7 @@ impl Host {
         let mut b = std::mem::replace(&mut self.balancer, Balancer::Cfs);
         let pulls = match &mut b {
             Balancer::O1(o) => o.load_balance(self, cpu, idle),
-            Balancer::Cfs => Vec::new(),
+            Balancer::Cfs | Balancer::Cfs6(_) => Vec::new(),
         };
         self.balancer = b;
         let cause = if idle { MigrationCause::IdleBalance } else { MigrationCause::LoadBalance };
@@ -361,6 +383,7 @@ impl Host {
                 // An RT task: from the RT queue.
                 let Some(i) = c.rq_rt.iter().position(|&p| p == pid) else { continue };
                 c.rq_rt.remove(i);
+                self.sync_idle(from);
                 self.migrate(pid, from, cpu, cause);
                 self.enqueue(cpu, pid, false);
                 if !in_schedule {
@@ -369,6 +392,7 @@ impl Host {
                 continue;
             };
             c.rq_cfs.swap_remove(i);
+            self.sync_idle(from);
             self.migrate(pid, from, cpu, cause);
             self.enqueue(cpu, pid, false);
             if !in_schedule {
@@ -400,6 +424,7 @@ impl Host {
         let this_load = self.cpu_load(cpu);
         if let Some((busiest, i)) = self.find_pull(cpu, this_load, true) {
             let pid = self.cpus[busiest].rq_cfs.swap_remove(i);
+            self.sync_idle(busiest);
             self.migrate(pid, busiest, cpu, MigrationCause::LoadBalance);
             self.enqueue(cpu, pid, false);
             self.check_preempt(cpu, pid);
@@ -410,9 +435,230 @@ impl Host {
     fn idle_balance(&mut self, cpu: usize) {
         if let Some((busiest, i)) = self.find_pull(cpu, 0, false) {
             let pid = self.cpus[busiest].rq_cfs.swap_remove(i);
+            self.sync_idle(busiest);
             self.migrate(pid, busiest, cpu, MigrationCause::IdleBalance);
             self.enqueue(cpu, pid, false);
         }
+    }
+
+    /// The scheduling domains of `cpu` from the lowest up (Linux 6.x `build_sched_domains`):
+    /// its core's threads (SMT), its LLC (MC), the machine; a level that spans no more than the
+    /// one below it is degenerate and left out. Returns (level index, span) pairs.
+    fn cfs6_domains(&self, cpu: usize) -> Vec<(usize, u128)> {
+        let n = self.cpus.len();
+        let all = if n >= 128 { u128::MAX } else { (1u128 << n) - 1 };
+        let tpc = self.cfg.profile.topology.threads_per_core as usize;
+        let first = cpu / tpc.max(1) * tpc.max(1);
+        let smt = self.masks.core_firsts & (1u128 << first) != 0;
+        let core = if smt && tpc > 1 && tpc < 128 { ((1u128 << tpc) - 1) << first } else { 1u128 << cpu };
+        let mut out: Vec<(usize, u128)> = Vec::with_capacity(3);
+        let mut below = 1u128 << cpu;
+        for (level, span) in [(0, core), (1, self.masks.llc[cpu] & all), (2, all)] {
+            if span != below && span.count_ones() > below.count_ones() {
+                out.push((level, span));
+                below = span;
+            }
+        }
+        out
+    }
+
+    /// A task `cpu` may pull from the run queue with the most tasks (at least two) in `span`
+    /// (6.x `find_busiest_queue` for `migrate_task`, then `detach_tasks` from the least
+    /// recently run end), subject to `can_migrate_task`: affinity, not a pinned kthread, not
+    /// cache-hot unless balancing at this level failed `> cache_nice_tries` times.
+    fn cfs6_find_pull(&self, cpu: usize, level: usize, span: u128, failed: u32) -> Option<(usize, usize)> {
+        let now = self.now.ns();
+        let mig = self.cfg.kernel.sched_migration_cost_us * 1000;
+        let mut best: Option<(usize, usize)> = None;
+        let mut m = span & !(1u128 << cpu);
+        while m != 0 {
+            let c = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let nr = BalanceView::nr_running(self, c);
+            if nr >= 2 && !self.cpus[c].rq_cfs.is_empty() && best.is_none_or(|(_, b)| nr > b) {
+                best = Some((c, nr));
+            }
+        }
+        let (busiest, _) = best?;
+        let rq = &self.cpus[busiest].rq_cfs;
+        (0..rq.len())
+            .filter(|&i| {
+                let p = &self.procs[rq[i] as usize];
+                !p.pinned_kthread
+                    && p.allowed & (1u128 << cpu) != 0
+                    && crate::sched_cfs6::can_migrate_hot(p.left_cpu_at.ns(), now, mig, failed, CACHE_NICE_TRIES[level])
+            })
+            .min_by_key(|&i| (self.procs[rq[i] as usize].left_cpu_at, rq[i]))
+            .map(|i| (busiest, i))
+    }
+
+    /// Move queued task `i` of `from` to `cpu`.
+    fn cfs6_pull(&mut self, cpu: usize, from: usize, i: usize, cause: MigrationCause) -> Pid {
+        let pid = self.cpus[from].rq_cfs.swap_remove(i);
+        self.sync_idle(from);
+        self.migrate(pid, from, cpu, cause);
+        self.enqueue(cpu, pid, false);
+        pid
+    }
+
+    /// Linux 6.x `newidle_balance` (see `sched_cfs6.rs`): called from `schedule()` with
+    /// nothing to run; the caller picks the next task itself.
+    fn cfs6_newidle_balance(&mut self, cpu: usize) {
+        let now = self.now.ns();
+        let per_cpu_ns = self.cfg.profile.costs.newidle_balance_per_cpu_ns;
+        let domains = self.cfs6_domains(cpu);
+        let Balancer::Cfs6(b) = &mut self.balancer else { return };
+        b.idle_stamp[cpu] = Some(now);
+        let avg_idle = b.avg_idle_ns[cpu];
+        let first_cost = domains.first().map_or(0, |d| per_cpu_ns * u64::from(d.1.count_ones()));
+        if !b.overload || domains.is_empty() || avg_idle < first_cost {
+            return;
+        }
+        let failed: Vec<u32> = domains.iter().map(|&(l, _)| b.nr_balance_failed[cpu][l]).collect();
+        let mut curr_cost = 0;
+        let mut pulled = false;
+        for (k, &(level, span)) in domains.iter().enumerate() {
+            let cost = per_cpu_ns * u64::from(span.count_ones());
+            if avg_idle < curr_cost + cost {
+                break;
+            }
+            if let Some((from, i)) = self.cfs6_find_pull(cpu, level, span, failed[k]) {
+                self.cfs6_pull(cpu, from, i, MigrationCause::IdleBalance);
+                pulled = true;
+            }
+            curr_cost += cost;
+            if pulled {
+                break;
+            }
+        }
+        if let Balancer::Cfs6(b) = &mut self.balancer {
+            if pulled {
+                b.idle_stamp[cpu] = None;
+            }
+            b.max_idle_balance_cost_ns[cpu] = b.max_idle_balance_cost_ns[cpu].max(curr_cost);
+        }
+    }
+
+    /// Linux 6.x `scheduler_tick` → `trigger_load_balance` → `rebalance_domains` on `cpu`:
+    /// each domain whose interval has passed is balanced (see `sched_cfs6.rs`).
+    fn cfs6_tick(&mut self, cpu: usize) {
+        let now = self.now.ns();
+        let task_ns = {
+            let a = &self.cpus[cpu].acct_ns;
+            a[CpuState::User as usize] + a[CpuState::System as usize]
+        };
+        let busy = self.cpus[cpu].curr.is_some();
+        let domains = self.cfs6_domains(cpu);
+        let imb = self.cfg.kernel.imbalance_pct;
+        let llc_id = self.cpus[cpu].llc as usize;
+        let Balancer::Cfs6(b) = &mut self.balancer else { return };
+        b.sample_util(cpu, task_ns, now);
+        let due: Vec<(usize, u128)> = domains.iter().copied().filter(|&(l, _)| now >= b.next_balance_ns[cpu][l]).collect();
+        for (level, span) in due {
+            let Balancer::Cfs6(b) = &mut self.balancer else { return };
+            if level == 1 || (level == 2 && span == self.masks.llc[cpu]) {
+                b.update_idle_cpu_scan(llc_id, span, imb);
+            }
+            if level == 2 {
+                // update_sd_lb_stats at the top level: rd->overload = some rq has > 1 task.
+                let over = (0..self.cpus.len()).any(|c| BalanceView::nr_running(self, c) >= 2);
+                if let Balancer::Cfs6(b) = &mut self.balancer {
+                    b.overload = over;
+                }
+            }
+            let moved = self.cfs6_periodic(cpu, level, span);
+            let Balancer::Cfs6(b) = &mut self.balancer else { return };
+            // sd->balance_interval: back to min_interval (the span's CPU count in ms) after a
+            // move, else doubled up to max_interval; times busy_factor while busy.
+            let min_ms = u64::from(span.count_ones());
+            let iv = &mut b.interval_ms[cpu][level];
+            *iv = if moved { min_ms } else { ((*iv).max(min_ms) * 2).min(2 * min_ms) };
+            let ms = if busy { *iv * crate::sched_cfs6::BUSY_FACTOR } else { *iv };
+            b.next_balance_ns[cpu][level] = now + ms * 1_000_000;
+        }
+    }
+
+    /// One periodic `load_balance` of `span` at `level` for `cpu`. An idle `cpu` (its group
+    /// `group_has_spare`) pulls from the run queue with the most tasks, at least two, as
+    /// `cfs6_find_pull` (6.x `calculate_imbalance` fills spare capacity from an overloaded
+    /// group). A busy one keeps `sched.rs`'s weighted-load pull (busiest queue above
+    /// `imbalance_pct`, no inversion). Both obey `can_migrate_task`'s cache-hot rule;
+    /// `nr_balance_failed` counts imbalances that moved nothing.
+    fn cfs6_periodic(&mut self, cpu: usize, level: usize, span: u128) -> bool {
+        let now = self.now.ns();
+        let mig = self.cfg.kernel.sched_migration_cost_us * 1000;
+        let Balancer::Cfs6(b) = &self.balancer else { return false };
+        let failed = b.nr_balance_failed[cpu][level];
+        if self.cpu_idle(cpu) {
+            let imbalanced = {
+                let mut m = span & !(1u128 << cpu);
+                let mut any = false;
+                while m != 0 {
+                    let c = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if BalanceView::nr_running(self, c) >= 2 && !self.cpus[c].rq_cfs.is_empty() {
+                        any = true;
+                        break;
+                    }
+                }
+                any
+            };
+            let found = self.cfs6_find_pull(cpu, level, span, failed);
+            if let Some((from, i)) = found {
+                let pid = self.cfs6_pull(cpu, from, i, MigrationCause::LoadBalance);
+                self.check_preempt(cpu, pid);
+            }
+            if let Balancer::Cfs6(b) = &mut self.balancer {
+                let f = &mut b.nr_balance_failed[cpu][level];
+                *f = if imbalanced && found.is_none() { f.saturating_add(1) } else { 0 };
+            }
+            return found.is_some();
+        }
+        let this_load = self.cpu_load(cpu);
+        let imb = u64::from(self.cfg.kernel.imbalance_pct);
+        let mut best: Option<(usize, u64)> = None;
+        let mut m = span & !(1u128 << cpu);
+        while m != 0 {
+            let c = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if self.cpus[c].rq_cfs.is_empty() {
+                continue;
+            }
+            let l = self.cpu_load(c);
+            if best.is_none_or(|(_, bl)| l > bl) {
+                best = Some((c, l));
+            }
+        }
+        let result = match best {
+            Some((busiest, bl)) if bl * 100 > this_load * imb => {
+                let rq = &self.cpus[busiest].rq_cfs;
+                let pick = (0..rq.len()).find(|&i| {
+                    let p = &self.procs[rq[i] as usize];
+                    !p.pinned_kthread
+                        && p.allowed & (1u128 << cpu) != 0
+                        && this_load + p.weight <= bl - p.weight
+                        && crate::sched_cfs6::can_migrate_hot(p.left_cpu_at.ns(), now, mig, failed, CACHE_NICE_TRIES[level])
+                });
+                Some(pick.map(|i| (busiest, i)))
+            }
+            _ => None, // balanced
+        };
+        let moved = match result {
+            Some(Some((from, i))) => {
+                let pid = self.cfs6_pull(cpu, from, i, MigrationCause::LoadBalance);
+                self.check_preempt(cpu, pid);
+                true
+            }
+            _ => false,
+        };
+        if let Balancer::Cfs6(b) = &mut self.balancer {
+            let f = &mut b.nr_balance_failed[cpu][level];
+            *f = match result {
+                Some(None) => f.saturating_add(1),
+                _ => 0,
+            };
+        }
+        moved
     }
 
     /// `set_user_nice()`: the new weight applies from the next accounting on; priority-aware
@@ -460,7 +706,41 @@ impl crate::wake::WakeView for Host {
         Host::cpu_load(self, cpu)
     }
     fn cpu_idle(&self, cpu: usize) -> bool {
-        Host::cpu_idle(self, cpu)
+        debug_assert_eq!(self.masks.idle >> cpu & 1 != 0, Host::cpu_idle(self, cpu), "idle mask of cpu {cpu} (seed {})", self.cfg.seed);
+        self.masks.idle >> cpu & 1 != 0
+    }
+    fn idle_mask(&self) -> u128 {
+        debug_assert_eq!(
+            self.masks.idle,
+            (0..self.cpus.len()).filter(|&c| Host::cpu_idle(self, c)).fold(0u128, |m, c| m | 1u128 << c),
+            "idle mask (seed {})",
+            self.cfg.seed
+        );
+        self.masks.idle
+    }
+    fn llc_mask(&self, cpu: usize) -> u128 {
+        self.masks.llc[cpu]
+    }
+    fn core_firsts(&self) -> u128 {
+        self.masks.core_firsts
+    }
+    fn nr_running(&self, cpu: usize) -> usize {
+        BalanceView::nr_running(self, cpu)
+    }
+    fn curr_pid(&self, cpu: usize) -> Option<Pid> {
+        self.cpus[cpu].curr
+    }
+    fn jiffies(&self) -> u64 {
+        self.now.ns() / self.tick_ns
+    }
+    fn hz(&self) -> u32 {
+        self.cfg.kernel.hz
+    }
+    fn nr_idle_scan(&self, cpu: usize) -> Option<u32> {
+        match &self.balancer {
+            Balancer::Cfs6(b) => Some(b.nr_idle_scan[self.cpus[cpu].llc as usize]),
+            _ => None,
+        }
     }
     fn nr_fair_running(&self, cpu: usize) -> usize {
         let c = &self.cpus[cpu];

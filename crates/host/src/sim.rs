@@ -459,6 +459,9 @@ pub struct Host {
     pub wake: WakePlacement,
     /// The era's load balancer (`kernel.scheduler`).
     pub balancer: Balancer,
+    /// Per-CPU LLC masks and core boundaries (fixed), and the idle CPUs kept up to date by
+    /// `sched.rs` (`placement::SchedMasks`).
+    pub masks: crate::placement::SchedMasks,
     /// The kernel concurrency model (`kernel.concurrency`): its lock and Symbiose's queues.
     pub conc: Concurrency,
     pub stats: Stats,
@@ -752,8 +755,9 @@ impl Host {
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let conc = Concurrency::new(cfg.kernel.concurrency, &cfg.kernel, &cfg.profile.mechanisms, ncpu);
         let mut host = Host {
-            wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len()),
-            balancer: Balancer::new(cfg.kernel.scheduler, ncpu),
+            wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len(), ncpu),
+            balancer: Balancer::new(&cfg.kernel, ncpu, cpus.iter().map(|c| c.llc as usize + 1).max().unwrap_or(1)),
+            masks: crate::placement::SchedMasks::new(&cpus, cfg.profile.topology.threads_per_core as usize),
             conc,
             q: EventQueue::new(),
             now: Time::ZERO,

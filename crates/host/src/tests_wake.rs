@@ -23,22 +23,31 @@ pub(crate) fn busy(h: &mut Host, cpu: usize, pid: Pid) {
     h.procs[pid as usize].state = ProcState::Runnable;
 }
 
-fn place(h: &Host, prev: usize, waker: usize) -> usize {
-    WakePlacement::Linux(crate::placement::BasePlacement::Cfs).select_task_rq(h, 0, prev, waker)
+/// Bring the idle-CPU mask up to date after a test set `curr` or a run queue by hand.
+pub(crate) fn resync(h: &mut Host) {
+    for c in 0..h.cpus.len() {
+        let idle = h.cpu_idle(c);
+        h.masks.set_idle(c, idle);
+    }
+}
+
+fn place(h: &mut Host, prev: usize, waker: usize) -> usize {
+    resync(h);
+    WakePlacement::Linux(crate::placement::BasePlacement::Cfs).select_task_rq(&*h, 0, prev, waker)
 }
 
 #[test]
 fn idle_previous_cpu_keeps_the_task() {
     let mut h = host(vec![]);
     busy(&mut h, 4, 1); // the waker runs something; prev (CPU 0) is idle
-    assert_eq!(place(&h, 0, 4), 0);
+    assert_eq!(place(&mut h, 0, 4), 0);
 }
 
 #[test]
 fn idle_waker_pulls_the_task_from_a_busy_previous_cpu() {
     let mut h = host(vec![]);
     busy(&mut h, 0, 1);
-    assert_eq!(place(&h, 0, 4), 4, "wake_affine: waker idle, prev loaded");
+    assert_eq!(place(&mut h, 0, 4), 4, "wake_affine: waker idle, prev loaded");
 }
 
 #[test]
@@ -51,7 +60,7 @@ fn busy_target_goes_to_a_fully_idle_core_in_the_llc() {
     for c in [8, 10] {
         h.cpus[c].rq_cfs.push(3); // make cores 4 and 5 look busy too
     }
-    assert_eq!(place(&h, 0, 2), 4, "first thread of the first fully idle core");
+    assert_eq!(place(&mut h, 0, 2), 4, "first thread of the first fully idle core");
 }
 
 #[test]
@@ -61,7 +70,7 @@ fn no_idle_core_falls_back_to_an_idle_smt_sibling() {
         h.cpus[c].rq_cfs.push(1); // every core has one busy thread
     }
     busy(&mut h, 0, 2);
-    assert_eq!(place(&h, 0, 0), 1, "the idle sibling of the target");
+    assert_eq!(place(&mut h, 0, 0), 1, "the idle sibling of the target");
 }
 
 #[test]
@@ -71,14 +80,14 @@ fn everything_busy_keeps_the_affine_choice() {
         h.cpus[c].rq_cfs.push(1);
     }
     // Equal loads: 100 * (1024 + 1024) > 112 * 1024, so not affine: stays on prev.
-    assert_eq!(place(&h, 3, 7), 3);
+    assert_eq!(place(&mut h, 3, 7), 3);
 }
 
 #[test]
 fn affinity_is_honoured() {
     let mut h = host(vec![5]);
     busy(&mut h, 5, 1);
-    assert_eq!(place(&h, 5, 0), 5, "only CPU 5 allowed, even though it is busy");
+    assert_eq!(place(&mut h, 5, 0), 5, "only CPU 5 allowed, even though it is busy");
 }
 
 #[test]
@@ -86,7 +95,7 @@ fn realtime_tasks_stay_on_their_cpu() {
     let mut h = host(vec![]);
     h.procs[0].rt = Some(50);
     busy(&mut h, 2, 1);
-    assert_eq!(place(&h, 2, 8), 2);
+    assert_eq!(place(&mut h, 2, 8), 2);
 }
 
 // --- paper 001's policy (wake_goda.rs) ---
@@ -98,7 +107,7 @@ fn realtime_tasks_stay_on_their_cpu() {
 /// Returns (waker, running CPU, chosen CPU) per wake-up and the migration classes.
 fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::migration_class::ClassCounts) {
     let mut h = host(vec![]);
-    h.wake = WakePlacement::new(policy, crate::config::Scheduler::Cfs, h.procs.len());
+    h.wake = WakePlacement::new(policy, crate::config::Scheduler::Cfs, h.procs.len(), h.cpus.len());
     for c in (2..12).step_by(2) {
         busy(&mut h, c, 2);
     }
@@ -111,6 +120,7 @@ fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::migration_cla
         h.cpus[0].curr = if cpu0_busy { Some(1) } else { None };
         h.procs[1].state = ProcState::Runnable;
         let prev = h.procs[0].cpu as usize;
+        resync(&mut h);
         let target = h.wake.select_task_rq(&h, 0, prev, waker);
         h.wake.task_woken(0, waker, prev);
         h.stats.record_wakeup(h.now, 0, waker, prev, target);
@@ -142,4 +152,73 @@ fn goda_rfs_keeps_the_task_until_the_interrupt_follows() {
     assert_eq!(steps[3..], [(0, 1, 0), (0, 0, 0)]);
     assert_eq!(c.unintended, 0);
     assert_eq!(c.wakeup_affine + c.wakeup_other, 2);
+}
+
+// --- Linux 6.x placement (sched_cfs6.rs) ---
+
+/// Two packages of 4 single-thread cores (CPUs 0-3 and 4-7, one LLC each), `kernel.scheduler =
+/// "cfs6"`; the woken task (pid 0) sleeps in recv(), so its wake-ups are WF_SYNC. SIS_UTIL lets
+/// `select_idle_cpu` look at `scan` CPUs.
+fn host6(scan: u32) -> Host {
+    let topo = Topology { packages: 2, cores_per_package: 4, threads_per_core: 1, llc: LlcScope::PerPackage };
+    let kernel = KernelConfig { scheduler: Scheduler::Cfs6, imbalance_pct: 117, ..KernelConfig::default() };
+    let procs = vec![sink("woken", 1, 0), sink("a", 1, 0), sink("b", 1, 0), sink("c", 1, 0)];
+    let mut h = crate::testutil::host_with(topo, kernel, vec![], procs);
+    h.procs[0].state = ProcState::BlockedRecv;
+    if let crate::policies::Balancer::Cfs6(b) = &mut h.balancer {
+        b.nr_idle_scan = vec![scan; 2];
+    }
+    h
+}
+
+fn place6(h: &mut Host, prev: usize, waker: usize) -> usize {
+    resync(h);
+    h.wake.select_task_rq(&*h, 0, prev, waker)
+}
+
+#[test]
+fn cfs6_idle_waker_keeps_the_task_on_its_idle_cache_sharing_prev() {
+    let mut h = host6(4);
+    // wake_affine_idle: the waking CPU is idle (a softirq on the idle task) and shares the
+    // LLC with prev, which is idle too: prev.
+    assert_eq!(place6(&mut h, 1, 2), 1);
+    busy(&mut h, 1, 1);
+    assert_eq!(place6(&mut h, 1, 2), 2, "prev busy: the idle waking CPU");
+}
+
+#[test]
+fn cfs6_sync_wakeup_from_a_cpu_running_one_task_pulls_across_packages() {
+    let mut h = host6(0);
+    busy(&mut h, 5, 1); // prev, on the other package, runs something
+    busy(&mut h, 0, 2); // the softirq interrupted the only task of CPU 0
+    // wake_affine_idle: sync && nr_running == 1 -> CPU 0; select_idle_sibling: CPU 0 busy,
+    // prev not cache-sharing, no recent CPU, SIS_UTIL scans nothing: CPU 0.
+    assert_eq!(place6(&mut h, 5, 0), 0);
+    // An idle prev on the other package keeps the task when the waker is idle (no pull).
+    let mut h = host6(0);
+    assert_eq!(place6(&mut h, 5, 0), 5);
+}
+
+#[test]
+fn cfs6_busy_prev_takes_an_idle_llc_cpu_within_the_scan_limit() {
+    for (scan, want) in [(2, 0), (3, 3)] {
+        let mut h = host6(scan);
+        busy(&mut h, 0, 1);
+        busy(&mut h, 1, 2);
+        busy(&mut h, 2, 3);
+        // Woken from its own busy CPU: no wake_affine; select_idle_cpu from CPU 1 around the
+        // LLC: 1 and 2 are busy, 3 is idle and the third CPU looked at.
+        assert_eq!(place6(&mut h, 0, 0), want, "nr_idle_scan {scan}");
+    }
+}
+
+#[test]
+fn cfs6_recently_used_cpu_is_tried_before_the_scan() {
+    let mut h = host6(0);
+    busy(&mut h, 1, 1);
+    busy(&mut h, 2, 2);
+    assert_eq!(place6(&mut h, 1, 1), 1, "nothing idle is looked at: stays (recent_used_cpu := 1)");
+    // Now prev is 2 and busy, CPU 1 (recent) became idle: it is taken, without a scan.
+    h.cpus[1].curr = None;
+    assert_eq!(place6(&mut h, 2, 2), 1);
 }

@@ -16,7 +16,7 @@ pub fn zero_profile(topology: Topology) -> Profile {
             ip_udp_rx_ns: 0, tcp_rx_ns: 0, rx_per_byte_ns: 0.0, wakeup_ns: 0, syscall_ns: 0,
             recv_ns: 0, copy_per_byte_ns: 0.0, udp_send_ns: 0, tcp_ack_send_ns: 0, tcp_send_ns: 0,
             tcp_ack_rx_ns: 0, driver_tx_frame_ns: 0, driver_tx_clean_ns: 0, ip_forward_ns: 0,
-            tx_per_byte_ns: 0.0, context_switch_ns: 0, tick_ns: 0, ipi_ns: 0,
+            tx_per_byte_ns: 0.0, context_switch_ns: 0, tick_ns: 0, ipi_ns: 0, newidle_balance_per_cpu_ns: 0,
         },
         cache: CacheCosts {
             migrate_warmup_ns: 0, migrate_llc_load_misses: 0, migrate_llc_store_misses: 0,

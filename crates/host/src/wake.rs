@@ -51,6 +51,27 @@ pub trait WakeView {
     fn idle_mask(&self) -> u128 {
         (0..self.nr_cpus()).filter(|&c| self.cpu_idle(c)).fold(0u128, |m, c| m | 1u128 << c)
     }
+    /// The CPUs sharing `cpu`'s last-level cache (`sched_domain_span(sd_llc)`), `cpu` included.
+    fn llc_mask(&self, cpu: usize) -> u128 {
+        let llc = self.llc_of(cpu);
+        (0..self.nr_cpus()).filter(|&c| self.llc_of(c) == llc).fold(0u128, |m, c| m | 1u128 << c)
+    }
+    /// The first thread of every core (CPUs are numbered core by core).
+    fn core_firsts(&self) -> u128 {
+        (0..self.nr_cpus()).step_by(self.threads_per_core()).fold(0u128, |m, c| m | 1u128 << c)
+    }
+    /// `rq->nr_running`: tasks of every class on `cpu`, the running one included.
+    fn nr_running(&self, cpu: usize) -> usize;
+    /// The task running on `cpu` (`current`; `None` for the idle task).
+    fn curr_pid(&self, cpu: usize) -> Option<Pid>;
+    /// `jiffies` and `HZ`.
+    fn jiffies(&self) -> u64;
+    fn hz(&self) -> u32;
+    /// SIS_UTIL's `sd_llc_shared->nr_idle_scan` of `cpu`'s LLC (Linux 6.x era only; `None`
+    /// where the era has no such limit).
+    fn nr_idle_scan(&self, _cpu: usize) -> Option<u32> {
+        None
+    }
     /// Fair-class tasks on `cpu`, running one included (`rq->nr_running` without RT).
     fn nr_fair_running(&self, cpu: usize) -> usize;
     /// Load weight of the task running on `cpu` (`current`), if any.
@@ -116,7 +137,6 @@ pub fn select_idle_sibling(h: &impl WakeView, pid: Pid, target: usize) -> usize 
     if h.cpu_idle(target) {
         return target;
     }
-    let ncpu = h.nr_cpus();
     let allowed_mask = h.task(pid).allowed;
     let idle = h.idle_mask();
     // CPUs are numbered core by core (`Host::new`), so a core's threads are a contiguous range.
@@ -128,9 +148,8 @@ pub fn select_idle_sibling(h: &impl WakeView, pid: Pid, target: usize) -> usize 
     for j in 1..tpc {
         whole_core_idle &= idle >> j;
     }
-    let firsts = (0..ncpu).step_by(tpc).fold(0u128, |m, c| m | 1u128 << c);
-    let llc = h.llc_of(target);
-    let same_llc = (0..ncpu).filter(|&c| h.llc_of(c) == llc).fold(0u128, |m, c| m | 1u128 << c);
+    let firsts = h.core_firsts();
+    let same_llc = h.llc_mask(target);
     let candidates = whole_core_idle & firsts & same_llc;
     let tfirst = target / tpc * tpc;
     let from_target = candidates & (u128::MAX << tfirst);

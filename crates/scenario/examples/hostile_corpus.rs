@@ -224,6 +224,10 @@ fn profile_cases() -> Vec<Case> {
             keys.push(("mechanisms".into(), k.into()));
         }
     }
+    // Optional costs that pentium3-800 (a 2.4-era machine) leaves out.
+    if !keys.iter().any(|(t, x)| t == "costs" && x == "newidle_balance_per_cpu_ns") {
+        keys.push(("costs".into(), "newidle_balance_per_cpu_ns".into()));
+    }
     keys.push((String::new(), "clock_mhz".into()));
     let mut out = Vec::new();
     for (table, key) in keys {
