@@ -549,6 +549,7 @@ impl Host {
         };
         let busy = self.cpus[cpu].curr.is_some();
         let domains = self.cfs6_domains(cpu);
+        let top_domain = domains.last().map(|&(l, _)| l);
         let imb = self.cfg.kernel.imbalance_pct;
         let llc_id = self.cpus[cpu].llc as usize;
         let Balancer::Cfs6(b) = &mut self.balancer else { return };
@@ -556,11 +557,11 @@ impl Host {
         let due: Vec<(usize, u128)> = domains.iter().copied().filter(|&(l, _)| now >= b.next_balance_ns[cpu][l]).collect();
         for (level, span) in due {
             let Balancer::Cfs6(b) = &mut self.balancer else { return };
-            if level == 1 || (level == 2 && span == self.masks.llc[cpu]) {
+            if span == self.masks.llc[cpu] {
                 b.update_idle_cpu_scan(llc_id, span, imb);
             }
-            if level == 2 {
-                // update_sd_lb_stats at the top level: rd->overload = some rq has > 1 task.
+            if Some(level) == top_domain {
+                // update_sd_lb_stats at the top domain: rd->overload = some rq has > 1 task.
                 let over = (0..self.cpus.len()).any(|c| BalanceView::nr_running(self, c) >= 2);
                 if let Balancer::Cfs6(b) = &mut self.balancer {
                     b.overload = over;
