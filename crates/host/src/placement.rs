@@ -41,10 +41,10 @@ pub struct SchedMasks {
 }
 
 impl SchedMasks {
-    /// Every CPU starts idle.
-    pub fn new(cpus: &[crate::sim::Cpu], threads_per_core: usize) -> SchedMasks {
-        let n = cpus.len();
-        let llc = (0..n).map(|c| (0..n).filter(|&d| cpus[d].llc == cpus[c].llc).fold(0u128, |m, d| m | 1u128 << d)).collect();
+    /// `llc_ids[c]`: CPU c's last-level-cache domain. Every CPU starts idle.
+    pub fn new(llc_ids: &[u32], threads_per_core: usize) -> SchedMasks {
+        let n = llc_ids.len();
+        let llc = (0..n).map(|c| (0..n).filter(|&d| llc_ids[d] == llc_ids[c]).fold(0u128, |m, d| m | 1u128 << d)).collect();
         let core_firsts = (0..n).step_by(threads_per_core.max(1)).fold(0u128, |m, c| m | 1u128 << c);
         let idle = (0..n).fold(0u128, |m, c| m | 1u128 << c);
         SchedMasks { llc, core_firsts, idle }

@@ -757,7 +757,10 @@ impl Host {
         let mut host = Host {
             wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, procs.len(), ncpu),
             balancer: Balancer::new(&cfg.kernel, ncpu, cpus.iter().map(|c| c.llc as usize + 1).max().unwrap_or(1)),
-            masks: crate::placement::SchedMasks::new(&cpus, cfg.profile.topology.threads_per_core as usize),
+            masks: crate::placement::SchedMasks::new(
+                &cpus.iter().map(|c| c.llc).collect::<Vec<_>>(),
+                cfg.profile.topology.threads_per_core as usize,
+            ),
             conc,
             q: EventQueue::new(),
             now: Time::ZERO,

@@ -71,7 +71,7 @@ fn host_modules_form_no_import_circle() {
 #[test]
 fn policy_files_do_not_import_the_hub() {
     let g = graph();
-    for policy in ["types", "policies", "backlog", "pbq", "flow_limit", "wake", "wake_goda", "placement", "sched_o1", "migration_class", "trace", "stats", "slots", "tcp_conn", "txring", "sink_metrics", "xdp_pbq", "concurrency"] {
+    for policy in ["types", "policies", "backlog", "pbq", "flow_limit", "wake", "wake_goda", "placement", "sched_cfs6", "sched_o1", "migration_class", "trace", "stats", "slots", "tcp_conn", "txring", "sink_metrics", "xdp_pbq", "concurrency"] {
         let deps = &g[policy];
         assert!(!deps.iter().any(|d| d == "sim"), "{policy}.rs imports the hub sim.rs: {deps:?}");
     }
