@@ -136,9 +136,11 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     // The window itself (what results.csv reports) is off by at most the sink's socket queue at
     // either mark (~200 datagrams at the default rmem): a sanity bound, not the protection test.
     assert!(got >= sent * 0.8, "bw received under 80% in the window: sent {sent}, received {got}\n{err}");
-    let flood_sent = m["floodclients_sent_count"];
-    let flood_got = m["flood_rx_count"];
-    assert!(flood_got < flood_sent, "the flood lost nothing: sent {flood_sent}, received {flood_got}\n{err}");
+    // The flood was cut: over the whole run (the window's counts can show more received than
+    // sent when the flood loses little, its marks arriving late on a busy machine).
+    let flood_sent = m["floodclients_sent_total"];
+    let flood_got = m["flood_rx_total"];
+    assert!(flood_got < flood_sent, "the flood lost nothing over the run: sent {flood_sent}, received {flood_got}\n{err}");
     // The flood overloads the receive path on a machine of this kind (2 CPUs, the flood at the
     // sender's full speed), and then the program must be what drops it. On a machine busy with
     // other work the sender may not get there: say so rather than fail.

@@ -335,6 +335,12 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
     m.insert("bw_drop_nic_ring_total".into(), bs.dev_tx_dropped.map_or(f64::NAN, |x| x as f64));
     m.insert("bw_drop_socket_total".into(), bg.socket_drops.map_or(f64::NAN, |x| x as f64));
     m.insert("drop_backlog_total".into(), backlog_total);
+    // The flood's whole run likewise (its sinks drain their sockets too): whether the flood was
+    // cut at all is read here, not from the window, whose late marks can count more received
+    // than sent when the flood loses little.
+    let flood_got: u64 = got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.count).sum();
+    m.insert("floodclients_sent_total".into(), sent.get("floodclients").map_or(0.0, |r| r.count as f64));
+    m.insert("flood_rx_total".into(), flood_got as f64);
     Ok(m)
 }
 
