@@ -444,18 +444,19 @@ impl Host {
     /// The scheduling domains of `cpu` from the lowest up (Linux 6.x `build_sched_domains`):
     /// its core's threads (SMT), its LLC (MC), the machine; a level that spans no more than the
     /// one below it is degenerate and left out. Returns (level index, span) pairs.
-    fn cfs6_domains(&self, cpu: usize) -> Vec<(usize, u128)> {
+    fn cfs6_domains(&self, cpu: usize) -> Cfs6Domains {
         let n = self.cpus.len();
         let all = if n >= 128 { u128::MAX } else { (1u128 << n) - 1 };
         let tpc = self.cfg.profile.topology.threads_per_core as usize;
         let first = cpu / tpc.max(1) * tpc.max(1);
         let smt = self.masks.core_firsts & (1u128 << first) != 0;
         let core = if smt && tpc > 1 && tpc < 128 { ((1u128 << tpc) - 1) << first } else { 1u128 << cpu };
-        let mut out: Vec<(usize, u128)> = Vec::with_capacity(3);
+        let mut out = Cfs6Domains { d: [(0, 0); 3], n: 0 };
         let mut below = 1u128 << cpu;
         for (level, span) in [(0, core), (1, self.masks.llc[cpu] & all), (2, all)] {
             if span != below && span.count_ones() > below.count_ones() {
-                out.push((level, span));
+                out.d[out.n] = (level, span);
+                out.n += 1;
                 below = span;
             }
         }
@@ -507,6 +508,7 @@ impl Host {
         let now = self.now.ns();
         let per_cpu_ns = self.cfg.profile.costs.newidle_balance_per_cpu_ns;
         let domains = self.cfs6_domains(cpu);
+        let domains = domains.as_slice();
         let Balancer::Cfs6(b) = &mut self.balancer else { return };
         b.idle_stamp[cpu] = Some(now);
         let avg_idle = b.avg_idle_ns[cpu];
@@ -514,7 +516,10 @@ impl Host {
         if !b.overload || domains.is_empty() || avg_idle < first_cost {
             return;
         }
-        let failed: Vec<u32> = domains.iter().map(|&(l, _)| b.nr_balance_failed[cpu][l]).collect();
+        let mut failed = [0u32; 3];
+        for (k, &(l, _)) in domains.iter().enumerate() {
+            failed[k] = b.nr_balance_failed[cpu][l];
+        }
         let mut curr_cost = 0;
         let mut pulled = false;
         for (k, &(level, span)) in domains.iter().enumerate() {
@@ -549,13 +554,19 @@ impl Host {
         };
         let busy = self.cpus[cpu].curr.is_some();
         let domains = self.cfs6_domains(cpu);
-        let top_domain = domains.last().map(|&(l, _)| l);
+        let top_domain = domains.as_slice().last().map(|&(l, _)| l);
         let imb = self.cfg.kernel.imbalance_pct;
         let llc_id = self.cpus[cpu].llc as usize;
         let Balancer::Cfs6(b) = &mut self.balancer else { return };
         b.sample_util(cpu, task_ns, now);
-        let due: Vec<(usize, u128)> = domains.iter().copied().filter(|&(l, _)| now >= b.next_balance_ns[cpu][l]).collect();
-        for (level, span) in due {
+        let mut due = [false; 3];
+        for (k, &(l, _)) in domains.as_slice().iter().enumerate() {
+            due[k] = now >= b.next_balance_ns[cpu][l];
+        }
+        for (k, &(level, span)) in domains.as_slice().iter().enumerate() {
+            if !due[k] {
+                continue;
+            }
             let Balancer::Cfs6(b) = &mut self.balancer else { return };
             if span == self.masks.llc[cpu] {
                 b.update_idle_cpu_scan(llc_id, span, imb);
@@ -801,5 +812,19 @@ impl BalanceView for Host {
     }
     fn hz(&self) -> u32 {
         self.cfg.kernel.hz
+    }
+}
+
+/// A CPU's scheduling domains, lowest first (at most SMT, LLC and the whole machine): a fixed
+/// array, so the balancing paths that ask for them on every idle entry and tick allocate nothing.
+#[derive(Clone, Copy)]
+struct Cfs6Domains {
+    d: [(usize, u128); 3],
+    n: usize,
+}
+
+impl Cfs6Domains {
+    fn as_slice(&self) -> &[(usize, u128)] {
+        &self.d[..self.n]
     }
 }
