@@ -43,7 +43,8 @@ done
 if diff -r "$work/old/reproduce" "$work/new/reproduce" >/dev/null; then
   echo "same   reproduce ($(find "$work/new/reproduce" -type f | wc -l) files)"
 else
-  echo "DIFFER reproduce"; diff -r "$work/old/reproduce" "$work/new/reproduce" | head -5; status=1
+  # (`|| true`: diff's status 1 must not end the script under `set -e -o pipefail`)
+  echo "DIFFER reproduce:"; { diff -rq "$work/old/reproduce" "$work/new/reproduce" | sed 's/^/  /' | head -40; } || true; status=1
 fi
 for r in "${runs[@]}"; do
   name=${r%%|*}

@@ -547,16 +547,19 @@ pub enum IrqRouting {
 pub struct NicConfig {
     pub name: String,
     pub rate_mbps: u64,
+    /// Queue pairs: each has an RX ring (chosen by RSS), a TX ring (chosen by the sending CPU)
+    /// and one interrupt vector serving both (`nic.rs`, `tx.rs`).
     #[serde(default = "one")]
     pub queues: u32,
     /// RX descriptors per queue.
     #[serde(default = "ring")]
     pub rx_ring: u32,
-    /// TX descriptors: a frame the host sends holds one from `dev_queue_xmit` until the driver's
-    /// TX clean-up after the frame has left.
+    /// TX descriptors per queue (each of the `queues` queue pairs has its TX ring, fed by the
+    /// CPUs that send on it, `tx.rs`): a frame the host sends holds one from `dev_queue_xmit`
+    /// until the driver's TX clean-up after the frame has left.
     #[serde(default = "ring")]
     pub tx_ring: u32,
-    /// Device queue in front of the TX ring (`txqueuelen`, Linux `ether_setup`: 100): frames
+    /// Device queue in front of each TX ring (`txqueuelen`, Linux `ether_setup`: 100): frames
     /// wait here while the ring is full; beyond it they are dropped (`tx_ring_drops`).
     #[serde(default = "txqueuelen")]
     pub tx_queue_len: u32,

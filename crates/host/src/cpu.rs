@@ -132,7 +132,7 @@ impl Host {
             Work::IrqEntry(IrqSrc::Ipi) => 1,
             Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => 2,
             Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
-            Work::IrqEntry(IrqSrc::NicTx(n)) | Work::TxCleanIrq { nic: n, .. } => 3 + nq + n as u32,
+            Work::IrqEntry(IrqSrc::NicTx(q)) | Work::TxCleanIrq { q, .. } => 3 + nq + self.queues[q as usize].nic,
             Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
                 Some(pid) => 3 + nq + nn + pid,
                 None => 3 + nq + nn + self.procs.len() as u32,
@@ -225,6 +225,7 @@ impl Host {
             return;
         }
         self.account(cpu);
+        self.xmit_cpu = cpu as u32;
         let f = *self.cpus[cpu].stack.last().expect("CpuDone with an empty stack");
         match f.work {
             Work::IrqEntry(IrqSrc::Tick) => {
@@ -236,10 +237,10 @@ impl Host {
                 self.irq_exit(cpu);
             }
             Work::IrqEntry(IrqSrc::Nic(q)) => self.nic_irq_handler(cpu, q as usize),
-            Work::IrqEntry(IrqSrc::NicTx(nic)) => self.nic_tx_irq_handler(cpu, nic as usize),
-            Work::TxCleanIrq { nic, n, rx_q } => self.tx_clean_irq_done(cpu, nic as usize, n, rx_q),
-            Work::TxPoll { nic, n } => {
-                self.tx_clean(nic as usize, n);
+            Work::IrqEntry(IrqSrc::NicTx(q)) => self.nic_tx_irq_handler(cpu, q as usize),
+            Work::TxCleanIrq { q, n, rx } => self.tx_clean_irq_done(cpu, q as usize, n, rx),
+            Work::TxPoll { q, n } => {
+                self.tx_clean(q as usize, n);
                 self.softirq_next(cpu);
             }
             Work::IrqFrame { q, pkt } => {

@@ -176,6 +176,7 @@ impl Host {
             self.transmit(src, 0, true, Feedback::Ack { flow, ack });
         } else if !self.eps.eps[ep as usize].delack.is_armed() {
             let gen = self.eps.eps[ep as usize].delack.arm();
+            self.eps.eps[ep as usize].delack_cpu = cpu as u32;
             let at = self.now + Time::from_ms(self.cfg.kernel.delack_ms);
             self.q.schedule(at, Ev::EpDelAck { ep, gen });
         }
@@ -190,6 +191,7 @@ impl Host {
         }
         e.unacked = 0;
         let (src, flow, ack) = (e.src, e.flow, e.rcv_nxt);
+        self.xmit_cpu = e.delack_cpu;
         self.transmit(src, 0, true, Feedback::Ack { flow, ack });
     }
 

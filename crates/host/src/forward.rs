@@ -46,12 +46,15 @@ impl Host {
     pub fn forward_xmit(&mut self, pkt: PktId) {
         let p = &self.pkts[pkt as usize];
         let (dst, flow, seq, bytes) = (p.fwd, p.flow, p.seq, p.bytes);
+        // `ixgbe_select_queue`: a forwarded skb keeps the RX queue it came in on (`tx.rs`).
+        let rxq = p.queue;
+        let sel = rxq - self.nics[self.queues[rxq as usize].nic as usize].first_queue;
         let latency = self.now.since(p.t_nic).ns();
         self.stats.forwarded += 1;
         if self.now.ns() >= self.cfg.warmup_ns {
             self.stats.forward_latency.record(latency);
         }
         self.free_pkt(pkt);
-        self.dev_queue_xmit(TxFrame { dst, payload: bytes, tcp: false, fb: Feedback::Forwarded { flow, seq } });
+        self.dev_queue_xmit_sel(TxFrame { dst, payload: bytes, tcp: false, fb: Feedback::Forwarded { flow, seq } }, sel);
     }
 }

@@ -85,7 +85,7 @@ impl Host {
             let nic = &self.nics[nic_i];
             let hash = flow_hash(self.hash_key, s as u32, e.flow, dst_port);
             let queues = nic.cfg.queues;
-            let queue = nic.first_queue + if queues == 1 { 0 } else { hash % queues };
+            let queue = nic.first_queue + rss_queue(hash, queues);
             // IP forwarding: a packet no local socket takes follows the NIC's route, if any.
             let fwd = if self.port_sock[dst_port as usize] == NONE { nic.fwd_to } else { NONE };
             let pkt = self.alloc_pkt(Packet {
@@ -156,12 +156,28 @@ impl Host {
         self.maybe_interrupt(q);
     }
 
-    /// Interrupt moderation: raise now, or arm the coalescing timer. With throttling (ITR) an
-    /// interrupt never follows the previous one by less than 1/ITR seconds.
+    /// Interrupt moderation after a received frame: raise now, or arm the coalescing timer.
+    /// With throttling (ITR) an interrupt never follows the previous one by less than 1/ITR
+    /// seconds.
+    #[inline]
     fn maybe_interrupt(&mut self, q: usize) {
         if !self.queues[q].irq_enabled || self.queues[q].irq_active {
             return; // the common case under load: the handler or a poll is already on it
         }
+        self.moderate(q, false);
+    }
+
+    /// NAPI: a TX-done cause of queue `q`'s vector (`tx.rs`): moderated like a received frame,
+    /// but it does not count towards `coalesce_frames`: without a coalescing timer it raises at
+    /// once (subject to ITR), with one it arms the timer.
+    pub fn nic_tx_cause(&mut self, q: usize) {
+        if !self.queues[q].irq_enabled || self.queues[q].irq_active {
+            return; // the poll is scheduled or running: it cleans the ring, or re-checks at its end
+        }
+        self.moderate(q, true);
+    }
+
+    fn moderate(&mut self, q: usize, tx_cause: bool) {
         let nic = self.queues[q].nic as usize;
         let frames = self.nics[nic].cfg.coalesce_frames.max(1);
         let usecs = self.nics[nic].cfg.coalesce_usecs;
@@ -180,7 +196,7 @@ impl Host {
                 return;
             }
         }
-        if nq.since_irq >= frames {
+        if nq.since_irq >= frames || (tx_cause && usecs == 0) {
             nq.coalesce.cancel();
             self.nic_raise(q);
         } else if usecs > 0 && !nq.coalesce.is_armed() {
@@ -189,10 +205,12 @@ impl Host {
         }
     }
 
-    /// Assert queue `q`'s interrupt: the routing policy picks the CPU.
+    /// Assert queue `q`'s interrupt: the routing policy picks the CPU. With NAPI, completed
+    /// frames on the queue's TX ring are a cause too (`tx.rs`).
     pub fn nic_raise(&mut self, q: usize) {
+        let napi = self.cfg.kernel.rx_path == crate::config::RxPath::Napi;
         let nq = &mut self.queues[q];
-        if !nq.irq_enabled || nq.irq_active || nq.ring.is_empty() {
+        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.done(self.now) > 0)) {
             return;
         }
         nq.irq_active = true;

@@ -68,6 +68,7 @@ impl Host {
                 self.transmit(src, 0, true, Feedback::Ack { flow, ack });
             } else if !sock.delack.is_armed() {
                 let gen = sock.delack.arm();
+                sock.delack_cpu = cpu as u32;
                 let at = self.now + Time::from_ms(self.cfg.kernel.delack_ms);
                 self.q.schedule(at, Ev::DelAck { sock: s as u32, gen });
             }

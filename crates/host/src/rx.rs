@@ -168,7 +168,6 @@ impl Host {
         match napi {
             Napi::Backlog => self.cpus[cpu].backlog_scheduled = true,
             Napi::Queue(q) => self.queues[q as usize].napi_scheduled = true,
-            Napi::Tx(_) => {}
         }
         let c = &mut self.cpus[cpu];
         if c.poll_list.is_empty() {
@@ -237,32 +236,38 @@ impl Host {
                 return self.softirq_end(cpu);
             }
             if c.napi_quota >= weight {
-                // Used its whole weight: to the tail of the list, fresh quota.
+                // Used its whole weight: to the tail of the list, fresh quota (the next call
+                // of a queue's poll cleans its TX ring again).
                 c.poll_list.pop_front();
                 c.poll_list.push_back(napi);
                 c.napi_quota = 0;
+                if let Napi::Queue(q) = napi {
+                    self.queues[q as usize].tx_polled = false;
+                }
                 continue;
             }
             match napi {
-                Napi::Tx(nic) => {
-                    // TX clean-up does not use the RX budget (e1000_clean's work_done counts RX).
-                    if self.tx_poll_next(cpu, nic as usize) {
-                        return;
-                    }
-                    let c = &mut self.cpus[cpu];
-                    c.poll_list.pop_front();
-                    c.napi_quota = 0;
-                    continue;
-                }
                 Napi::Queue(q) => {
+                    // `ixgbe_poll`: the vector's TX ring first, outside the RX budget (`tx.rs`).
+                    if c.napi_quota == 0 && !self.queues[q as usize].tx_polled {
+                        self.queues[q as usize].tx_polled = true;
+                        if self.tx_poll_next(cpu, q as usize) {
+                            return;
+                        }
+                    }
                     let Some(pkt) = self.queues[q as usize].ring.pop_front() else {
-                        // napi_complete: off the list, interrupts back on.
+                        // napi_complete: off the list, interrupts back on; TX frames completed
+                        // since the clean-up are a pending cause.
                         let c = &mut self.cpus[cpu];
                         c.poll_list.pop_front();
                         c.napi_quota = 0;
                         let nq = &mut self.queues[q as usize];
                         nq.napi_scheduled = false;
                         nq.irq_enabled = true;
+                        nq.tx_polled = false;
+                        if nq.tx.done(self.now) > 0 {
+                            self.nic_tx_cause(q as usize);
+                        }
                         continue;
                     };
                     let c = &mut self.cpus[cpu];

@@ -40,10 +40,10 @@ pub enum Ev {
     /// which source, what it learns and the payload bytes (kept out of the event so that every
     /// event stays 12 bytes: the queue moves events on every schedule and pop).
     Feedback { slot: u32 },
-    /// A NIC's TX ring drained (if `gen` is still live): the TxNoBuf interrupt cause.
-    TxDrain { nic: u32, gen: u32 },
-    /// A frame that asked for a TX-done interrupt has left.
-    TxIrq { nic: u32 },
+    /// The TX ring of NIC queue `q` drained (if `gen` is still live): the TxNoBuf interrupt cause.
+    TxDrain { q: u32, gen: u32 },
+    /// A frame on queue `q`'s TX ring that asked for a TX-done interrupt has left.
+    TxIrq { q: u32 },
     /// A TCP connection's retransmission timer.
     Rto { conn: u32, gen: u32 },
     /// A speed-regulated process's slot timer (start or end of its allocated slots).
@@ -116,11 +116,11 @@ pub enum Work {
     Proto { pkt: PktId },
     /// NAPI poll of one frame that the XDP program drops (driver + program run).
     XdpDrop { pkt: PktId },
-    /// TX clean-up of `n` completed frames in the NIC's interrupt handler (2.4 path); then the
-    /// handler goes on with RX queue `rx_q` (NONE: none).
-    TxCleanIrq { nic: u32, n: u32, rx_q: u32 },
-    /// TX clean-up of `n` completed frames in NAPI poll.
-    TxPoll { nic: u32, n: u32 },
+    /// TX clean-up of `n` completed frames of queue `q`'s ring in the NIC's interrupt handler
+    /// (2.4 path); `rx`: the handler then goes on with the queue's RX frames.
+    TxCleanIrq { q: u32, n: u32, rx: bool },
+    /// TX clean-up of `n` completed frames of queue `q`'s ring at the start of its NAPI poll.
+    TxPoll { q: u32, n: u32 },
     /// Context switch into the CPU's current process.
     Switch,
     /// The current process's unit (see `Proc::unit`).
@@ -196,8 +196,6 @@ pub struct Cpu {
 pub enum Napi {
     Queue(u32),
     Backlog,
-    /// TX clean-up of a NIC (its TX-done interrupt scheduled the poll).
-    Tx(u32),
 }
 
 pub struct NicQueue {
@@ -210,6 +208,11 @@ pub struct NicQueue {
     pub napi_scheduled: bool,
     pub since_irq: u32,
     pub coalesce: Timer,
+    /// The TX half of the queue pair: device queue and TX ring (`txring.rs`, `tx.rs`).
+    pub tx: TxQueue,
+    /// NAPI: the TX ring was cleaned in the poll now running (once per poll call, as
+    /// `ixgbe_poll` does at its start).
+    pub tx_polled: bool,
     /// When the queue last interrupted (for throttling).
     pub last_irq: Time,
     pub router: IrqRouter,
@@ -223,8 +226,8 @@ pub struct Nic {
     pub ns_per_byte: f64,
     /// When the switch→host wire is next free.
     pub rx_wire_free: Time,
-    /// The transmit side: device queue, TX ring, wire (`txring.rs`, `tx.rs`).
-    pub tx: TxQueue,
+    /// When the host→switch wire, fed by every TX ring of the NIC (`NicQueue::tx`), is next free.
+    pub tx_wire_free: Time,
     /// Where packets arriving here that no local socket takes are forwarded: the sink source
     /// (`Host::srcs` index) on the route's output NIC, NONE if no route.
     pub fwd_to: u32,
@@ -355,6 +358,8 @@ pub struct Sock {
     /// Packets dropped at this socket (receive buffer full).
     pub drops: u64,
     pub delack: Timer,
+    /// The CPU that armed `delack` (its callback sends from there, `Host::xmit_cpu`).
+    pub delack_cpu: u32,
     /// Sending connections of this socket by (source, flow) of their far end.
     pub conns: BTreeMap<(u32, u32), u32>,
     pub enqueued: u64,
@@ -378,6 +383,7 @@ impl Sock {
             level: 0,
             drops: 0,
             delack: Timer::new(),
+            delack_cpu: 0,
             conns: BTreeMap::new(),
             enqueued: 0,
             len_area: 0,
@@ -473,6 +479,10 @@ pub struct Host {
     pub stats: Stats,
     pub trace: Option<Trace>,
     pub emit_buf: Vec<Emit>,
+    /// The CPU whose work hands frames to the device now (`smp_processor_id()` for the TX
+    /// queue choice, `tx.rs`): set as each unit of work completes, and by timers to the CPU that
+    /// armed them (Linux runs a timer on the CPU whose base holds it, `mod_timer`).
+    pub xmit_cpu: u32,
     /// Frames from the host on their way to a source (`Ev::Feedback`).
     pub feedback: FeedbackSlab,
     pub rng_route: Rng,
@@ -590,6 +600,8 @@ impl Host {
                     napi_scheduled: false,
                     since_irq: 0,
                     coalesce: Timer::new(),
+                    tx: TxQueue::new(n.tx_ring, n.tx_queue_len, n.tx_irq_ring_level),
+                    tx_polled: false,
                     last_irq: Time::ZERO,
                     router,
                     rflow: if cfg.kernel.rfs {
@@ -604,7 +616,7 @@ impl Host {
                 first_queue,
                 ns_per_byte: 8_000.0 / n.rate_mbps as f64,
                 rx_wire_free: Time::ZERO,
-                tx: TxQueue::new(n.tx_ring, n.tx_queue_len, n.tx_irq_ring_level),
+                tx_wire_free: Time::ZERO,
                 fwd_to: NONE,
             });
         }
@@ -788,6 +800,7 @@ impl Host {
             stats,
             trace: None,
             emit_buf: Vec::with_capacity(256),
+            xmit_cpu: 0,
             feedback: FeedbackSlab::default(),
             rng_route: streams.stream("irq-routing"),
             rng_suppress: streams.stream("irq-suppression"),
@@ -920,14 +933,15 @@ impl Host {
                 self.stats.tx_delivered_bytes += u64::from(bytes);
                 self.source_feedback(src as usize, fb);
             }
-            Ev::TxDrain { nic, gen } => {
-                if self.nics[nic as usize].tx.drain.fires(gen) {
-                    self.tx_irq_cause(nic as usize);
+            Ev::TxDrain { q, gen } => {
+                if self.queues[q as usize].tx.drain.fires(gen) {
+                    self.tx_irq_cause(q as usize);
                 }
             }
-            Ev::TxIrq { nic } => self.tx_irq_cause(nic as usize),
+            Ev::TxIrq { q } => self.tx_irq_cause(q as usize),
             Ev::Rto { conn, gen } => {
                 if self.conns[conn as usize].timer.fires(gen) {
+                    self.xmit_cpu = self.conns[conn as usize].timer_cpu;
                     self.tcp_retransmit_timer(conn as usize);
                 }
             }
@@ -952,6 +966,7 @@ impl Host {
             Ev::EpDelAck { ep, gen } => self.ep_delack_fire(ep, gen),
             Ev::DelAck { sock, gen } => {
                 if self.socks[sock as usize].delack.fires(gen) {
+                    self.xmit_cpu = self.socks[sock as usize].delack_cpu;
                     self.delack_fire(sock as usize);
                 }
             }

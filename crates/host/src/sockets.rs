@@ -33,6 +33,8 @@ pub struct Endpoint {
     pub rcv_nxt: u64,
     pub unacked: u32,
     pub delack: Timer,
+    /// The CPU that armed `delack` (its callback sends from there, `Host::xmit_cpu`).
+    pub delack_cpu: u32,
     /// The peer has closed (FIN received).
     pub eof: bool,
     /// Pipe: a byte is waiting.
@@ -134,6 +136,7 @@ impl Endpoints {
             rcv_nxt: 0,
             unacked: 0,
             delack: Timer::new(),
+            delack_cpu: 0,
             eof: false,
             notified: false,
             set: NONE,

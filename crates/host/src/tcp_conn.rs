@@ -43,6 +43,8 @@ pub struct Conn {
     pub writer: u32,
     /// Retransmission timer: armed only while data is outstanding.
     pub timer: Timer,
+    /// The CPU that armed `timer` (its callback sends from there, `Host::xmit_cpu`).
+    pub timer_cpu: u32,
     /// Segments marked sent by a unit of work that has not completed yet, in the order they
     /// were marked: each completing unit hands its count of them, oldest first, to the device,
     /// so the wire sees them in sequence whichever context (send(), ACK softirq) completes first.

@@ -50,7 +50,7 @@ impl Host {
         };
         let rwnd = u64::from(self.srcs[dst as usize].src.config().window_bytes);
         let snd = TcpSnd::new(k.tcp_mss_bytes, sndbuf, k.skb_overhead_bytes, seg, nodelay, rwnd);
-        let conn = Conn { snd, dst, flow, writer: NONE, timer: Timer::new(), pending: VecDeque::new(), tx_bytes: 0 };
+        let conn = Conn { snd, dst, flow, writer: NONE, timer: Timer::new(), timer_cpu: 0, pending: VecDeque::new(), tx_bytes: 0 };
         let id = match self.free_conns.pop() {
             Some(id) => {
                 // A reused slot keeps its timer's generation, so a stale expiry cannot fire.
@@ -113,6 +113,7 @@ impl Host {
             c.timer.cancel();
         } else if !c.timer.is_armed() {
             let gen = c.timer.arm();
+            c.timer_cpu = self.xmit_cpu;
             let at = self.now + Time(c.snd.rto_ns);
             self.q.schedule(at, Ev::Rto { conn: conn as u32, gen });
         }

@@ -1,6 +1,7 @@
-//! State of a NIC's transmit side: the device queue (qdisc, `tx_queue_len` frames), the TX
-//! descriptor ring and the wire. Pure data and arithmetic; the `impl Host` side (costs,
-//! interrupts, delivery to the far end) is `tx.rs`.
+//! State of one transmit queue of a NIC: the device queue (qdisc, `tx_queue_len` frames) and the
+//! TX descriptor ring; the wire they feed is the NIC's, shared by all its TX queues (the caller
+//! passes its "next free" time). Pure data and arithmetic; the `impl Host` side (queue selection,
+//! costs, interrupts, delivery to the far end) is `tx.rs`.
 //!
 //! A frame handed to the device (`dev_queue_xmit`) goes onto the ring if a descriptor is free,
 //! else waits in the queue, else is dropped and counted. A frame on the ring is serialised on the
@@ -49,8 +50,6 @@ pub struct TxQueue {
     /// Frames waiting for a descriptor (the qdisc).
     pub queue: VecDeque<TxFrame>,
     pub queue_max: u32,
-    /// When the host→switch wire is next free.
-    pub wire_free: Time,
     /// Ring occupancy at which a descriptor asks for a TX-done interrupt.
     pub irq_level: u32,
     /// Re-armed at every frame put on the ring: fires when the ring drains (TxNoBuf).
@@ -74,7 +73,6 @@ impl TxQueue {
             ring_max,
             queue: VecDeque::new(),
             queue_max,
-            wire_free: Time::ZERO,
             irq_level: irq_level.unwrap_or((ring_max / 2).max(1)),
             drain: Timer::new(),
             irq_active: false,
@@ -87,12 +85,14 @@ impl TxQueue {
         }
     }
 
-    /// Put a frame of `wire_ns` serialisation time on the ring (a descriptor must be free).
-    fn to_ring(&mut self, now: Time, wire_ns: u64, bytes: u64) -> Xmit {
+    /// Put a frame of `wire_ns` serialisation time on the ring (a descriptor must be free). The
+    /// NIC's wire, next free at `*wire_free`, serialises the frames of all its TX queues in the
+    /// order they are handed to it.
+    fn to_ring(&mut self, now: Time, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
         debug_assert!(self.ring.len() < self.ring_max as usize);
-        let start = now.max(self.wire_free);
+        let start = now.max(*wire_free);
         let done = start + Time(wire_ns);
-        self.wire_free = done;
+        *wire_free = done;
         self.ring.push_back(done);
         self.wire_frames += 1;
         self.wire_bytes += bytes;
@@ -102,10 +102,10 @@ impl TxQueue {
 
     /// `dev_queue_xmit`: ring if a descriptor is free and nothing waits before it, else queue,
     /// else drop.
-    pub fn xmit(&mut self, now: Time, f: TxFrame, wire_ns: u64, bytes: u64) -> Xmit {
+    pub fn xmit(&mut self, now: Time, f: TxFrame, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
         self.frames += 1;
         if self.queue.is_empty() && self.ring.len() < self.ring_max as usize {
-            return self.to_ring(now, wire_ns, bytes);
+            return self.to_ring(now, wire_ns, bytes, wire_free);
         }
         if self.queue.len() < self.queue_max as usize {
             self.queue.push_back(f);
@@ -142,8 +142,8 @@ impl TxQueue {
     }
 
     /// A frame taken from the queue goes onto the ring.
-    pub fn ring_queued(&mut self, now: Time, wire_ns: u64, bytes: u64) -> Xmit {
-        self.to_ring(now, wire_ns, bytes)
+    pub fn ring_queued(&mut self, now: Time, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
+        self.to_ring(now, wire_ns, bytes, wire_free)
     }
 }
 
@@ -158,20 +158,34 @@ mod tests {
     #[test]
     fn fifo_wire_ring_then_queue_then_drop() {
         let mut q = TxQueue::new(2, 1, None);
+        let mut wire = Time::ZERO;
         assert_eq!(q.irq_level, 1);
-        let a = q.xmit(Time(0), f(), 100, 10);
+        let a = q.xmit(Time(0), f(), 100, 10, &mut wire);
         assert_eq!(a, Xmit::Ring { done: Time(100), start: Time(0), irq: true });
-        let b = q.xmit(Time(10), f(), 100, 10);
+        let b = q.xmit(Time(10), f(), 100, 10, &mut wire);
         assert_eq!(b, Xmit::Ring { done: Time(200), start: Time(100), irq: false });
-        assert_eq!(q.xmit(Time(20), f(), 100, 10), Xmit::Queued);
-        assert_eq!(q.xmit(Time(30), f(), 100, 10), Xmit::Dropped);
+        assert_eq!(q.xmit(Time(20), f(), 100, 10, &mut wire), Xmit::Queued);
+        assert_eq!(q.xmit(Time(30), f(), 100, 10, &mut wire), Xmit::Dropped);
         assert_eq!(q.done(Time(150)), 1);
         // Completion alone frees nothing: the clean-up does.
         assert!(q.next_queued().is_none());
         assert_eq!(q.clean(Time(150), u32::MAX), 1);
         assert!(q.next_queued().is_some());
-        let c = q.ring_queued(Time(150), 100, 10);
+        let c = q.ring_queued(Time(150), 100, 10, &mut wire);
         assert_eq!(c, Xmit::Ring { done: Time(300), start: Time(200), irq: false });
         assert_eq!((q.frames, q.wire_frames, q.drops), (4, 3, 1));
+    }
+
+    /// Two TX queues of one NIC share its wire: a frame on the second queue waits for the
+    /// first queue's frame to leave.
+    #[test]
+    fn queues_share_the_wire() {
+        let (mut a, mut b) = (TxQueue::new(4, 4, None), TxQueue::new(4, 4, None));
+        let mut wire = Time::ZERO;
+        let x = a.xmit(Time(0), f(), 100, 10, &mut wire);
+        let y = b.xmit(Time(10), f(), 100, 10, &mut wire);
+        assert_eq!(x, Xmit::Ring { done: Time(100), start: Time(0), irq: false });
+        assert_eq!(y, Xmit::Ring { done: Time(200), start: Time(100), irq: false });
+        assert_eq!((a.done(Time(150)), b.done(Time(150))), (1, 0));
     }
 }

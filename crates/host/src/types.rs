@@ -31,7 +31,7 @@ pub const STATE_NAMES: [&str; N_STATES] = ["hardirq", "softirq", "system", "user
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IrqSrc {
     Nic(u32),
-    /// A NIC's TX-done interrupt (the NIC's index).
+    /// A NIC's TX-done interrupt on the 2.4 path (the index of the queue whose TX ring it cleans).
     NicTx(u32),
     Tick,
     Ipi,
@@ -114,7 +114,27 @@ pub fn flow_hash(key: u64, src: u32, flow: u32, dst_port: u16) -> u32 {
     x ^= x >> 33;
     x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     x ^= x >> 33;
-    (x as u32) | 1 // never zero: zero means "no hash" in Linux
+    // Never zero: zero means "no hash" in Linux, which maps it to 1 (3.2 `__skb_get_rxhash`:
+    // `if (!hash) hash = 1;`). Only zero: forcing the low bit on every hash would make every
+    // hash odd, and every table indexed by its low bits (RSS's redirection table, RFS, the
+    // flow-limit buckets) would use only its odd entries.
+    match x as u32 {
+        0 => 1,
+        h => h,
+    }
+}
+
+/// The RSS queue (0-based, within the NIC) of a frame with `hash` on a NIC of `queues` queues:
+/// the 82599 indexes its 128-entry redirection table with the hash's 7 low bits, and Linux 3.2
+/// ixgbe fills the table with `0, 1, …, queues−1, 0, 1, …` (`ixgbe_setup_mrqc`), so entry `i`
+/// is `i mod queues`. (With 12 queues, queues 0–7 get 11/128 of the flows, 8–11 get 10/128.)
+#[inline]
+pub fn rss_queue(hash: u32, queues: u32) -> u32 {
+    if queues <= 1 {
+        0
+    } else {
+        (hash & 127) % queues
+    }
 }
 
 /// Priority levels of the port → priority table (`ozaki-pbq`): 40, one per nice value.
@@ -123,4 +143,32 @@ pub const LEVELS: usize = 40;
 /// Priority level of a nice value: 19 − nice, so nice −20 → 39 (highest), nice 19 → 0.
 pub fn level_of_nice(nice: i8) -> u8 {
     (19 - i32::from(nice).clamp(-20, 19)) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{flow_hash, rss_queue};
+
+    /// Every RSS queue receives flows, in the redirection table's proportions: 6,400 flows
+    /// over 2, 8, 12 and 16 queues. (A hash with its low bit forced on fed only the odd queues.)
+    #[test]
+    fn rss_spreads_flows_over_every_queue() {
+        for queues in [2u32, 8, 12, 16] {
+            let mut n = vec![0u32; queues as usize];
+            for src in 0..4 {
+                for flow in 0..1600 {
+                    let h = flow_hash(0, src, flow, 5000);
+                    assert_ne!(h, 0);
+                    n[rss_queue(h, queues) as usize] += 1;
+                }
+            }
+            for (q, &k) in n.iter().enumerate() {
+                // Entries of the 128-entry table that point at q, as a share of the flows.
+                let entries = (0..128u32).filter(|i| i % queues == q as u32).count() as f64;
+                let expect = 6400.0 * entries / 128.0;
+                assert!((k as f64 - expect).abs() < 5.0 * expect.sqrt(), "{queues} queues: queue {q} got {k} flows, expected ~{expect:.0} ({n:?})");
+            }
+        }
+        assert_eq!(rss_queue(12345, 1), 0);
+    }
 }

@@ -614,11 +614,12 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
     push(samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), &|| format!("{samples} time-series samples"));
     let min_frame = hostsim_host::wire_bytes(0, false);
     for (i, n) in c.nics.iter().enumerate() {
-        push(u64::from(n.queues) * u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8, elem("nic", i, "rx_ring"), &|| {
+        push(u64::from(n.queues) * (u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8), elem("nic", i, "rx_ring"), &|| {
             format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring)
         });
-        push(u64::from(n.tx_queue_len) * PACKET_BYTES, elem("nic", i, "tx_queue_len"), &|| {
-            format!("NIC `{}`: a device queue of {} frames", n.name, n.tx_queue_len)
+        // One TX ring and device queue per queue pair (`tx.rs`).
+        push(u64::from(n.queues) * u64::from(n.tx_queue_len) * PACKET_BYTES, elem("nic", i, "tx_queue_len"), &|| {
+            format!("NIC `{}`: {} device queues of {} frames", n.name, n.queues, n.tx_queue_len)
         });
         push(n.switch_buffer_bytes / min_frame * PACKET_BYTES, elem("nic", i, "switch_buffer_bytes"), &|| {
             format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame)
