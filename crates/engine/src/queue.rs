@@ -17,10 +17,12 @@
 //!            └─ unsorted lists of entries ─┘  non-empty ones)       │ later: 4-ary heap
 //! ```
 //!
-//! `schedule` of an event within the calendar's horizon links it into its bucket (O(1): an index
-//! computation and a list push); a later one goes into the heap. `pop` finds the first non-empty
-//! bucket from now's bucket with the bitmap, takes the smallest key in that bucket (a few
-//! entries), and compares it with the heap's minimum. Every entry in the calendar lies in
+//! `schedule` of an event within the calendar's horizon links it into its bucket's list, kept in
+//! key order (an index computation and a walk past the bucket's earlier entries: a few); a later
+//! one goes into the heap. `pop` finds the first non-empty bucket from now's bucket with the
+//! bitmap, takes that bucket's head, and compares it with the heap's minimum. (Unsorted buckets
+//! with a scan for the minimum at every pop cost more: a pop walks the whole list, a schedule
+//! only the entries before its key; callgrind, modern-64c.) Every entry in the calendar lies in
 //! `[now's bucket, now's bucket + BUCKETS)`, so the ring's indices are unambiguous; an entry of the
 //! heap may be earlier than the calendar's (it was far when it was scheduled), which the
 //! comparison handles. Nodes are recycled through a free list and the heap keeps its capacity,
@@ -185,9 +187,7 @@ impl<E> EventQueue<E> {
         }
         let far_min = self.far.min_key();
         let (k, event) = match self.calendar_min() {
-            Some((bucket, prev, node, k)) if far_min.is_none_or(|f| k < f) => {
-                (k, self.unlink(bucket, prev, node))
-            }
+            Some((bucket, node, k)) if far_min.is_none_or(|f| k < f) => (k, self.unlink_head(bucket, node)),
             _ => self.far.pop_min()?,
         };
         let t = key_time(k);
@@ -208,7 +208,7 @@ impl<E> EventQueue<E> {
 
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Time> {
-        let cal = self.calendar_min().map(|(_, _, _, k)| k);
+        let cal = self.calendar_min().map(|(_, _, k)| k);
         match (cal, self.far.min_key()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -235,7 +235,13 @@ impl<E> EventQueue<E> {
             return self.far.push(k, event);
         }
         let i = b as usize & (BUCKETS - 1);
-        let next = self.heads[i];
+        // The bucket's list is kept in key order: find the entry to link after (NIL: the head).
+        let mut prev = NIL;
+        let mut next = self.heads[i];
+        while next != NIL && self.nodes[next as usize].key < k {
+            prev = next;
+            next = self.nodes[next as usize].next;
+        }
         let n = if self.free != NIL {
             let n = self.free;
             let node = &mut self.nodes[n as usize];
@@ -246,32 +252,25 @@ impl<E> EventQueue<E> {
             self.nodes.push(Node { key: k, next, event: Some(event) });
             (self.nodes.len() - 1) as u32
         };
-        self.heads[i] = n;
+        if prev == NIL {
+            self.heads[i] = n;
+        } else {
+            self.nodes[prev as usize].next = n;
+        }
         self.occupied[i / 64] |= 1 << (i % 64);
         self.in_calendar += 1;
     }
 
-    /// The calendar's earliest entry: (bucket, previous node or NIL, node, key).
+    /// The calendar's earliest entry: (bucket, node, key), the head of the first non-empty
+    /// bucket (each bucket's list is in key order).
     #[inline]
-    fn calendar_min(&self) -> Option<(usize, u32, u32, u128)> {
+    fn calendar_min(&self) -> Option<(usize, u32, u128)> {
         if self.in_calendar == 0 {
             return None;
         }
         let bucket = self.first_occupied();
-        let mut node = self.heads[bucket];
-        let (mut best, mut best_prev, mut best_key) = (node, NIL, self.nodes[node as usize].key);
-        loop {
-            let next = self.nodes[node as usize].next;
-            if next == NIL {
-                break;
-            }
-            let k = self.nodes[next as usize].key;
-            if k < best_key {
-                (best, best_prev, best_key) = (next, node, k);
-            }
-            node = next;
-        }
-        Some((bucket, best_prev, best, best_key))
+        let node = self.heads[bucket];
+        Some((bucket, node, self.nodes[node as usize].key))
     }
 
     /// The first non-empty bucket at or after now's, going round the ring (one exists).
@@ -294,17 +293,13 @@ impl<E> EventQueue<E> {
         unreachable!("the calendar holds an entry, so some bucket is occupied")
     }
 
-    /// Remove `node` (whose predecessor in `bucket`'s list is `prev`) and return its event.
+    /// Remove `node`, the head of `bucket`'s list, and return its event.
     #[inline]
-    fn unlink(&mut self, bucket: usize, prev: u32, node: u32) -> E {
+    fn unlink_head(&mut self, bucket: usize, node: u32) -> E {
         let next = self.nodes[node as usize].next;
-        if prev == NIL {
-            self.heads[bucket] = next;
-            if next == NIL {
-                self.occupied[bucket / 64] &= !(1 << (bucket % 64));
-            }
-        } else {
-            self.nodes[prev as usize].next = next;
+        self.heads[bucket] = next;
+        if next == NIL {
+            self.occupied[bucket / 64] &= !(1 << (bucket % 64));
         }
         let n = &mut self.nodes[node as usize];
         n.next = self.free;
