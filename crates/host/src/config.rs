@@ -400,10 +400,11 @@ pub struct KernelConfig {
     /// Periodic load balancing interval per CPU (`cfs` era; `o1` and `cfs6` use their
     /// kernels' own intervals).
     pub balance_interval_ms: u64,
-    /// `sysctl_sched_migration_cost` (`cfs6` era): a task that ran less than this long ago is
+    /// `sysctl_sched_migration_cost`. `cfs6` era: a task that ran less than this long ago is
     /// cache-hot and not pulled by the load balancer (`task_hot`); also the initial
     /// `max_idle_balance_cost` (and twice it the initial `avg_idle`) of every run queue.
-    /// Linux's default is 500 us (kernel/sched/fair.c).
+    /// `cfs` (3.2) era: new-idle balancing is skipped while the CPU's `avg_idle` is below it
+    /// (`sched_cfs32.rs`). Linux's default is 500 us (3.2 kernel/sched.c, 6.x kernel/sched/fair.c).
     pub sched_migration_cost_us: u64,
     /// nanosleep resolution: 0 = high-resolution timers (+ `timer_slack_ns`), else rounded up to
     /// whole ticks plus one (the 2.4 jiffy behaviour).

@@ -57,6 +57,7 @@ mod run;
 mod regulate;
 mod rx;
 mod sched;
+mod sched_cfs32;
 mod sched_cfs6;
 mod sched_o1;
 mod sim;

@@ -21,6 +21,7 @@ use crate::config::{BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, 
 use crate::flow_limit::FlowLimit;
 use crate::pbq::Pbq;
 use crate::placement::BasePlacement;
+use crate::sched_cfs32::Cfs32Idle;
 use crate::sched_cfs6::{Cfs6Balance, Cfs6Wake};
 use crate::sched_o1::O1Balance;
 use crate::types::{Pid, PktId};
@@ -149,8 +150,8 @@ impl WakePlacement {
 #[derive(Clone, Debug)]
 pub enum Balancer {
     /// Linux 3.2 CFS: periodic balancing every `kernel.balance_interval_ms` and new-idle
-    /// balancing, by weighted load (`sched.rs`).
-    Cfs,
+    /// balancing gated by `avg_idle` (`sched_cfs32.rs`), by weighted load (`sched.rs`).
+    Cfs(Box<Cfs32Idle>),
     /// 2.4 O(1) `load_balance` (`sched_o1.rs`).
     O1(O1Balance),
     /// Linux 6.x: `newidle_balance` gated by `avg_idle` and the overload flag, periodic
@@ -162,7 +163,7 @@ impl Balancer {
     /// `nllc`: the number of last-level-cache domains.
     pub fn new(k: &KernelConfig, ncpu: usize, nllc: usize) -> Balancer {
         match k.scheduler {
-            Scheduler::Cfs => Balancer::Cfs,
+            Scheduler::Cfs => Balancer::Cfs(Box::new(Cfs32Idle::new(ncpu, k.sched_migration_cost_us * 1000))),
             Scheduler::Cfs6 => Balancer::Cfs6(Box::new(Cfs6Balance::new(ncpu, nllc, k.sched_migration_cost_us * 1000))),
             Scheduler::O1 => Balancer::O1(O1Balance::new(ncpu)),
         }

@@ -154,8 +154,10 @@ impl Host {
         }
         self.procs[pid as usize].state = ProcState::Runnable;
         self.enqueue(target, pid, true);
-        if let Balancer::Cfs6(b) = &mut self.balancer {
-            b.ttwu_idle_end(target, self.now.ns());
+        match &mut self.balancer {
+            Balancer::Cfs6(b) => b.ttwu_idle_end(target, self.now.ns()),
+            Balancer::Cfs(g) => g.wakeup(target, self.now.ns()),
+            Balancer::O1(_) => {}
         }
         self.check_preempt(target, pid);
     }
@@ -269,7 +271,7 @@ impl Host {
         let mut next = self.pick_next(cpu);
         if next.is_none() {
             match self.balancer {
-                Balancer::Cfs => self.idle_balance(cpu),
+                Balancer::Cfs(_) => self.idle_balance(cpu),
                 Balancer::O1(_) => self.o1_balance(cpu, true, true),
                 Balancer::Cfs6(_) => self.cfs6_newidle_balance(cpu),
             }
@@ -350,7 +352,7 @@ impl Host {
             }
         }
         match self.balancer {
-            Balancer::Cfs => {
+            Balancer::Cfs(_) => {
                 if self.now >= self.cpus[cpu].next_balance {
                     self.cpus[cpu].next_balance = self.now + Time::from_ms(self.cfg.kernel.balance_interval_ms);
                     self.periodic_balance(cpu);
@@ -370,10 +372,10 @@ impl Host {
     /// 2.4 O(1) `load_balance(this_rq, idle)`: pull what `sched_o1` chooses to `cpu`. From
     /// `schedule()` (`in_schedule`) the caller picks the next task itself.
     fn o1_balance(&mut self, cpu: usize, idle: bool, in_schedule: bool) {
-        let mut b = std::mem::replace(&mut self.balancer, Balancer::Cfs);
+        let mut b = std::mem::replace(&mut self.balancer, Balancer::O1(O1Balance::new(0)));
         let pulls = match &mut b {
             Balancer::O1(o) => o.load_balance(self, cpu, idle),
-            Balancer::Cfs | Balancer::Cfs6(_) => Vec::new(),
+            Balancer::Cfs(_) | Balancer::Cfs6(_) => Vec::new(),
         };
         self.balancer = b;
         let cause = if idle { MigrationCause::IdleBalance } else { MigrationCause::LoadBalance };
@@ -431,9 +433,19 @@ impl Host {
         }
     }
 
-    /// New-idle balancing: an idle CPU pulls a waiting task.
+    /// New-idle balancing: a CPU going idle pulls a waiting task, if its `avg_idle` says
+    /// idling here lasts long enough (`sched_cfs32.rs`).
     fn idle_balance(&mut self, cpu: usize) {
+        let now = self.now.ns();
+        if let Balancer::Cfs(g) = &mut self.balancer {
+            if !g.enter(cpu, now) {
+                return;
+            }
+        }
         if let Some((busiest, i)) = self.find_pull(cpu, 0, false) {
+            if let Balancer::Cfs(g) = &mut self.balancer {
+                g.pulled(cpu);
+            }
             let pid = self.cpus[busiest].rq_cfs.swap_remove(i);
             self.sync_idle(busiest);
             self.migrate(pid, busiest, cpu, MigrationCause::IdleBalance);

@@ -149,10 +149,11 @@ fn ozaki_pbq_original_without_flood_does_not_migrate_on_wakeups() {
 
 /// Issue 12, item 3: the migration storm of the many-core receive bench (`bench/modern-64c`:
 /// 64 CPUs in 2 packages, SMT off, 16 RSS queues on CPUs 0-15, 48 UDP readers, 10 M pkt/s).
-/// With Linux 3.2's placement and balancing (`cfs`, the negative control) the model moves tasks
-/// several million times a second, most of them new-idle pulls: 3.2's `idle_balance` as
-/// `sched.rs` models it pulls a queued task whenever a CPU goes idle. The profile's kernel is a
-/// 6.x one (`cfs6`, `sched_cfs6.rs`), whose bounds follow from its rules:
+/// The model once moved tasks 6 million times a second here, most of them new-idle pulls: its
+/// 3.2 `idle_balance` pulled a queued task whenever a CPU went idle. 3.2 has an `avg_idle` gate
+/// (`sched_cfs32.rs`) and 6.x a stricter one; with the gate the 3.2 era (`cfs`, the comparison)
+/// pulls on under a tenth of the wake-ups, and its migrations are its wake-up placement's. The
+/// profile's kernel is a 6.x one (`cfs6`, `sched_cfs6.rs`), whose bounds follow from its rules:
 /// - new-idle pulls need an overloaded root domain, an `avg_idle` longer than the balance cost,
 ///   and a task that has not run for 500 us (`task_hot`); every reader runs every few us, so new
 ///   idle balancing moves next to nothing: under 5% of the wake-ups (3.2: over half);
@@ -196,8 +197,10 @@ fn modern_64c_linux6_placement_does_not_storm() {
     assert!(idle6 < 0.05 * wake6, "cfs6 seed {seed}: new-idle pulls {idle6}/s vs {wake6} wake-ups/s");
     assert!(mig6 < wake6, "cfs6 seed {seed}: {mig6} migrations/s, at most one per wake-up ({wake6}/s)");
     assert!(irq6 > 0.5 && pkg1_6 < 0.15, "cfs6 seed {seed}: busy CPUs 0-15 {irq6:.3}, 32-63 {pkg1_6:.3}");
-    let (wake3, mig3, idle3, irq3, pkg1_3, seed) = era("cfs", "125");
-    assert!(idle3 > 0.5 * wake3, "cfs (3.2) seed {seed}: new-idle pulls {idle3}/s vs {wake3} wake-ups/s");
-    assert!(mig3 > wake3 && mig6 < 0.5 * mig3, "negative control seed {seed}: 3.2 moves {mig3}/s, 6.x {mig6}/s");
-    assert!(irq3 > 0.5 && pkg1_3 < 0.15, "cfs (3.2) seed {seed}: busy CPUs 0-15 {irq3:.3}, 32-63 {pkg1_3:.3}");
+    let (wake3, mig3, idle3, irq3, _pkg1_3, seed) = era("cfs", "125");
+    assert!(idle3 < 0.1 * wake3, "cfs (3.2) seed {seed}: new-idle pulls {idle3}/s vs {wake3} wake-ups/s (avg_idle gate)");
+    // 3.2's select_idle_sibling takes any idle core of the LLC when the target is busy; 6.x's
+    // wake_affine_idle and recent_used_cpu keep more wake-ups where they were.
+    assert!(mig6 < mig3 && mig3 < wake3, "seed {seed}: 3.2 moves {mig3}/s, 6.x {mig6}/s, 3.2 wake-ups {wake3}/s");
+    assert!(irq3 > 0.5, "cfs (3.2) seed {seed}: busy CPUs 0-15 {irq3:.3}");
 }
