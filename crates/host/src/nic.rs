@@ -210,7 +210,7 @@ impl Host {
     pub fn nic_raise(&mut self, q: usize) {
         let napi = self.cfg.kernel.rx_path == crate::config::RxPath::Napi;
         let nq = &mut self.queues[q];
-        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.done(self.now) > 0)) {
+        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.has_done(self.now))) {
             return;
         }
         nq.irq_active = true;

@@ -265,7 +265,7 @@ impl Host {
                         nq.napi_scheduled = false;
                         nq.irq_enabled = true;
                         nq.tx_polled = false;
-                        if nq.tx.done(self.now) > 0 {
+                        if nq.tx.has_done(self.now) {
                             self.nic_tx_cause(q as usize);
                         }
                         continue;

@@ -372,12 +372,13 @@ impl Host {
     /// 2.4 O(1) `load_balance(this_rq, idle)`: pull what `sched_o1` chooses to `cpu`. From
     /// `schedule()` (`in_schedule`) the caller picks the next task itself.
     fn o1_balance(&mut self, cpu: usize, idle: bool, in_schedule: bool) {
-        let mut b = std::mem::replace(&mut self.balancer, Balancer::O1(O1Balance::new(0)));
-        let pulls = match &mut b {
-            Balancer::O1(o) => o.load_balance(self, cpu, idle),
-            Balancer::Cfs(_) | Balancer::Cfs6(_) => Vec::new(),
-        };
-        self.balancer = b;
+        // The balancer reads the host (`BalanceView`): take its state out while it does.
+        let Balancer::O1(slot) = &mut self.balancer else { return };
+        let mut o = std::mem::take(slot);
+        let pulls = o.load_balance(self, cpu, idle);
+        if let Balancer::O1(slot) = &mut self.balancer {
+            *slot = o;
+        }
         let cause = if idle { MigrationCause::IdleBalance } else { MigrationCause::LoadBalance };
         for (pid, from) in pulls {
             let c = &mut self.cpus[from];

@@ -66,7 +66,7 @@ pub trait BalanceView {
 pub const CACHE_DECAY_TICKS: u64 = 0;
 
 /// Balancer state: `this_rq->prev_nr_running[cpu]` for every pair.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct O1Balance {
     prev_nr_running: Vec<Vec<usize>>,
 }

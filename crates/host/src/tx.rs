@@ -98,7 +98,7 @@ impl Host {
     pub fn tx_irq_cause(&mut self, q: usize) {
         let now = self.now;
         if self.cfg.kernel.rx_path == RxPath::Napi {
-            if self.queues[q].tx.done(now) > 0 {
+            if self.queues[q].tx.has_done(now) {
                 self.nic_tx_cause(q);
             }
             return;
@@ -108,7 +108,7 @@ impl Host {
             tx.irq_pending = true;
             return;
         }
-        if tx.done(now) == 0 {
+        if !tx.has_done(now) {
             return;
         }
         tx.irq_active = true;

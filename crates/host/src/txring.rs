@@ -120,6 +120,12 @@ impl TxQueue {
         self.ring.iter().take_while(|&&t| t <= now).count() as u32
     }
 
+    /// Has any frame's serialisation ended by `now` (`done(now) > 0`, without counting)?
+    #[inline]
+    pub fn has_done(&self, now: Time) -> bool {
+        self.ring.front().is_some_and(|&t| t <= now)
+    }
+
     /// TX clean-up of up to `max` completed frames at `now`; returns how many were freed.
     pub fn clean(&mut self, now: Time, max: u32) -> u32 {
         let mut n = 0;
