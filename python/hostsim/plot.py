@@ -195,7 +195,11 @@ def _bars(ax, df, y, vs, marks):
         mean = d.mean()
         ax.bar([i], [mean], width=0.6, label="simulated" if i == 0 else None, color="C0", alpha=0.8)
         if len(d) > 1:
-            ax.errorbar([i], [mean], yerr=[[mean - d.min()], [d.max() - mean]], color="C0", capsize=4)
+            # The seeds' range around the mean; when they all agree, the float mean can fall a
+            # rounding step outside it (ten times 0.1 averages to 0.0999...), and matplotlib
+            # refuses a negative error.
+            lo, hi = max(mean - d.min(), 0.0), max(d.max() - mean, 0.0)
+            ax.errorbar([i], [mean], yerr=[[lo], [hi]], color="C0", capsize=4)
         if _num(mean) is not None:
             ax.annotate(f"{mean:.4g}", (i, mean), textcoords="offset points", xytext=(-14, 3), fontsize=8, color="C0")
     ax.set_xticks(list(pos), vs)

@@ -112,3 +112,15 @@ def test_plot_figure_in_a_notebook():
     assert len(fig.axes[0].lines) >= 3
     fig = hostsim.plot.figure(df, y="m", marks=[{"variant": "a", "y": 1.0}])
     assert len(fig.axes[0].patches) == 2
+
+
+def test_bars_whose_seeds_all_agree_draw_with_a_zero_range():
+    # Equal values whose float mean lies a rounding step outside them (pandas: seven 0.1s
+    # average below 0.1, three above): the seed-range error bar must not go negative
+    # (matplotlib raised, and `hostsim reproduce` failed to build its report).
+    import pandas as pd
+
+    df = pd.DataFrame({"variant": ["a"] * 7 + ["b"] * 3, "m": [0.1] * 10})
+    assert df[df["variant"] == "a"]["m"].mean() < 0.1 < df[df["variant"] == "b"]["m"].mean()
+    fig = hostsim.plot.figure(df, y="m")
+    assert len(fig.axes[0].patches) == 2
