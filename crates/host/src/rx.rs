@@ -257,7 +257,11 @@ impl Host {
                     }
                     let Some(pkt) = self.queues[q as usize].ring.pop_front() else {
                         // napi_complete: off the list, interrupts back on; TX frames completed
-                        // since the clean-up are a pending cause.
+                        // since the clean-up are a pending cause. The re-enabled vector may
+                        // assert at once (ITR interval already over), but the interrupt reaches
+                        // this CPU only after net_rx_action's own bookkeeping: it is delivered
+                        // as an event at this instant, never raised from inside this loop (that
+                        // pushed a hard-IRQ frame under the pass's feet and lost the interrupt).
                         let c = &mut self.cpus[cpu];
                         c.poll_list.pop_front();
                         c.napi_quota = 0;
@@ -266,7 +270,7 @@ impl Host {
                         nq.irq_enabled = true;
                         nq.tx_polled = false;
                         if nq.tx.has_done(self.now) {
-                            self.nic_tx_cause(q as usize);
+                            self.q.schedule(self.now, Ev::TxIrq { q });
                         }
                         continue;
                     };
