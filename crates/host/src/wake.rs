@@ -128,7 +128,9 @@ fn wake_affine(h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> bool {
 
 /// `select_idle_sibling` of Linux 3.2: an idle target stays; else, from the LLC domain down, the
 /// first group (core, then SMT thread) whose CPUs are all idle, walking the groups from the
-/// target's own; else the target.
+/// target's own; else the target. (Checked against 3.2.41's kernel/sched_fair.c: the MC domain's
+/// groups first, skipping the SMT domain, then `goto again` with `smt = 1` for the siblings; the
+/// target is always the waking or the previous CPU, so `idle_cpu(target)` is its first two tests.)
 ///
 /// Computed on CPU bitmasks (one pass over the CPUs for the idle set) rather than by asking each
 /// core in turn: the same CPU comes out, in O(CPUs) simple steps instead of O(cores × threads)
