@@ -1,6 +1,11 @@
 //! Embeds every machine profile (`profiles/*.toml`), built-in scenario (`scenarios/**/*.toml`) and
 //! calibration overlay (`calibration/*.toml`) into the library, so the `hostsim` binary works from
 //! any directory.
+//!
+//! Also computes `MODEL_SOURCE_ID`: a hash (64-bit FNV-1a) of the sources that decide a run's
+//! results, i.e. the Rust sources of the engine, workload, host and scenario crates and the
+//! machine profiles. The CLI and the Python module (`_native`) are built separately; `hostsim
+//! calibrate` fits through `_native`, so it compares the two ids and refuses a stale module.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,9 +23,45 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every file under `dir` (sorted, recursive) whose extension is `ext`.
+fn walk_ext(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk_ext(&p, ext, out);
+        } else if p.extension().is_some_and(|e| e == ext) {
+            out.push(p);
+        }
+    }
+}
+
+/// 64-bit FNV-1a over each file's path (relative to the repository) and contents.
+fn model_source_id(root: &Path) -> String {
+    let mut files = Vec::new();
+    for krate in ["engine", "workload", "host", "scenario"] {
+        let dir = root.join("crates").join(krate).join("src");
+        println!("cargo:rerun-if-changed={}", dir.display());
+        walk_ext(&dir, "rs", &mut files);
+    }
+    walk_ext(&root.join("profiles"), "toml", &mut files);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        let body = fs::read(f).unwrap();
+        for b in rel.as_bytes().iter().chain([0u8].iter()).chain(body.iter()).chain([0u8].iter()) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let mut code = String::new();
+    code.push_str(&format!("pub const MODEL_SOURCE_ID: &str = {:?};\n", model_source_id(&root)));
     for (var, sub) in [("PROFILES", "profiles"), ("SCENARIOS", "scenarios"), ("CALIBRATIONS", "calibration")] {
         let dir = root.join(sub);
         println!("cargo:rerun-if-changed={}", dir.display());

@@ -211,6 +211,7 @@ def calibrate(paths: Sequence[str | os.PathLike], seeds: int | None = None, tria
                    + (f" --seeds {seeds}" if seeds else "") + f" --trials {trials} --refine {refine}"
                    + "".join(f" --start {n}={v:g}" for n, v in dict(start_values or {}).items()),
         "hostsim_version": _native.__version__,
+        "model_source_id": _native.MODEL_SOURCE_ID,
         "optimizer": method,
         "evaluations": len(cache),
         "scenarios": [inf["name"] for inf in prob.infos],
@@ -266,12 +267,27 @@ def render_overlay(o: dict) -> str:
     for n, v in o["values"].items():
         lines.append(f"{n} = {_toml_value(v)}")
     lines += ["", "[fit]"]
-    for k in ["date", "command", "hostsim_version", "optimizer", "evaluations", "scenarios", "seeds",
+    for k in ["date", "command", "hostsim_version", "model_source_id", "optimizer", "evaluations", "scenarios", "seeds",
               "objective", "objective_start", "start", "bounds"]:
         lines.append(f"{k} = {_toml_value(fit[k])}")
     for c in fit["claims"]:
         lines += ["", "[[fit.claims]]"] + [f"{k} = {_toml_value(v)}" for k, v in c.items()]
     return "\n".join(lines) + "\n"
+
+
+def stale_module_error() -> str | None:
+    """Why this fit would run another model than the `hostsim` CLI that started it, or None.
+
+    `hostsim calibrate` passes its own `MODEL_SOURCE_ID` (a hash of the model's sources, taken when
+    it was built) in HOSTSIM_CLI_MODEL_SOURCE_ID; the fit runs through this package's `_native`
+    module, which is built separately (scripts/setup.sh) and may be older than the CLI.
+    """
+    cli = os.environ.get("HOSTSIM_CLI_MODEL_SOURCE_ID")
+    if cli is None or cli == _native.MODEL_SOURCE_ID:
+        return None
+    return (f"the Python module hostsim._native was built from other model sources ({_native.MODEL_SOURCE_ID}) "
+            f"than this hostsim CLI ({cli}): the fit would calibrate a different model. Rebuild the module "
+            f"(`bash scripts/setup.sh`, or `maturin develop --release` in the .venv) and run again")
 
 
 def main(argv=None) -> int:
@@ -288,6 +304,10 @@ def main(argv=None) -> int:
                     help="a parameter's starting value (default: its current value)")
     ap.add_argument("--dry-run", action="store_true", help="fit but do not write the overlay; print it")
     a = ap.parse_args(argv)
+    stale = stale_module_error()
+    if stale:
+        print(f"error: {stale}", file=sys.stderr)
+        return 2
     sets = []
     for s in a.sets:
         if "=" not in s:

@@ -109,3 +109,19 @@ def test_calibrate_command_line(hostsim_bin, tmp_path):
     assert "[values]\nwork_ns = " in r.stdout and "[fit]" in r.stdout
     assert "--start work_ns=6000" in r.stdout and 'start = { "work_ns" = 6000.0 }' in r.stdout, r.stdout
     assert not (tmp_path / "calibration" / "mm1-test.toml").exists(), "--dry-run writes nothing"
+    # The record names the model the fit ran (the CLI checked the module was built from its sources).
+    assert f'model_source_id = "{hostsim._native.MODEL_SOURCE_ID}"' in r.stdout, r.stdout
+
+
+def test_calibration_refuses_a_module_built_from_other_model_sources(tmp_path):
+    """`hostsim calibrate` passes its MODEL_SOURCE_ID; a fit through a stale `_native` (built from
+    other sources than the CLI) would calibrate another model, so it stops before any run."""
+    import subprocess
+    p = _scenario(tmp_path)
+    env = dict(os.environ, HOSTSIM_CLI_MODEL_SOURCE_ID="0123456789abcdef")
+    r = subprocess.run([sys.executable, "-m", "hostsim.calibration", str(p), "--trials", "1", "--refine", "0"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r
+    assert "built from other model sources" in r.stderr and "0123456789abcdef" in r.stderr, r.stderr
+    assert hostsim._native.MODEL_SOURCE_ID in r.stderr
+    assert not (tmp_path / "calibration" / "mm1-test.toml").exists()

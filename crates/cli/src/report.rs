@@ -57,9 +57,12 @@ pub fn calibrate(args: &[String]) -> Result<i32, String> {
             ))
         }
     }
+    // The fit runs the model through the Python module (`_native`), built apart from this
+    // binary: it compares this id with its own and refuses to fit a different model.
     let status = Command::new(&py)
         .args(["-m", "hostsim.calibration"])
         .args(args)
+        .env("HOSTSIM_CLI_MODEL_SOURCE_ID", hostsim_scenario::MODEL_SOURCE_ID)
         .status()
         .map_err(|e| format!("{}: {e}", py.display()))?;
     Ok(status.code().unwrap_or(1))

@@ -244,6 +244,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("HostsimError", m.py().get_type_bound::<HostsimError>())?;
     m.add("DEFAULT_MAX_RUNS", hostsim_scenario::DEFAULT_MAX_RUNS)?;
+    m.add("MODEL_SOURCE_ID", hostsim_scenario::MODEL_SOURCE_ID)?;
     m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_info, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;

@@ -38,6 +38,12 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 }
 
+/// A hash of the sources that decide a run's results (the engine, workload, host and scenario
+/// crates' Rust sources and the machine profiles), computed at build time (build.rs). Two builds
+/// with the same id run the same model; `hostsim calibrate` uses it to refuse a Python module
+/// built from other sources than the CLI.
+pub const MODEL_SOURCE_ID: &str = builtin::MODEL_SOURCE_ID;
+
 /// Built-in machine profiles: (name, TOML text).
 pub fn builtin_profiles() -> &'static [(&'static str, &'static str)] {
     builtin::PROFILES
