@@ -359,30 +359,37 @@ pub struct TcpFlowState {
     pub unacked_segs: u32,
 }
 
+// Field order (`repr(C)`, 64-byte aligned): what every datagram's enqueue and read touch comes
+// first, in two cache lines (the default layout used all three of a `Sock`'s lines), the TCP-only
+// state after. Layout only: no behaviour depends on it.
+#[repr(C, align(64))]
 pub struct Sock {
-    pub port: u16,
-    pub tcp: bool,
+    // -- line 0: the receive queue and its accounting
+    pub queue: VecDeque<PktId>,
     pub rcvbuf: u32,
     pub used: u32,
-    pub queue: VecDeque<PktId>,
     /// Bytes of the head segment already read (stream sockets).
     pub head_off: u32,
-    pub waiters: VecDeque<Pid>,
     pub hash: u32,
-    pub flows: BTreeMap<(u32, u32), TcpFlowState>,
+    pub port: u16,
+    pub tcp: bool,
     /// Priority level (19 − nice) of the highest-priority process bound to the socket: the
     /// port → priority table of `ozaki-pbq`, filled at bind() and updated at nice().
     pub level: u8,
+    pub len_changed: Time,
+    // -- line 1: readers and statistics
+    pub waiters: VecDeque<Pid>,
+    pub len_area: u128,
     /// Packets dropped at this socket (receive buffer full).
     pub drops: u64,
+    pub enqueued: u64,
+    // -- TCP
     pub delack: Timer,
     /// The CPU that armed `delack` (its callback sends from there, `Host::xmit_cpu`).
     pub delack_cpu: u32,
+    pub flows: BTreeMap<(u32, u32), TcpFlowState>,
     /// Sending connections of this socket by (source, flow) of their far end.
     pub conns: BTreeMap<(u32, u32), u32>,
-    pub enqueued: u64,
-    pub len_area: u128,
-    pub len_changed: Time,
 }
 
 impl Sock {
