@@ -172,8 +172,9 @@ pub struct Cpu {
     pub acct_ns: [u64; N_STATES],
     pub sirq_budget: u32,
     pub napi_quota: u32,
-    pub sirq_pass_start: Time,
+    pub ksoftirqd: Pid,
     // -- softnet
+    pub sirq_pass_start: Time,
     pub poll_list: VecDeque<Napi>,
     pub backlog: Backlog,
     pub input_queue_head: u64,
@@ -184,7 +185,6 @@ pub struct Cpu {
     /// Frames handled by the running legacy IRQ handler.
     pub irq_frames: u32,
     pub irqs: u64,
-    pub ksoftirqd: Pid,
     // -- scheduler
     pub core: u32,
     pub llc: u32,
@@ -293,11 +293,12 @@ pub struct SendOp {
 }
 
 // Field order (`repr(C)`) and 64-byte alignment: the fields that CPU accounting, wake-ups,
-// receives and a process's units touch on every packet come first, in three cache lines, and the
-// rest (statistics of other kinds, configuration, names) after the wait histogram. The default
-// layout put the fields `account_task` alone reads (pending, weight, vruntime, cpu_ns, speed, rt)
-// in four different lines of a `Proc`'s nine, and the 64-CPU bench case has ~110 processes.
-// Layout only: no behaviour depends on it.
+// receives and a process's units touch on every packet come first, in five cache lines (the
+// wait histogram's hot part, its buffer and sum, included), and the rest (configuration, names,
+// state of other kinds of programs) after. The default layout put the fields `account_task`
+// alone reads (pending, weight, vruntime, cpu_ns, speed, rt) in four different lines of a
+// `Proc`'s nine, and the 64-CPU bench case has ~110 processes (cachegrind's per-line misses
+// guided the grouping). Layout only: no behaviour depends on it.
 #[repr(C, align(64))]
 pub struct Proc {
     // -- line 0: accounting (`account_task`, `charge_process`) and the unit in progress
@@ -306,6 +307,8 @@ pub struct Proc {
     pub nice: i8,
     pub pinned_kthread: bool,
     pub rt: Option<u8>,
+    /// A Symbiose exchange thread (`functional`), and which.
+    pub symbiose: Option<SymbioseThread>,
     pub sock: u32,
     pub cpu: u32,
     pub pending: Pending,
@@ -313,37 +316,37 @@ pub struct Proc {
     pub vruntime: u64,
     pub cpu_ns: u64,
     pub unit_remaining: u64,
-    // -- line 1: wake-up and scheduling
+    // -- line 1: speed regulation (tested at every accounting of a task), receive counts
+    /// Tender speed regulation (None: unregulated) and its slot timer.
+    pub speed: Option<SlotPlan>,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub last_ran: Option<u32>,
+    // -- line 2: replies, wake-up and scheduling
+    /// Where the last received message came from (for replies).
+    pub reply_to: (u32, u32, u64),
     pub enq_seq: u64,
     /// When it last left a CPU in `schedule()` (the O(1) scheduler's `sleep_timestamp`).
     pub left_cpu_at: Time,
-    pub last_ran: Option<u32>,
     pub timer: Timer,
     pub migrations: u64,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
     pub tx_packets: u64,
-    // -- line 2: affinity, speed regulation (tested at every accounting of a task), program
-    pub allowed: u128,
-    /// Tender speed regulation (None: unregulated) and its slot timer.
-    pub speed: Option<SlotPlan>,
-    pub program: Option<Program>,
-    pub wait: Histogram,
-    // -- the rest: not touched per packet by the common paths
     /// Payload bytes sent (send() returned, or replies).
     pub tx_bytes: u64,
+    // -- line 3: the program
+    pub program: Option<Program>,
     /// Its TCP connection (`Host::conns`), NONE if none.
     pub conn: u32,
-    pub send: SendOp,
-    pub slot_timer: Timer,
-    /// Where the last received message came from (for replies).
-    pub reply_to: (u32, u32, u64),
-    /// A Symbiose exchange thread (`functional`), and which.
-    pub symbiose: Option<SymbioseThread>,
-    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
-    pub period_start_ns: u64,
     /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
     pub group: u32,
+    // -- line 4: affinity, then the wait histogram (its buffer and sum first)
+    pub allowed: u128,
+    pub wait: Histogram,
+    // -- the rest: not touched per packet by the common paths
+    pub send: SendOp,
+    pub slot_timer: Timer,
+    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
+    pub period_start_ns: u64,
     /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
     /// thread number.
     pub app: u32,
