@@ -50,17 +50,18 @@ impl Host {
         if !p.tcp {
             return Some(Seg::Stray);
         }
-        if p.flags & (FLAG_SYN | FLAG_HANDSHAKE) != 0 {
+        let t = self.pkt_tcp(pkt);
+        if t.flags & (FLAG_SYN | FLAG_HANDSHAKE) != 0 {
             return Some(match port {
-                PortUse::Listen(l) if p.flags & FLAG_SYN != 0 => Seg::Syn(l),
+                PortUse::Listen(l) if t.flags & FLAG_SYN != 0 => Seg::Syn(l),
                 PortUse::Listen(l) if !self.eps.has_flow(p.src, p.flow) => Seg::Handshake(l),
                 _ => Seg::Stray,
             });
         }
         let Some(ep) = self.eps.flow_ep(p.src, p.flow) else { return Some(Seg::Stray) };
-        Some(if p.flags & FLAG_FIN != 0 {
+        Some(if t.flags & FLAG_FIN != 0 {
             Seg::Fin(ep)
-        } else if p.ack.is_none() && p.bytes > 0 {
+        } else if t.ack.is_none() && p.bytes > 0 {
             Seg::Data(ep)
         } else {
             Seg::Stray
@@ -319,8 +320,9 @@ impl Host {
             e.rx.pop_front();
             e.head_off = 0;
             e.rx_used -= p.bytes + overhead;
-            if p.tag != 0 {
-                tag = p.tag;
+            let t = self.pkt_tcp(pkt).tag;
+            if t != 0 {
+                tag = t;
             }
             let (src, flow, seq) = (p.src, p.flow, p.seq);
             self.stats.record_delivery(src, flow, seq);

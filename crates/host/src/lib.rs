@@ -68,6 +68,8 @@ mod stats;
 mod summary;
 mod symbiose;
 #[cfg(test)]
+mod tests_packet;
+#[cfg(test)]
 mod tests_wake;
 mod tcp_conn;
 mod tcp_out;

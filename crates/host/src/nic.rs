@@ -99,15 +99,10 @@ impl Host {
                 queue,
                 rx_cpu: NONE,
                 t_sock: Time::ZERO,
-                ack: e.ack,
-                win: e.win,
-                tx_segs: 0,
-                flags: e.flags,
-                tag: e.tag,
                 t_nic: Time::ZERO,
                 fwd,
                 live: true,
-            });
+            }, PacketTcp { ack: e.ack, tag: e.tag, win: e.win, tx_segs: 0, flags: e.flags });
             if delay == 0 {
                 self.switch_forward(pkt, nic_i, at_switch, port_ns);
             } else {

@@ -146,49 +146,56 @@ impl Frame {
     }
 }
 
+// Field order (`repr(C)`): what every change of what runs touches (`account`, `start_top`,
+// `pause_top`, `cpu_done`) is in the first cache line, the NET_RX and softnet state next, the
+// scheduler's after. The default layout spread the first group over three lines of a `Cpu`'s
+// seven. Layout only: no behaviour depends on it.
+#[repr(C, align(64))]
 pub struct Cpu {
+    // -- line 0: running and accounting
     pub stack: Vec<Frame>,
+    pub curr: Option<Pid>,
+    pub done: Timer,
     pub seg_start: Time,
     /// When the top frame's current run (since start or resume) began.
     pub run_start: Time,
     pub acct_state: CpuState,
-    pub acct_ns: [u64; N_STATES],
-    pub done: Timer,
-    pub curr: Option<Pid>,
-    pub need_resched: bool,
-    pub pending_irqs: VecDeque<IrqSrc>,
-    /// When the CPU last switched from a task to idle (2.4 `irq_stat[cpu].idle_timestamp`, set
-    /// in cpu_idle(); interrupts on an idle CPU don't reset it).
-    pub idle_since: Time,
-    /// Frames handled by the running legacy IRQ handler.
-    pub irq_frames: u32,
-    // NET_RX state of the running pass
-    pub softirq_pending: bool,
-    pub sirq_budget: u32,
-    pub sirq_pass_start: Time,
-    pub sirq_start: Time,
-    pub sirq_restarts: u32,
     /// The running NET_RX pass was started by ksoftirqd (task context), not at IRQ exit.
     pub sirq_ksoftirqd: bool,
+    /// The top frame waits for the kernel-concurrency model's lock (state `spin`).
+    pub spinning: bool,
+    pub need_resched: bool,
+    // NET_RX state of the running pass
+    pub softirq_pending: bool,
+    pub backlog_scheduled: bool,
+    // -- line 1: time by state, NET_RX pass
+    pub acct_ns: [u64; N_STATES],
+    pub sirq_budget: u32,
+    pub napi_quota: u32,
     pub ksoftirqd: Pid,
-    // scheduler
+    // -- softnet
+    pub sirq_pass_start: Time,
+    pub poll_list: VecDeque<Napi>,
+    pub backlog: Backlog,
+    pub input_queue_head: u64,
+    pub input_queue_tail: u64,
+    pub pending_irqs: VecDeque<IrqSrc>,
+    pub sirq_start: Time,
+    pub sirq_restarts: u32,
+    /// Frames handled by the running legacy IRQ handler.
+    pub irq_frames: u32,
+    pub irqs: u64,
+    // -- scheduler
+    pub core: u32,
+    pub llc: u32,
     pub rq_cfs: Vec<Pid>,
     pub rq_rt: Vec<Pid>,
     pub min_vruntime: u64,
     pub curr_since: Time,
     pub next_balance: Time,
-    pub core: u32,
-    pub llc: u32,
-    // softnet
-    pub backlog: Backlog,
-    pub poll_list: VecDeque<Napi>,
-    pub napi_quota: u32,
-    pub backlog_scheduled: bool,
-    pub input_queue_head: u64,
-    pub input_queue_tail: u64,
-    pub irqs: u64,
-    /// The top frame waits for the kernel-concurrency model's lock (state `spin`).
-    pub spinning: bool,
+    /// When the CPU last switched from a task to idle (2.4 `irq_stat[cpu].idle_timestamp`, set
+    /// in cpu_idle(); interrupts on an idle CPU don't reset it).
+    pub idle_since: Time,
 }
 
 /// An entry of a CPU's NAPI poll list.
@@ -285,52 +292,66 @@ pub struct SendOp {
     pub first: bool,
 }
 
+// Field order (`repr(C)`) and 64-byte alignment: the fields that CPU accounting, wake-ups,
+// receives and a process's units touch on every packet come first, in five cache lines (the
+// wait histogram's hot part, its buffer and sum, included), and the rest (configuration, names,
+// state of other kinds of programs) after. The default layout put the fields `account_task`
+// alone reads (pending, weight, vruntime, cpu_ns, speed, rt) in four different lines of a
+// `Proc`'s nine, and the 64-CPU bench case has ~110 processes (cachegrind's per-line misses
+// guided the grouping). Layout only: no behaviour depends on it.
+#[repr(C, align(64))]
 pub struct Proc {
-    pub name: String,
-    pub program: Option<Program>,
-    pub sock: u32,
-    pub nice: i8,
-    pub weight: u64,
-    pub rt: Option<u8>,
-    pub allowed: u128,
+    // -- line 0: accounting (`account_task`, `charge_process`) and the unit in progress
     pub state: ProcState,
-    pub cpu: u32,
-    pub last_ran: Option<u32>,
-    /// When it last left a CPU in `schedule()` (the O(1) scheduler's `sleep_timestamp`).
-    pub left_cpu_at: Time,
-    pub vruntime: u64,
-    pub enq_seq: u64,
     pub unit_state: CpuState,
-    pub unit_remaining: u64,
+    pub nice: i8,
+    pub pinned_kthread: bool,
+    pub rt: Option<u8>,
+    /// A Symbiose exchange thread (`functional`), and which.
+    pub symbiose: Option<SymbioseThread>,
+    pub sock: u32,
+    pub cpu: u32,
     pub pending: Pending,
-    pub timer: Timer,
+    pub weight: u64,
+    pub vruntime: u64,
     pub cpu_ns: u64,
-    pub migrations: u64,
+    pub unit_remaining: u64,
+    // -- line 1: speed regulation (tested at every accounting of a task), receive counts
+    /// Tender speed regulation (None: unregulated) and its slot timer.
+    pub speed: Option<SlotPlan>,
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    pub last_ran: Option<u32>,
+    // -- line 2: replies, wake-up and scheduling
+    /// Where the last received message came from (for replies).
+    pub reply_to: (u32, u32, u64),
+    pub enq_seq: u64,
+    /// When it last left a CPU in `schedule()` (the O(1) scheduler's `sleep_timestamp`).
+    pub left_cpu_at: Time,
+    pub timer: Timer,
+    pub migrations: u64,
     pub tx_packets: u64,
     /// Payload bytes sent (send() returned, or replies).
     pub tx_bytes: u64,
-    pub wait: Histogram,
+    // -- line 3: the program
+    pub program: Option<Program>,
     /// Its TCP connection (`Host::conns`), NONE if none.
     pub conn: u32,
-    pub send: SendOp,
-    /// Tender speed regulation (None: unregulated) and its slot timer.
-    pub speed: Option<SlotPlan>,
-    pub slot_timer: Timer,
-    /// Where the last received message came from (for replies).
-    pub reply_to: (u32, u32, u64),
-    pub pinned_kthread: bool,
-    /// A Symbiose exchange thread (`functional`), and which.
-    pub symbiose: Option<SymbioseThread>,
-    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
-    pub period_start_ns: u64,
     /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
     pub group: u32,
+    // -- line 4: affinity, then the wait histogram (its buffer and sum first)
+    pub allowed: u128,
+    pub wait: Histogram,
+    // -- the rest: not touched per packet by the common paths
+    pub send: SendOp,
+    pub slot_timer: Timer,
+    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
+    pub period_start_ns: u64,
     /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
     /// thread number.
     pub app: u32,
     pub thread: u32,
+    pub name: String,
     pub rng: Rng,
 }
 
@@ -341,30 +362,37 @@ pub struct TcpFlowState {
     pub unacked_segs: u32,
 }
 
+// Field order (`repr(C)`, 64-byte aligned): what every datagram's enqueue and read touch comes
+// first, in two cache lines (the default layout used all three of a `Sock`'s lines), the TCP-only
+// state after. Layout only: no behaviour depends on it.
+#[repr(C, align(64))]
 pub struct Sock {
-    pub port: u16,
-    pub tcp: bool,
+    // -- line 0: the receive queue and its accounting
+    pub queue: VecDeque<PktId>,
     pub rcvbuf: u32,
     pub used: u32,
-    pub queue: VecDeque<PktId>,
     /// Bytes of the head segment already read (stream sockets).
     pub head_off: u32,
-    pub waiters: VecDeque<Pid>,
     pub hash: u32,
-    pub flows: BTreeMap<(u32, u32), TcpFlowState>,
+    pub port: u16,
+    pub tcp: bool,
     /// Priority level (19 − nice) of the highest-priority process bound to the socket: the
     /// port → priority table of `ozaki-pbq`, filled at bind() and updated at nice().
     pub level: u8,
+    pub len_changed: Time,
+    // -- line 1: readers and statistics
+    pub waiters: VecDeque<Pid>,
+    pub len_area: u128,
     /// Packets dropped at this socket (receive buffer full).
     pub drops: u64,
+    pub enqueued: u64,
+    // -- TCP
     pub delack: Timer,
     /// The CPU that armed `delack` (its callback sends from there, `Host::xmit_cpu`).
     pub delack_cpu: u32,
+    pub flows: BTreeMap<(u32, u32), TcpFlowState>,
     /// Sending connections of this socket by (source, flow) of their far end.
     pub conns: BTreeMap<(u32, u32), u32>,
-    pub enqueued: u64,
-    pub len_area: u128,
-    pub len_changed: Time,
 }
 
 impl Sock {
@@ -392,32 +420,47 @@ impl Sock {
     }
 }
 
+// One cache line per packet (`align(64)`, 56 bytes of fields): a queued packet's first touch
+// after a wait (the NIC ring, a backlog, a socket queue) is a cache miss on the 64-CPU host, and
+// a 96-byte packet straddled two lines. The fields only TCP packets use are beside the slab, in
+// `PacketTcp`. Layout only: no behaviour depends on it.
+#[repr(align(64))]
 pub struct Packet {
     pub src: u32,
     pub flow: u32,
     pub seq: u64,
     pub bytes: u32,
     pub tcp: bool,
+    /// False once freed (slab bookkeeping).
+    pub live: bool,
     pub dst_port: u16,
     pub hash: u32,
     pub queue: u32,
     pub rx_cpu: u32,
+    /// The sink it is forwarded to (`Host::srcs` index), NONE if it is for a local socket.
+    pub fwd: u32,
     pub t_sock: Time,
+    /// When the frame reached the NIC.
+    pub t_nic: Time,
+}
+
+// (A packet must stay within one cache line: see above.)
+const _: () = assert!(std::mem::size_of::<Packet>() == 64);
+
+/// A TCP packet's TCP fields, kept in `Host::pkts_tcp` at the packet's index (written when a TCP
+/// packet is allocated; read through [`Host::pkt_tcp`], which gives a UDP packet the defaults:
+/// no ACK, window 0, no flags, no tag).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketTcp {
     /// A TCP acknowledgement (pure ACK to a sending connection) and its window.
     pub ack: Option<u64>,
+    /// The application's label of the message the segment carries (`Emit::tag`).
+    pub tag: u64,
     pub win: u32,
     /// Segments an ACK's processing lets out (decided when its unit starts).
     pub tx_segs: u32,
-    /// TCP flags beyond ACK (`hostsim_workload::http::FLAG_*`) and the application's label of
-    /// the message the segment carries (`Emit::tag`).
+    /// TCP flags beyond ACK (`hostsim_workload::http::FLAG_*`).
     pub flags: u8,
-    pub tag: u64,
-    /// When the frame reached the NIC.
-    pub t_nic: Time,
-    /// The sink it is forwarded to (`Host::srcs` index), NONE if it is for a local socket.
-    pub fwd: u32,
-    /// False once freed (slab bookkeeping).
-    pub live: bool,
 }
 
 pub struct Src {
@@ -456,6 +499,8 @@ pub struct Host {
     pub port_sock: Vec<u32>,
     pub srcs: Vec<Src>,
     pub pkts: Vec<Packet>,
+    /// TCP fields of the TCP packets of `pkts`, same index (`PacketTcp`).
+    pub pkts_tcp: Vec<PacketTcp>,
     pub free_pkts: Vec<PktId>,
     /// TCP connections of in-host senders (`tcp_conn.rs`, `tcp_out.rs`).
     pub conns: Vec<Conn>,
@@ -790,6 +835,7 @@ impl Host {
             port_sock,
             srcs,
             pkts: Vec::with_capacity(4096),
+            pkts_tcp: Vec::new(),
             free_pkts: Vec::with_capacity(4096),
             conns: Vec::new(),
             free_conns: Vec::new(),
@@ -995,13 +1041,34 @@ impl Host {
 
     // ----- packet slab: no allocation in steady state -----
 
-    pub fn alloc_pkt(&mut self, p: Packet) -> PktId {
-        if let Some(id) = self.free_pkts.pop() {
+    /// A new packet; `t`: its TCP fields (the defaults for a UDP packet).
+    pub fn alloc_pkt(&mut self, p: Packet, t: PacketTcp) -> PktId {
+        let tcp = p.tcp;
+        debug_assert!(tcp || t == PacketTcp::default(), "TCP fields on a UDP packet");
+        let id = if let Some(id) = self.free_pkts.pop() {
             self.pkts[id as usize] = p;
             id
         } else {
             self.pkts.push(p);
             (self.pkts.len() - 1) as PktId
+        };
+        if tcp {
+            let i = id as usize;
+            if self.pkts_tcp.len() <= i {
+                self.pkts_tcp.resize(self.pkts.len(), PacketTcp::default());
+            }
+            self.pkts_tcp[i] = t;
+        }
+        id
+    }
+
+    /// The TCP fields of packet `id` (the defaults for a UDP packet).
+    #[inline]
+    pub fn pkt_tcp(&self, id: PktId) -> PacketTcp {
+        if self.pkts[id as usize].tcp {
+            self.pkts_tcp[id as usize]
+        } else {
+            PacketTcp::default()
         }
     }
 
@@ -1078,3 +1145,4 @@ impl Proc {
         }
     }
 }
+

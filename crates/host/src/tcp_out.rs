@@ -183,8 +183,8 @@ impl Host {
 
     /// The connection an ACK packet is for, if any.
     pub fn tcp_ack_conn(&self, pkt: PktId) -> Option<usize> {
+        self.pkt_tcp(pkt).ack?;
         let p = &self.pkts[pkt as usize];
-        p.ack?;
         let s = self.port_sock[p.dst_port as usize];
         if s == NONE {
             return None;
@@ -196,8 +196,8 @@ impl Host {
     /// unit's cost. Its effects on the device and the writer happen at [`Host::tcp_ack_done`].
     pub fn tcp_ack_begin(&mut self, pkt: PktId, conn: usize) -> u64 {
         let (ack, win) = {
-            let p = &self.pkts[pkt as usize];
-            (p.ack.expect("an ACK"), u64::from(p.win))
+            let t = self.pkt_tcp(pkt);
+            (t.ack.expect("an ACK"), u64::from(t.win))
         };
         let now = self.now;
         let e = self.conns[conn].snd.on_ack(now, ack, win);
@@ -206,7 +206,8 @@ impl Host {
             self.conns[conn].timer.cancel();
         }
         let tx = self.tcp_mark_sendable(conn, u32::MAX);
-        self.pkts[pkt as usize].tx_segs = tx;
+        // (An ACK is a TCP packet: its fields are in `pkts_tcp`.)
+        self.pkts_tcp[pkt as usize].tx_segs = tx;
         let c = &self.cfg.profile.costs;
         let mut cost = c.tcp_ack_rx_ns + u64::from(tx) * self.seg_out_ns();
         let cn = &self.conns[conn];
@@ -218,7 +219,7 @@ impl Host {
 
     /// The ACK's unit completed on `cpu`: segments to the device, the writer woken.
     pub fn tcp_ack_done(&mut self, cpu: usize, pkt: PktId, conn: usize) {
-        let tx = self.pkts[pkt as usize].tx_segs;
+        let tx = self.pkt_tcp(pkt).tx_segs;
         self.stats.acks_consumed += 1;
         self.free_pkt(pkt);
         self.tcp_emit(conn, tx);
