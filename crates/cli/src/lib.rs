@@ -514,6 +514,9 @@ fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenari
     let path = Path::new("scenarios").join(format!("{name}.toml"));
     let plain = if path.exists() { hostsim_scenario::load(&path, &[]) } else { hostsim_scenario::load_str(&path, text, &[]) }
         .map_err(|e| e.to_string())?;
+    if let Some(w) = plain.stale_calibration() {
+        eprintln!("warning: {w}");
+    }
     let mut sets = Vec::new();
     if let Some(n) = seeds.seeds {
         sets.push(("seeds".to_string(), n.to_string()));

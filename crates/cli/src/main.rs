@@ -258,6 +258,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
+            if let Some(w) = sc.stale_calibration() {
+                eprintln!("warning: {w}");
+            }
             let cfg = match &variant {
                 Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
                 None => sc.base_config().clone(),
@@ -307,6 +310,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let sets = parse_sets(&sets)?;
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
+            if let Some(w) = sc.stale_calibration() {
+                eprintln!("warning: {w}");
+            }
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let t0 = std::time::Instant::now();
@@ -386,6 +392,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     Ok(sc) => {
                         let runs = sc.run_count();
                         println!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
+                        if let Some(w) = sc.stale_calibration() {
+                            eprintln!("warning: {w}");
+                        }
                     }
                     Err(e) => {
                         eprintln!("{e}");

@@ -857,6 +857,30 @@ fn to_config(path: &Path, f: &File, profiles: &ProfileCache) -> Result<HostConfi
 }
 
 impl Scenario {
+    /// A warning when the scenario's calibration overlay exists but has no value for some of its
+    /// declared `[[calibrate]]` parameters (added or renamed since the fit): those keep the
+    /// scenario's own values. None when every declared parameter is fitted, or there is no
+    /// overlay yet (the report then says "not calibrated").
+    pub fn stale_calibration(&self) -> Option<String> {
+        let cal = self.calibration.as_ref()?;
+        let overlay = cal.overlay.as_ref()?;
+        let mut missing: Vec<&str> = Vec::new();
+        for p in &self.calibrate {
+            if !overlay.values.contains_key(&p.name) && !missing.contains(&p.name.as_str()) {
+                missing.push(&p.name);
+            }
+        }
+        if missing.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{}: calibration overlay {} has no value for {} (declared in [[calibrate]]): the scenario's own value is used; re-run `hostsim calibrate`",
+            self.path.display(),
+            overlay.path,
+            missing.join(", ")
+        ))
+    }
+
     /// The configuration without any variant or sweep value applied.
     pub fn base_config(&self) -> &HostConfig {
         &self.base

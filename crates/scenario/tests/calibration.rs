@@ -96,3 +96,22 @@ fn the_overlay_supplies_the_fitted_values_and_set_still_wins() {
     assert!(load(&path, &[]).unwrap_err().message.contains("expected a number"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn an_overlay_without_a_declared_parameter_is_reported_stale() {
+    let d = scratch("stale");
+    let path = d.join("x.toml");
+    std::fs::write(&path, with_calibration("t")).unwrap();
+    // No overlay: not stale (the report says "not calibrated").
+    assert_eq!(load(&path, &[]).unwrap().stale_calibration(), None);
+    // An overlay fitted before `work` was declared (it holds another name only).
+    std::fs::write(d.join("calibration/t.toml"), "[values]\nold_name = 5\n").unwrap();
+    let sc = load(&path, &[]).unwrap();
+    assert_eq!(sc.base_config().processes[0].work_ns, 2000, "the file's own value stands");
+    let w = sc.stale_calibration().expect("a stale overlay is reported");
+    assert!(w.contains("has no value for work ") && w.contains("hostsim calibrate"), "{w}");
+    // Once the overlay holds it: not stale.
+    std::fs::write(d.join("calibration/t.toml"), "[values]\nwork = 1200\nold_name = 5\n").unwrap();
+    assert_eq!(load(&path, &[]).unwrap().stale_calibration(), None);
+    let _ = std::fs::remove_dir_all(&d);
+}
