@@ -10,27 +10,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.extension().is_some_and(|e| e == "toml") {
-            out.push(p);
-        }
-    }
-}
-
 /// Every file under `dir` (sorted, recursive) whose extension is `ext`.
-fn walk_ext(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            walk_ext(&p, ext, out);
+            walk(&p, ext, out);
         } else if p.extension().is_some_and(|e| e == ext) {
             out.push(p);
         }
@@ -43,9 +30,9 @@ fn model_source_id(root: &Path) -> String {
     for krate in ["engine", "workload", "host", "scenario"] {
         let dir = root.join("crates").join(krate).join("src");
         println!("cargo:rerun-if-changed={}", dir.display());
-        walk_ext(&dir, "rs", &mut files);
+        walk(&dir, "rs", &mut files);
     }
-    walk_ext(&root.join("profiles"), "toml", &mut files);
+    walk(&root.join("profiles"), "toml", &mut files);
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for f in &files {
         let rel = f.strip_prefix(root).unwrap().to_string_lossy().into_owned();
@@ -66,7 +53,7 @@ fn main() {
         let dir = root.join(sub);
         println!("cargo:rerun-if-changed={}", dir.display());
         let mut files = Vec::new();
-        walk(&dir, &mut files);
+        walk(&dir, "toml", &mut files);
         code.push_str(&format!("pub static {var}: &[(&str, &str)] = &[\n"));
         for f in &files {
             println!("cargo:rerun-if-changed={}", f.display());
