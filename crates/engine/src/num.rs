@@ -8,11 +8,17 @@
 /// Why it is exact: for 0 <= x < 2^52, `t = x as u64` truncates exactly, and `x - t` is computed
 /// exactly (for x < 1, t = 0; for x >= 1, t > x/2, so Sterbenz's lemma applies), so comparing
 /// the fraction with 0.5 rounds exactly as `round` does. Other values take `round` itself.
+///
+/// The conversions go through `i64`, not `u64`: in this range both give the same integer, but
+/// x86-64 (baseline, no AVX-512) converts f64 to and from `u64` with a branchy sequence of about a
+/// dozen instructions each way (the value may exceed `i64::MAX`), and to and from `i64` with one
+/// (`cvttsd2si`, `cvtsi2sd`) plus Rust's saturation guard. Measured with callgrind: 30 → 12
+/// instructions per call (livelock-400k, one call per packet in the Poisson source).
 #[inline]
 pub fn round_u64(x: f64) -> u64 {
     if (0.0..4_503_599_627_370_496.0).contains(&x) {
-        let t = x as u64;
-        t + u64::from(x - t as f64 >= 0.5)
+        let t = x as i64;
+        (t + i64::from(x - t as f64 >= 0.5)) as u64
     } else {
         x.round() as u64
     }

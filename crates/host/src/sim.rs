@@ -483,6 +483,20 @@ pub struct Src {
     /// The last frame size's serialisation times, (payload, tcp) -> (link ns, port ns): a
     /// rate source sends one size, so the float products and rounding run once, not per frame.
     pub wire_cache: Option<(u32, bool, u64, u64)>,
+    /// Per flow (index = flow, the first 4096): its client, port, RSS hash and queue, computed
+    /// at its first frame (`Src::flow_wire` in nic.rs).
+    pub flow_cache: Vec<FlowWire>,
+}
+
+/// What a source's frames of one flow share: the client machine sending them, the destination
+/// port, the RSS hash and the RX queue (within the whole host). All follow from the flow and the
+/// source's fixed configuration. `hash` 0 marks an empty entry (`flow_hash` is never 0).
+#[derive(Clone, Copy, Default)]
+pub struct FlowWire {
+    pub client: u32,
+    pub dst_port: u16,
+    pub hash: u32,
+    pub queue: u32,
 }
 
 
@@ -807,6 +821,7 @@ impl Host {
                 timer: Timer::new(),
                 rng: streams.stream(&format!("traffic/{i}/{}", t.name)),
                 wire_cache: None,
+                flow_cache: Vec::new(),
             });
         }
 
