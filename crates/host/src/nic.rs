@@ -117,8 +117,8 @@ impl Host {
     fn send_emits(&mut self, s: usize, out: &[hostsim_workload::Emit]) {
         for e in out {
             self.stats.offered += 1;
-            let (link_ns, port_ns) = self.srcs[s].wire_ns(e.payload_bytes, e.tcp, &self.nics);
             let src = &mut self.srcs[s];
+            let (link_ns, port_ns) = src.wire_ns(e.payload_bytes, e.tcp, &self.nics);
             let nic_i = src.nic as usize;
             let nic = &self.nics[nic_i];
             let FlowWire { client: c, dst_port, hash, queue } = src.flow_wire(s, e.flow, self.hash_key, nic);
@@ -155,7 +155,10 @@ impl Host {
 
     /// A frame reached the switch at `at_switch`: it queues for the port's wire (`port_ns` to
     /// cross it), or is dropped when the switch's buffer in front of the port is full.
-    #[inline]
+    ///
+    /// Always inlined (into `send_emits` and the `AtSwitch` event): as a call it cost the frame
+    /// path a register save and restore around it (callgrind, livelock-400k).
+    #[inline(always)]
     pub fn switch_forward(&mut self, pkt: PktId, nic_i: usize, at_switch: Time, port_ns: u64) {
         let nic = &self.nics[nic_i];
         let ready = at_switch + Time(nic.cfg.switch_latency_ns);
