@@ -33,7 +33,9 @@ impl BasePlacement {
 /// few word operations instead of a pass over every CPU: each CPU's LLC span and the first
 /// thread of every core (fixed at boot, as the kernel's `sd_llc` masks), and the idle CPUs
 /// (`idle_cpu()`), which `sched.rs` updates whenever a run queue or `curr` changes; and each
-/// CPU's scheduling domains, also fixed at boot.
+/// CPU's scheduling domains and LLC size, also fixed at boot. CPU counts of spans are kept, not
+/// recounted: the build targets baseline x86-64, without a `popcnt` instruction, so a `u128`'s
+/// `count_ones` is ~30 instructions of bit arithmetic (callgrind: ~65 instructions per wake-up).
 #[derive(Clone, Debug)]
 pub struct SchedMasks {
     pub llc: Vec<u128>,
@@ -44,6 +46,8 @@ pub struct SchedMasks {
     /// CPU counts by software popcount) was ~280 instructions a call, ~1.7% of the 64-CPU bench
     /// case (callgrind).
     pub domains: Vec<SchedDomains>,
+    /// `llc[c].count_ones()` (`sd_llc_size`).
+    pub llc_weight: Vec<u32>,
 }
 
 impl SchedMasks {
@@ -54,7 +58,8 @@ impl SchedMasks {
         let core_firsts = (0..n).step_by(threads_per_core.max(1)).fold(0u128, |m, c| m | 1u128 << c);
         let idle = (0..n).fold(0u128, |m, c| m | 1u128 << c);
         let domains = (0..n).map(|c| SchedDomains::build(c, n, threads_per_core, core_firsts, &llc)).collect();
-        SchedMasks { llc, core_firsts, idle, domains }
+        let llc_weight = llc.iter().map(|m| m.count_ones()).collect();
+        SchedMasks { llc, core_firsts, idle, domains, llc_weight }
     }
 
     pub fn set_idle(&mut self, cpu: usize, idle: bool) {
@@ -71,6 +76,8 @@ impl SchedMasks {
 #[derive(Clone, Copy, Debug)]
 pub struct SchedDomains {
     d: [(usize, u128); 3],
+    /// `d[k].1.count_ones()`: the CPUs in each span.
+    weight: [u32; 3],
     n: usize,
 }
 
@@ -84,11 +91,12 @@ impl SchedDomains {
         let first = cpu / tpc.max(1) * tpc.max(1);
         let smt = core_firsts & (1u128 << first) != 0;
         let core = if smt && tpc > 1 && tpc < 128 { ((1u128 << tpc) - 1) << first } else { 1u128 << cpu };
-        let mut out = SchedDomains { d: [(0, 0); 3], n: 0 };
+        let mut out = SchedDomains { d: [(0, 0); 3], weight: [0; 3], n: 0 };
         let mut below = 1u128 << cpu;
         for (level, span) in [(0, core), (1, llc[cpu] & all), (2, all)] {
             if span != below && span.count_ones() > below.count_ones() {
                 out.d[out.n] = (level, span);
+                out.weight[out.n] = span.count_ones();
                 out.n += 1;
                 below = span;
             }
@@ -98,5 +106,10 @@ impl SchedDomains {
 
     pub fn as_slice(&self) -> &[(usize, u128)] {
         &self.d[..self.n]
+    }
+
+    /// The number of CPUs in the `k`th domain's span.
+    pub fn weight(&self, k: usize) -> u32 {
+        self.weight[k]
     }
 }

@@ -510,12 +510,12 @@ impl Host {
     fn cfs6_newidle_balance(&mut self, cpu: usize) {
         let now = self.now.ns();
         let per_cpu_ns = self.cfg.profile.costs.newidle_balance_per_cpu_ns;
-        let domains = self.cfs6_domains(cpu);
-        let domains = domains.as_slice();
+        let doms = self.cfs6_domains(cpu);
+        let domains = doms.as_slice();
         let Balancer::Cfs6(b) = &mut self.balancer else { return };
         b.idle_stamp[cpu] = Some(now);
         let avg_idle = b.avg_idle_ns[cpu];
-        let first_cost = domains.first().map_or(0, |d| per_cpu_ns * u64::from(d.1.count_ones()));
+        let first_cost = if domains.is_empty() { 0 } else { per_cpu_ns * u64::from(doms.weight(0)) };
         if !b.overload || domains.is_empty() || avg_idle < first_cost {
             return;
         }
@@ -526,7 +526,7 @@ impl Host {
         let mut curr_cost = 0;
         let mut pulled = false;
         for (k, &(level, span)) in domains.iter().enumerate() {
-            let cost = per_cpu_ns * u64::from(span.count_ones());
+            let cost = per_cpu_ns * u64::from(doms.weight(k));
             if avg_idle < curr_cost + cost {
                 break;
             }
@@ -735,6 +735,9 @@ impl crate::wake::WakeView for Host {
     }
     fn llc_mask(&self, cpu: usize) -> u128 {
         self.masks.llc[cpu]
+    }
+    fn llc_weight(&self, cpu: usize) -> u32 {
+        self.masks.llc_weight[cpu]
     }
     fn core_firsts(&self) -> u128 {
         self.masks.core_firsts

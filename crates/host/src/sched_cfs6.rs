@@ -122,7 +122,7 @@ impl Cfs6Wake {
     /// `wake_wide(p)`: the waker (`cur`) and the wakee flip among many partners.
     fn wake_wide(&self, h: &impl WakeView, pid: Pid, cur: usize, waker: usize) -> bool {
         let (mut master, mut slave) = (self.wakee[cur].flips.get(), self.wakee[pid as usize].flips.get());
-        let factor = h.llc_mask(waker).count_ones();
+        let factor = h.llc_weight(waker);
         if master < slave {
             std::mem::swap(&mut master, &mut slave);
         }
@@ -133,7 +133,8 @@ impl Cfs6Wake {
     pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> usize {
         let p = h.task(pid);
         let prev = if p.allowed & (1u128 << prev) != 0 { prev } else { p.allowed.trailing_zeros() as usize };
-        if p.rt || p.allowed.count_ones() == 1 {
+        // One allowed CPU (`is_power_of_two`, not a software popcount: see `SchedMasks`).
+        if p.rt || p.allowed.is_power_of_two() {
             // select_task_rq_rt keeps an RT task where it is when nothing higher runs there;
             // a task bound to one CPU is not placed at all.
             return prev;

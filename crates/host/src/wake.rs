@@ -56,6 +56,10 @@ pub trait WakeView {
         let llc = self.llc_of(cpu);
         (0..self.nr_cpus()).filter(|&c| self.llc_of(c) == llc).fold(0u128, |m, c| m | 1u128 << c)
     }
+    /// How many CPUs share `cpu`'s last-level cache (`sd_llc_size`).
+    fn llc_weight(&self, cpu: usize) -> u32 {
+        self.llc_mask(cpu).count_ones()
+    }
     /// The first thread of every core (CPUs are numbered core by core).
     fn core_firsts(&self) -> u128 {
         (0..self.nr_cpus()).step_by(self.threads_per_core()).fold(0u128, |m, c| m | 1u128 << c)
@@ -90,7 +94,8 @@ fn allowed(h: &impl WakeView, pid: Pid, cpu: usize) -> bool {
 pub fn linux_select_task_rq(h: &impl WakeView, pid: Pid, prev: usize, waker: usize) -> usize {
     let p = h.task(pid);
     let prev = if allowed(h, pid, prev) { prev } else { p.allowed.trailing_zeros() as usize };
-    if p.rt || p.allowed.count_ones() == 1 || !allowed(h, pid, waker) {
+    // One allowed CPU: `is_power_of_two`, not a software popcount (see `SchedMasks`).
+    if p.rt || p.allowed.is_power_of_two() || !allowed(h, pid, waker) {
         // No SD_WAKE_AFFINE domain (want_affine = 0) and no SD_BALANCE_WAKE domain: prev_cpu.
         return prev;
     }
