@@ -41,6 +41,9 @@ pub struct SchedMasks {
     pub llc: Vec<u128>,
     pub core_firsts: u128,
     pub idle: u128,
+    /// The CPUs whose fair run queue holds a task (`rq->cfs.nr_running` above the running
+    /// one), kept up to date by `sched.rs` with `idle`, for the balancer's busiest-queue scans.
+    pub queued: u128,
     /// Each CPU's scheduling domains (`SchedDomains::build`). Built once here: the Linux 6.x
     /// balancer asks for them on every idle entry, and building them there (three spans, their
     /// CPU counts by software popcount) was ~280 instructions a call, ~1.7% of the 64-CPU bench
@@ -59,7 +62,15 @@ impl SchedMasks {
         let idle = (0..n).fold(0u128, |m, c| m | 1u128 << c);
         let domains = (0..n).map(|c| SchedDomains::build(c, n, threads_per_core, core_firsts, &llc)).collect();
         let llc_weight = llc.iter().map(|m| m.count_ones()).collect();
-        SchedMasks { llc, core_firsts, idle, domains, llc_weight }
+        SchedMasks { llc, core_firsts, idle, queued: 0, domains, llc_weight }
+    }
+
+    pub fn set_queued(&mut self, cpu: usize, queued: bool) {
+        if queued {
+            self.queued |= 1u128 << cpu;
+        } else {
+            self.queued &= !(1u128 << cpu);
+        }
     }
 
     pub fn set_idle(&mut self, cpu: usize, idle: bool) {
