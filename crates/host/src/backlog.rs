@@ -58,6 +58,7 @@ impl Fifo {
 }
 
 impl BacklogPolicy for Fifo {
+    #[inline]
     fn enqueue(&mut self, pkt: PktId, _prio: i32) -> Enqueue {
         let len = self.q.len();
         if len <= self.max {

@@ -66,7 +66,17 @@ impl Backlog {
     pub fn needs_priority(&self) -> bool {
         matches!(self, Backlog::Pbq(_))
     }
+    /// Inlined for Linux's FIFO (every legacy frame's `netif_rx`); the other policies out of
+    /// line.
+    #[inline]
     pub fn enqueue(&mut self, pkt: PktId, prio: i32) -> Enqueue {
+        match self {
+            Backlog::Fifo(f) => f.enqueue(pkt, prio),
+            _ => self.enqueue_other(pkt, prio),
+        }
+    }
+    #[inline(never)]
+    fn enqueue_other(&mut self, pkt: PktId, prio: i32) -> Enqueue {
         match self {
             Backlog::Fifo(f) => f.enqueue(pkt, prio),
             Backlog::Pbq(q) => q.enqueue(pkt, prio),
@@ -273,6 +283,13 @@ impl Concurrency {
             Concurrency::Bkl(_) => ctx != Context::User,
             Concurrency::Functional(_) => ctx == Context::Exchange,
         }
+    }
+
+    /// Does this model have a kernel lock (`lock()` is `Some`)? A tag test, for the callers
+    /// that skip the lock gate without one (`Host::start_top`).
+    #[inline]
+    pub fn has_lock(&self) -> bool {
+        matches!(self, Concurrency::Bkl(_) | Concurrency::Functional(_))
     }
 
     /// The model's lock, if it has one.

@@ -61,7 +61,18 @@ impl Host {
 
     /// Choose the RPS target now (stored in the packet; NONE = here, no backlog) and return the
     /// extra cost of steering.
+    #[inline]
     pub fn rps_extra_cost(&mut self, cpu: usize, pkt: PktId) -> u64 {
+        if !self.cfg.kernel.rps {
+            self.pkts[pkt as usize].rx_cpu = NONE;
+            return 0;
+        }
+        self.rps_steer(cpu, pkt)
+    }
+
+    /// `rps_extra_cost` with RPS on (out of line: without RPS every frame only stores NONE).
+    #[inline(never)]
+    fn rps_steer(&mut self, cpu: usize, pkt: PktId) -> u64 {
         let target = self.rps_target(pkt);
         self.pkts[pkt as usize].rx_cpu = target.map_or(NONE, |t| t as u32);
         match target {
