@@ -305,9 +305,9 @@ impl Host {
             if let Some(pkt) = self.queues[q].ring.pop_front() {
                 let c = &self.cfg.profile.costs;
                 let mut cost = c.driver_rx_frame_ns + c.netif_rx_ns;
-                cost += self.rps_extra_cost(cpu, pkt);
-                let target = self.pkts[pkt as usize].rx_cpu;
-                cost += self.backlog_enqueue_cost(if target == NONE { cpu } else { target as usize });
+                let (extra, target) = self.rps_extra_cost_to(cpu, pkt);
+                cost += extra;
+                cost += self.backlog_enqueue_cost(target);
                 self.next_unit(cpu, Work::IrqFrame { q: q as u32, pkt }, CpuState::Hardirq, cost);
                 return;
             }

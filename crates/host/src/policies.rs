@@ -83,6 +83,12 @@ impl Backlog {
             Backlog::FlowLimit(f) => f.enqueue(pkt, prio),
         }
     }
+    /// Can this (enqueuing CPU's) policy refuse a packet in `limit`? Only flow limit does; for
+    /// the others `limit` is always false and its arguments need not be computed.
+    #[inline]
+    pub fn may_limit(&self) -> bool {
+        matches!(self, Backlog::FlowLimit(_))
+    }
     /// The enqueuing CPU's check before `enqueue` on the target (see `BacklogPolicy::limit`).
     pub fn limit(&mut self, hash: u32, target_len: usize) -> bool {
         match self {

@@ -60,17 +60,22 @@ impl Host {
     }
 
     /// Choose the RPS target now (stored in the packet; NONE = here, no backlog) and return the
-    /// extra cost of steering.
+    /// extra cost of steering, with the CPU whose backlog takes the packet (`cpu` itself when
+    /// it has no target): the legacy handler's frame needs it, and without RPS it is known
+    /// without reading the packet back.
     #[inline]
-    pub fn rps_extra_cost(&mut self, cpu: usize, pkt: PktId) -> u64 {
+    pub fn rps_extra_cost_to(&mut self, cpu: usize, pkt: PktId) -> (u64, usize) {
         if !self.cfg.kernel.rps {
             self.pkts[pkt as usize].rx_cpu = NONE;
-            return 0;
+            return (0, cpu);
         }
-        self.rps_steer(cpu, pkt)
+        let extra = self.rps_steer(cpu, pkt);
+        let target = self.pkts[pkt as usize].rx_cpu;
+        (extra, if target == NONE { cpu } else { target as usize })
     }
 
-    /// `rps_extra_cost` with RPS on (out of line: without RPS every frame only stores NONE).
+    /// `rps_extra_cost_to` with RPS on: the target stored in the packet, the extra cost
+    /// returned (out of line: without RPS every frame only stores NONE).
     #[inline(never)]
     fn rps_steer(&mut self, cpu: usize, pkt: PktId) -> u64 {
         let target = self.rps_target(pkt);
@@ -135,9 +140,13 @@ impl Host {
     fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
         // `qlen <= netdev_max_backlog && !skb_flow_limit(skb, qlen)`: the flow-limit table is the
         // enqueuing CPU's (`this_cpu_ptr`), the queue length the target's.
-        let target_len = self.cpus[target].backlog.len();
-        let hash = self.pkts[pkt as usize].hash;
-        if self.cpus[from].backlog.limit(hash, target_len) {
+        // (The target's length and the hash are read only for a policy that can refuse.)
+        let limited = self.cpus[from].backlog.may_limit() && {
+            let target_len = self.cpus[target].backlog.len();
+            let hash = self.pkts[pkt as usize].hash;
+            self.cpus[from].backlog.limit(hash, target_len)
+        };
+        if limited {
             self.stats.flow_limit_drops[from] += 1;
             return self.drop_pkt(pkt, DropPlace::FlowLimit);
         }
@@ -298,8 +307,14 @@ impl Host {
                             return;
                         }
                     }
-                    let extra = self.rps_extra_cost(cpu, pkt);
-                    let rx_cpu = self.pkts[pkt as usize].rx_cpu;
+                    // Without RPS the packet stays here (its rx_cpu is set below), as
+                    // `rps_extra_cost_to` would say after storing NONE.
+                    let (extra, rx_cpu) = if self.cfg.kernel.rps {
+                        let extra = self.rps_steer(cpu, pkt);
+                        (extra, self.pkts[pkt as usize].rx_cpu)
+                    } else {
+                        (0, NONE)
+                    };
                     if rx_cpu != NONE {
                         // enqueue_to_backlog runs here, in the poll: the enqueuing CPU's check
                         // and the target policy's enqueue work are charged to this unit.
