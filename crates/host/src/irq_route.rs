@@ -45,6 +45,27 @@ impl IrqRouter {
         true
     }
 
+    /// The CPU for the next interrupt under a policy that needs no clock, randomness or CPU
+    /// states (fixed, MSI-X, mask): `route`'s answer without building its arguments (for
+    /// modern-64c's ~90,000 MSI-X interrupts per 20 simulated ms that was ~45 instructions
+    /// each, callgrind). None under balance_irq.
+    #[inline]
+    pub fn route_static(&self) -> Option<usize> {
+        match self.kind {
+            IrqRouting::Fixed | IrqRouting::Msix | IrqRouting::Mask => Some(self.static_cpu()),
+            IrqRouting::BalanceIrq => None,
+        }
+    }
+
+    #[inline]
+    fn static_cpu(&self) -> usize {
+        if self.allowed & (1u128 << self.cpu) != 0 {
+            self.cpu
+        } else {
+            self.allowed.trailing_zeros() as usize
+        }
+    }
+
     /// The CPU for the next interrupt.
     pub fn route(
         &mut self,
@@ -56,13 +77,7 @@ impl IrqRouter {
     ) -> usize {
         let allowed = |c: usize| self.allowed & (1u128 << c) != 0;
         match self.kind {
-            IrqRouting::Fixed | IrqRouting::Msix | IrqRouting::Mask => {
-                if allowed(self.cpu) {
-                    self.cpu
-                } else {
-                    self.allowed.trailing_zeros() as usize
-                }
-            }
+            IrqRouting::Fixed | IrqRouting::Msix | IrqRouting::Mask => self.static_cpu(),
             IrqRouting::BalanceIrq => {
                 // Linux 2.4 arch/i386/kernel/io_apic.c balance_irq()/move(): at most every
                 // IRQ_BALANCE_INTERVAL (HZ/50) step from the current CPU in a random direction to
@@ -120,6 +135,26 @@ mod tests {
             itr_ints_per_s: 0,
             balance_irq_interval_us: None,
         }
+    }
+
+    /// `route_static` answers as `route` for the policies without state, also with a narrowed
+    /// mask that excludes the current CPU, and declines balance_irq.
+    #[test]
+    fn route_static_agrees_with_route() {
+        let mut rng = RngStreams::new(9).stream("t");
+        for kind in [IrqRouting::Fixed, IrqRouting::Msix, IrqRouting::Mask] {
+            let n = nic(kind, vec![1, 2, 3]);
+            for q in 0..4 {
+                let mut r = IrqRouter::new(&n, q, 4);
+                for mask in [r.allowed, 0b1000u128, 0b0110] {
+                    r.set_affinity(mask);
+                    let s = r.route_static();
+                    assert_eq!(s, Some(r.route(Time::from_ms(1), Time::from_ms(20), 4, &mut rng, |_| true)));
+                }
+            }
+        }
+        let r = IrqRouter::new(&nic(IrqRouting::BalanceIrq, vec![]), 0, 4);
+        assert_eq!(r.route_static(), None);
     }
 
     #[test]

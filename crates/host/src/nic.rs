@@ -261,6 +261,9 @@ impl Host {
     }
 
     pub fn route_irq(&mut self, q: usize) -> usize {
+        if let Some(cpu) = self.queues[q].router.route_static() {
+            return cpu;
+        }
         let now = self.now;
         let jiffy = Time(self.tick_ns);
         let cpus = &self.cpus;
