@@ -242,26 +242,38 @@ impl<E> EventQueue<E> {
         }
         let i = b as usize & (BUCKETS - 1);
         // The bucket's list is kept in key order: find the entry to link after (NIL: the head).
+        // Every pending entry was scheduled before this one, so has a smaller sequence number:
+        // the new entry goes after exactly the entries whose time is at most its own, and the
+        // walk compares times (the keys' high halves), not whole keys. `get` folds the end of
+        // the list into the bounds check (NIL is beyond every node's index). (Callgrind,
+        // modern-64c, whose buckets hold a few entries each: with the get_mut lookups below and
+        // pop's bitmap test, 903 -> 883 M instructions, -2.3 %; legacy cases -1 %.)
+        let t = key_time(k);
         let mut prev = NIL;
         let mut next = self.heads[i];
-        while next != NIL && self.nodes[next as usize].key < k {
+        while let Some(n) = self.nodes.get(next as usize) {
+            if key_time(n.key) > t {
+                break;
+            }
             prev = next;
-            next = self.nodes[next as usize].next;
+            next = n.next;
         }
-        let n = if self.free != NIL {
-            let n = self.free;
-            let node = &mut self.nodes[n as usize];
-            self.free = node.next;
-            *node = Node { key: k, next, event: Some(event) };
-            n
-        } else {
-            self.nodes.push(Node { key: k, next, event: Some(event) });
-            (self.nodes.len() - 1) as u32
+        // A free node if there is one (`get_mut` of NIL is None, as above), else a new one.
+        let n = match self.nodes.get_mut(self.free as usize) {
+            Some(node) => {
+                let n = self.free;
+                self.free = node.next;
+                *node = Node { key: k, next, event: Some(event) };
+                n
+            }
+            None => {
+                self.nodes.push(Node { key: k, next, event: Some(event) });
+                (self.nodes.len() - 1) as u32
+            }
         };
-        if prev == NIL {
-            self.heads[i] = n;
-        } else {
-            self.nodes[prev as usize].next = n;
+        match self.nodes.get_mut(prev as usize) {
+            Some(p) => p.next = n,
+            None => self.heads[i] = n,
         }
         self.occupied[i / 64] |= 1 << (i % 64);
         self.in_calendar = self.in_calendar.wrapping_add(1);
@@ -271,47 +283,53 @@ impl<E> EventQueue<E> {
     /// bucket (each bucket's list is in key order).
     #[inline]
     fn calendar_min(&self) -> Option<(usize, u32, u128)> {
-        if self.in_calendar == 0 {
-            return None;
-        }
-        let bucket = self.first_occupied();
+        let bucket = self.first_occupied()?;
         let node = self.heads[bucket];
         Some((bucket, node, self.nodes[node as usize].key))
     }
 
-    /// The first non-empty bucket at or after now's, going round the ring (one exists).
+    /// The first non-empty bucket at or after now's, going round the ring; None when the
+    /// calendar is empty. (The bitmap is the emptiness test: a separate test of `in_calendar`
+    /// cost every pop a load and a branch.)
     #[inline]
-    fn first_occupied(&self) -> usize {
+    fn first_occupied(&self) -> Option<usize> {
         let start = self.cur as usize & (BUCKETS - 1);
         let w0 = start / 64;
         let m = self.occupied[w0] & (u64::MAX << (start % 64));
         if m != 0 {
-            return w0 * 64 + m.trailing_zeros() as usize;
+            return Some(w0 * 64 + m.trailing_zeros() as usize);
         }
-        // The remaining words, wrapping round; the start word's low bits come last.
+        self.first_occupied_wrapped(w0)
+    }
+
+    /// `first_occupied` past the start word: the remaining words, wrapping round; the start
+    /// word's low bits come last.
+    #[inline]
+    fn first_occupied_wrapped(&self, w0: usize) -> Option<usize> {
         for j in 1..=BUCKETS / 64 {
             let w = (w0 + j) % (BUCKETS / 64);
             let m = self.occupied[w];
             if m != 0 {
-                return w * 64 + m.trailing_zeros() as usize;
+                return Some(w * 64 + m.trailing_zeros() as usize);
             }
         }
-        unreachable!("the calendar holds an entry, so some bucket is occupied")
+        None
     }
 
     /// Remove `node`, the head of `bucket`'s list, and return its event.
     #[inline]
     fn unlink_head(&mut self, bucket: usize, node: u32) -> E {
-        let next = self.nodes[node as usize].next;
+        let n = &mut self.nodes[node as usize];
+        let next = n.next;
+        n.next = self.free;
+        let event = n.event.take().expect("a linked node holds an event");
+        self.free = node;
         self.heads[bucket] = next;
         if next == NIL {
             self.occupied[bucket / 64] &= !(1 << (bucket % 64));
         }
-        let n = &mut self.nodes[node as usize];
-        n.next = self.free;
-        self.free = node;
         self.in_calendar = self.in_calendar.wrapping_sub(1);
-        n.event.take().expect("a linked node holds an event")
+        event
     }
 }
 
