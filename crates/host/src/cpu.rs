@@ -83,20 +83,14 @@ impl Host {
         };
         let now = self.now;
         let c = &mut self.cpus[cpu];
-        match c.stack.last_mut() {
-            Some(f) => {
-                f.remaining += extra;
-                c.acct_state = f.state;
-                c.run_start = now;
-                let at = now + Time(f.remaining);
-                let gen = c.done.arm();
-                self.q.schedule(at, Ev::CpuDone { cpu: cpu as u16, gen });
-            }
-            None => {
-                c.acct_state = CpuState::Idle;
-                c.done.cancel();
-            }
-        }
+        let Some(f) = c.stack.last_mut() else {
+            c.acct_state = CpuState::Idle;
+            c.done.cancel();
+            return;
+        };
+        f.remaining += extra;
+        let (state, remaining) = (f.state, f.remaining);
+        run_top(&mut self.q, c, cpu, now, state, remaining);
     }
 
     /// Pause the running top frame (its remaining cost shrinks by what it ran). A spinning CPU
@@ -161,10 +155,7 @@ impl Host {
         } else {
             *c.stack.last_mut().expect("next_unit on an empty stack") = f;
         }
-        c.acct_state = f.state;
-        c.run_start = now;
-        let gen = c.done.arm();
-        self.q.schedule(now + Time(f.remaining), Ev::CpuDone { cpu: cpu as u16, gen });
+        run_top(&mut self.q, c, cpu, now, f.state, f.remaining);
         true
     }
 
@@ -372,4 +363,17 @@ impl Host {
                 Pending::App(AppPending::PollPass { .. } | AppPending::Polled { .. })
             )
     }
+}
+
+/// CPU `cpu`'s top frame (in state `state`, `remaining` ns of work) runs from `now`: the CPU is
+/// accounted in its state and the frame's completion is scheduled (`start_top`, `quick_start`).
+/// It takes the CPU and the queue apart so that its callers keep the CPU they already looked up:
+/// as a method that looked it up again it cost +0.5-0.7% instructions (callgrind, all bench
+/// cases).
+#[inline(always)]
+fn run_top(q: &mut hostsim_engine::EventQueue<Ev>, c: &mut Cpu, cpu: usize, now: Time, state: CpuState, remaining: u64) {
+    c.acct_state = state;
+    c.run_start = now;
+    let gen = c.done.arm();
+    q.schedule(now + Time(remaining), Ev::CpuDone { cpu: cpu as u16, gen });
 }
