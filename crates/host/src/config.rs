@@ -223,7 +223,7 @@ pub enum BacklogKind {
     Pbq,
     /// Linux's RPS flow limit (3.11+, `skb_flow_limit`): Linux's NAPI-era FIFO, and once a
     /// backlog is at least half full, packets of a flow holding more than half of the enqueuing
-    /// CPU's recent history are dropped (`flow_limit.rs`). Needs `rx_path = "napi"`.
+    /// CPU's recent history are dropped (`mechanisms/flow_limit.rs`). Needs `rx_path = "napi"`.
     FlowLimit,
 }
 
@@ -237,7 +237,7 @@ pub enum XdpKind {
     /// A program that only counts (passes everything, costs `xdp_run_ns`): the live baseline,
     /// which keeps the program attached with its mechanism off.
     Count,
-    /// `ozaki-pbq`'s priority drop as `hostsim live` runs it (xdp_pbq.rs): under high load,
+    /// `ozaki-pbq`'s priority drop as `hostsim live` runs it (mechanisms/ozaki_pbq/xdp.rs): under high load,
     /// drop lower priorities first beyond a minimum share per level.
     Pbq,
 }
@@ -254,7 +254,7 @@ pub enum WakePolicy {
 }
 
 /// The scheduler a kernel era ships: it decides wake-up placement and load balancing (the
-/// per-CPU pick of the next task is the CFS-like one in both; see `sched.rs`).
+/// per-CPU pick of the next task is the CFS-like one in both; see `kernel/sched/core.rs`).
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Scheduler {
@@ -267,7 +267,7 @@ pub enum Scheduler {
     /// a sync wake-up, and a socket's is not (2.4's `sock_def_readable` calls
     /// `wake_up_interruptible`); `load_balance` by run-queue length when a CPU goes idle, on every
     /// tick of an idle CPU and every HZ/4 ticks of a busy one (with a 25% imbalance), never moving
-    /// a running or cache-hot task. See `sched_o1.rs`.
+    /// a running or cache-hot task. See `kernel/sched/o1.rs`.
     O1,
     /// Linux 6.x's CFS (pre-EEVDF, e.g. 6.1 LTS; kernel/sched/fair.c): `select_task_rq_fair`
     /// with `wake_wide`, `wake_affine_idle` then `wake_affine_weight`, and 6.x's
@@ -275,11 +275,11 @@ pub enum Scheduler {
     /// with SIS_UTIL's limit); `newidle_balance` gated by the root domain's overload flag and
     /// `avg_idle` against the balance cost, never pulling a cache-hot task
     /// (`sched_migration_cost_us`); periodic balancing at 6.x's per-domain intervals. Set
-    /// `imbalance_pct = 117` (6.x `sd_init`) with it. See `sched_cfs6.rs`.
+    /// `imbalance_pct = 117` (6.x `sd_init`) with it. See `kernel/sched/cfs6.rs`.
     Cfs6,
 }
 
-/// How the kernel runs on several CPUs (`kernel.concurrency`; `concurrency.rs`).
+/// How the kernel runs on several CPUs (`kernel.concurrency`; `kernel/locking/spinlock.rs`).
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ConcurrencyKind {
@@ -404,7 +404,7 @@ pub struct KernelConfig {
     /// cache-hot and not pulled by the load balancer (`task_hot`); also the initial
     /// `max_idle_balance_cost` (and twice it the initial `avg_idle`) of every run queue.
     /// `cfs` (3.2) era: new-idle balancing is skipped while the CPU's `avg_idle` is below it
-    /// (`sched_cfs32.rs`). Linux's default is 500 us (3.2 kernel/sched.c, 6.x kernel/sched/fair.c).
+    /// (`kernel/sched/cfs32.rs`). Linux's default is 500 us (3.2 kernel/sched.c, 6.x kernel/sched/fair.c).
     pub sched_migration_cost_us: u64,
     /// nanosleep resolution: 0 = high-resolution timers (+ `timer_slack_ns`), else rounded up to
     /// whole ticks plus one (the 2.4 jiffy behaviour).
@@ -480,7 +480,7 @@ impl Default for KernelConfig {
             backlog: BacklogKind::Fifo,
             pbq_min_packets: 30,
             flow_limit_cpus: Vec::new(),
-            flow_limit_table_len: crate::flow_limit::FLOW_LIMIT_TABLE_LEN,
+            flow_limit_table_len: crate::mechanisms::flow_limit::FLOW_LIMIT_TABLE_LEN,
             irq_suppression: false,
             xdp: XdpKind::None,
             xdp_poll_ms: 10,
@@ -549,14 +549,14 @@ pub struct NicConfig {
     pub name: String,
     pub rate_mbps: u64,
     /// Queue pairs: each has an RX ring (chosen by RSS), a TX ring (chosen by the sending CPU)
-    /// and one interrupt vector serving both (`nic.rs`, `tx.rs`).
+    /// and one interrupt vector serving both (`drivers/net/nic.rs`, `net/core/tx.rs`).
     #[serde(default = "one")]
     pub queues: u32,
     /// RX descriptors per queue.
     #[serde(default = "ring")]
     pub rx_ring: u32,
     /// TX descriptors per queue (each of the `queues` queue pairs has its TX ring, fed by the
-    /// CPUs that send on it, `tx.rs`): a frame the host sends holds one from `dev_queue_xmit`
+    /// CPUs that send on it, `net/core/tx.rs`): a frame the host sends holds one from `dev_queue_xmit`
     /// until the driver's TX clean-up after the frame has left.
     #[serde(default = "ring")]
     pub tx_ring: u32,

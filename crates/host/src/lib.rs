@@ -11,86 +11,58 @@
 //!                 scheduler: CFS-like fair class + SCHED_FIFO, tick, load balancing, migrations
 //! ```
 //!
-//! Modules: [`cpu`](crate) nested contexts and accounting; `nic` wire, rings, interrupt
-//! moderation; `irq_route` IRQ routing policies; `rx` NET_RX softirq, backlog, RPS/RFS;
-//! `types` the small shared types; `policies` the closed enums selecting each policy;
-//! `backlog` backlog policies (`pbq` paper 000's, `flow_limit` Linux's RPS flow limit); `proto` UDP/TCP input and sockets; `sched` the scheduler;
-//! `concurrency` the kernel concurrency models (big kernel lock, paper 003's functional split),
-//! gated in `klock`, with Symbiose's exchange threads in `symbiose` and IP forwarding in `forward`;
-//! `wake` Linux 3.2 wake-up placement, `sched_o1` the 2.4 O(1) scheduler's placement and
-//! balancing, `placement` the era's placement (`wake_goda` paper 001's wraps it);
-//! `migration_class` classifies
-//! migrations (paper 001's unintended ping-pong); `xdp_pbq` the driver-entry priority drop of
-//! `hostsim live` and its agent's high-load detector (shared with crates/live); `process` system-call semantics; `stats` the
-//! counters; `summary` metrics and `summary.json`.
+//! The tree follows Linux's where it helps, so a kernel reader finds each part where Linux keeps
+//! it, and a paper's reader finds its mechanism under the paper's id:
+//!
+//! | folder / file | what |
+//! |---|---|
+//! | `drivers/net/` | NIC ports and queue pairs, RSS, RX rings, interrupt moderation, the driver's handler, TX rings |
+//! | `kernel/` | CPUs and their nested contexts with exact accounting (`cpu.rs`, `context.rs`), tasks (`task.rs`), programs' system calls (`process.rs`, `app.rs`) |
+//! | `kernel/irq/` | IRQ routing: fixed, masks, 2.4's balance_irq, MSI-X |
+//! | `kernel/sched/` | the scheduler of each era (2.4 O(1), CFS 3.2, CFS 6.x): run queues, wake-up placement, load balancing |
+//! | `kernel/locking/` | how one kernel runs on several CPUs (SMP, uniprocessor, the big kernel lock) and the lock gate |
+//! | `kernel/time/` | nanosleep() as each era rounded it |
+//! | `fs/` | poll() (`fs/select.c`) |
+//! | `net/core/` | `netif_rx`, NAPI, the NET_RX softirq, backlogs, RPS/RFS, the device transmit layer, sockets, packets |
+//! | `net/ipv4/` | UDP and TCP input, the sending TCP (around the `hostsim-tcp` crate), event-driven servers' connections, forwarding |
+//! | `mechanisms/` | one entry per paper id (`ozaki_pbq`, `goda_rfs`, `tabata_speed`, `takeuchi_symbiose`) plus `flow_limit`: only the papers' policies |
+//! | `metrics/` | counters, time series, windowed metrics and `summary.json`, traces, paper 001's migration classifier |
+//! | `wire/` | outside the host: sources, their links and the switch in front of each NIC port |
+//! | `sim.rs` | the hub: `Host` (each subsystem's state struct side by side), the event enum, the main loop |
+//! | `run.rs` | running a host with its failures caught |
+//! | `config.rs`, `types.rs`, `policies.rs` | the configuration, small shared types, the closed enum of each hook |
+//! | `tests/` | unit tests that need a whole `Host` |
 //!
 //! Mechanisms are policies selected in [`KernelConfig`] (closed enums, static dispatch), never
 //! special cases. The model reads no files: [`HostConfig`] comes from the scenario crate.
 //!
 //! Entry point: [`run`].
 
-mod app;
-mod app_metrics;
-mod app_state;
-mod backlog;
-mod concurrency;
 mod config;
-mod cpu;
-mod endpoint;
-mod flow_limit;
-mod forward;
-mod irq_route;
-mod klock;
-mod migration_class;
-mod nanosleep;
-mod nic;
-mod pbq;
-mod placement;
+mod drivers;
+mod fs;
+mod kernel;
+pub mod mechanisms;
+mod metrics;
+mod net;
 mod policies;
-mod poll;
-mod suppress;
-#[cfg(test)]
-mod testutil;
-mod process;
-mod proto;
 mod run;
-mod regulate;
-mod rx;
-mod sched;
-mod sched_cfs32;
-mod sched_cfs6;
-mod sched_o1;
 mod sim;
-mod sockets;
-mod sink_metrics;
-mod slots;
-mod stats;
-mod summary;
-mod symbiose;
 #[cfg(test)]
-mod tests_packet;
-#[cfg(test)]
-mod tests_wake;
-mod tcp_conn;
-mod tcp_out;
-mod trace;
-mod tx;
-mod txring;
+mod tests;
 mod types;
-mod wake;
-mod wake_goda;
-pub mod xdp_pbq;
+mod wire;
 
-pub use backlog::{BacklogPolicy, Enqueue, Fifo};
+pub use net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;
-pub use irq_route::IrqRouter;
-pub use nic::wire_bytes;
+pub use kernel::irq::route::IrqRouter;
+pub use wire::wire_bytes;
 pub use run::RunError;
-pub use summary::{
+pub use metrics::summary::{
     CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, Summary,
     TcpSummary, TrafficSummary, HttpTotals,
 };
-pub use trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
+pub use metrics::trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
 
 use hostsim_engine::TimeSeries;
@@ -118,7 +90,7 @@ pub fn run_with_progress(cfg: HostConfig, progress: impl FnMut(hostsim_engine::T
 }
 
 /// [`run_with_progress`] with a trace of what every CPU ran inside `window`, streamed to `sink`
-/// (see `trace.rs`: one slice per unit run, nested like the CPU's contexts). Tracing never
+/// (see `metrics/trace.rs`: one slice per unit run, nested like the CPU's contexts). Tracing never
 /// changes the simulated results.
 pub fn run_traced(
     cfg: HostConfig,

@@ -2,32 +2,33 @@
 //! configuration (`[kernel]` keys) when the host is built. Static dispatch: a `match` per call, no
 //! trait objects on the hot path.
 //!
-//! | hook (trait / functions)                        | enum             | selected by           | implementations                    |
-//! |-------------------------------------------------|------------------|-----------------------|------------------------------------|
-//! | `backlog::BacklogPolicy` (`enqueue`/`dequeue`, `limit`) | [`Backlog`] | `kernel.backlog` | `backlog::Fifo`, `pbq::Pbq`, `flow_limit::FlowLimit` |
-//! | `wake::WakeView` + `select_task_rq`              | [`WakePlacement`]| `kernel.scheduler`, `kernel.wake_policy` | `wake` (Linux 3.2 CFS), `sched_cfs6` (Linux 6.x CFS), `sched_o1` (2.4 O(1)), `wake_goda::GodaRfs` |
-//! | `sched_o1::BalanceView` + `load_balance`         | [`Balancer`]     | `kernel.scheduler`    | `sched.rs` (Linux 3.2 CFS), `sched_cfs6::Cfs6Balance` (Linux 6.x), `sched_o1::O1Balance` |
-//! | driver entry (XDP): `verdict`, `poll`            | [`Xdp`]          | `kernel.xdp`          | none, count, `xdp_pbq::XdpPbq`     |
-//! | kernel lock gate (`klock.rs`: `needs_lock`)      | [`Concurrency`]  | `kernel.concurrency`  | `smp`, `up`, `bkl` (`concurrency::SpinLock`), `functional` (`concurrency::Symbiose`) |
+//! | hook (trait / functions) | enum | selected by | implementations |
+//! |---|---|---|---|
+//! | `net::core::backlog::BacklogPolicy` (`enqueue`/`dequeue`, `limit`) | [`Backlog`] | `kernel.backlog` | `net::core::backlog::Fifo` (Linux), `mechanisms::ozaki_pbq::pbq::Pbq`, `mechanisms::flow_limit::FlowLimit` |
+//! | `kernel::sched::wake::WakeView` + `select_task_rq` | [`WakePlacement`] | `kernel.scheduler`, `kernel.wake_policy` | `kernel::sched::wake` (Linux 3.2 CFS), `kernel::sched::cfs6` (Linux 6.x CFS), `kernel::sched::o1` (2.4 O(1)), `mechanisms::goda_rfs::GodaRfs` |
+//! | `kernel::sched::o1::BalanceView` + `load_balance` | [`Balancer`] | `kernel.scheduler` | `kernel/sched/balance.rs` (Linux 3.2 CFS), `kernel::sched::cfs6::Cfs6Balance` (Linux 6.x), `kernel::sched::o1::O1Balance` |
+//! | driver entry (XDP): `verdict`, `poll` | [`Xdp`] | `kernel.xdp` | none, count, `mechanisms::ozaki_pbq::xdp::XdpPbq` |
+//! | kernel lock gate (`kernel/locking/gate.rs`: `needs_lock`) | [`Concurrency`] | `kernel.concurrency` | `smp`, `up`, `bkl` (`kernel::locking::spinlock::SpinLock`), `functional` (`mechanisms::takeuchi_symbiose::Symbiose`) |
 //!
-//! The IRQ router (`irq_route.rs`, `nic.irq_routing`) and interrupt suppression (`suppress.rs`,
+//! The IRQ router (`kernel/irq/route.rs`, `nic.irq_routing`) and interrupt suppression (`mechanisms/ozaki_pbq/suppress.rs`,
 //! `kernel.irq_suppression`) are selected the same way in their own files.
 //!
 //! This module imports the policies; none of them imports it or the `Host` hub (`sim.rs`).
 
-use crate::backlog::{BacklogPolicy, Enqueue, Fifo};
-use crate::concurrency::{Context, SpinLock, Symbiose};
 use crate::config::{BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, RxPath, Scheduler, WakePolicy, XdpKind};
-use crate::flow_limit::FlowLimit;
-use crate::pbq::Pbq;
-use crate::placement::BasePlacement;
-use crate::sched_cfs32::Cfs32Idle;
-use crate::sched_cfs6::{Cfs6Balance, Cfs6Wake};
-use crate::sched_o1::O1Balance;
+use crate::kernel::locking::spinlock::{Context, SpinLock};
+use crate::kernel::sched::cfs32::Cfs32Idle;
+use crate::kernel::sched::cfs6::{Cfs6Balance, Cfs6Wake};
+use crate::kernel::sched::o1::O1Balance;
+use crate::kernel::sched::placement::BasePlacement;
+use crate::kernel::sched::wake::WakeView;
+use crate::mechanisms::flow_limit::FlowLimit;
+use crate::mechanisms::goda_rfs::GodaRfs;
+use crate::mechanisms::ozaki_pbq::pbq::Pbq;
+use crate::mechanisms::ozaki_pbq::xdp::{DetectorConfig, Observation, Verdict, XdpPbq};
+use crate::mechanisms::takeuchi_symbiose::Symbiose;
+use crate::net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 use crate::types::{Pid, PktId};
-use crate::wake::WakeView;
-use crate::wake_goda::GodaRfs;
-use crate::xdp_pbq::{DetectorConfig, Observation, Verdict, XdpPbq};
 use hostsim_engine::Rng;
 
 /// The closed set of backlog policies (static dispatch).
@@ -174,12 +175,12 @@ impl WakePlacement {
 #[repr(u8)]
 pub enum Balancer {
     /// Linux 3.2 CFS: periodic balancing every `kernel.balance_interval_ms` and new-idle
-    /// balancing gated by `avg_idle` (`sched_cfs32.rs`), by weighted load (`sched.rs`).
+    /// balancing gated by `avg_idle` (`kernel/sched/cfs32.rs`), by weighted load (`kernel/sched/balance.rs`).
     Cfs(Box<Cfs32Idle>),
-    /// 2.4 O(1) `load_balance` (`sched_o1.rs`).
+    /// 2.4 O(1) `load_balance` (`kernel/sched/o1.rs`).
     O1(O1Balance),
     /// Linux 6.x: `newidle_balance` gated by `avg_idle` and the overload flag, periodic
-    /// balancing at the domains' intervals, cache-hot tasks kept (`sched_cfs6.rs`, `sched.rs`).
+    /// balancing at the domains' intervals, cache-hot tasks kept (`kernel/sched/cfs6.rs`, `kernel/sched/balance.rs`).
     Cfs6(Box<Cfs6Balance>),
 }
 
@@ -252,7 +253,7 @@ impl Xdp {
     }
 }
 
-/// The closed set of kernel concurrency models (`concurrency.rs`).
+/// The closed set of kernel concurrency models (`kernel/locking/spinlock.rs`, `mechanisms/takeuchi_symbiose`).
 #[derive(Clone, Debug)]
 #[repr(u8)]
 pub enum Concurrency {

@@ -53,7 +53,7 @@ fn try_run_inner(cfg: HostConfig, traced: Option<(TraceWindow, &mut dyn TraceSin
             Some((window, sink)) => {
                 let labels = host.trace_labels();
                 sink.start(host.cpus.len(), &labels, &STATE_NAMES);
-                host.trace = Some(crate::trace::Trace::new(host.cpus.len(), window));
+                host.trace = Some(crate::metrics::trace::Trace::new(host.cpus.len(), window));
                 Some(sink)
             }
             None => None,
@@ -80,14 +80,14 @@ fn try_run_inner(cfg: HostConfig, traced: Option<(TraceWindow, &mut dyn TraceSin
 /// What the event that would have come next at the stalled instant says about why.
 fn likely_cause(h: &Host, st: &Stall<Ev>) -> String {
     let proc_name = |pid: u32| h.procs.get(pid as usize).map_or("?".to_string(), |p| p.name.clone());
-    let src_name = |s: u32| h.srcs.get(s as usize).map_or("?".to_string(), |x| x.name.clone());
+    let src_name = |s: u32| h.wire.srcs.get(s as usize).map_or("?".to_string(), |x| x.name.clone());
     match st.event {
         Ev::SourceWake { src, .. } => format!(
             "traffic `{}` keeps waking at the same instant: its timing (rate_pps, timeout_ms, rto_ms) gives it a zero interval",
             src_name(src)
         ),
         Ev::Feedback { slot } => {
-            format!("replies to traffic `{}` keep arriving at the same instant", src_name(h.feedback.peek(slot).0))
+            format!("replies to traffic `{}` keep arriving at the same instant", src_name(h.wire.feedback.peek(slot).0))
         }
         Ev::CpuDone { cpu, .. } => {
             let who = h.cpus.get(cpu as usize).and_then(|c| c.curr).map_or("kernel work".to_string(), |p| format!("process `{}`", proc_name(p)));

@@ -25,7 +25,7 @@
 //! levels): high load ends when that rate has fallen below `release_frac` of the rate at which
 //! it began, or, to probe whether a transient set it, after `probe_ms` without any overload sign.
 //!
-//! The state machine is `hostsim_host::xdp_pbq::Detector`: the model's twin of this mechanism
+//! The state machine is `hostsim_host::mechanisms::ozaki_pbq::xdp::Detector`: the model's twin of this mechanism
 //! runs the same code on the model's counters.
 //!
 //! **Lower priorities first.** On entering high load the agent sheds only the lowest priority
@@ -37,7 +37,7 @@
 use crate::procfs;
 use crate::sys;
 use crate::xdp::{level_of_nice, Ctl, LevelStats, PbqXdp, Unsupported, LEVELS};
-use hostsim_host::xdp_pbq::{Detector, DetectorConfig, Observation};
+use hostsim_host::mechanisms::ozaki_pbq::xdp::{Detector, DetectorConfig, Observation};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
@@ -102,7 +102,7 @@ pub fn scan_ports(ns_inode: u64) -> std::io::Result<BTreeMap<u16, PortOwner>> {
 }
 
 /// The agent's parameters. The detector's are the model's `[kernel] xdp_*` keys, with the
-/// same defaults (`hostsim_host::xdp_pbq::DetectorConfig`).
+/// same defaults (`hostsim_host::mechanisms::ozaki_pbq::xdp::DetectorConfig`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentConfig {
     pub poll_ms: u64,

@@ -3,7 +3,7 @@
 //! Paper 000 drops low-priority packets at the first point the kernel sees them, so that a
 //! high-priority server keeps receiving under a flood. On Linux 6.x that point is XDP. This
 //! crate runs that mechanism for real and measures it with the model's metric names, so the
-//! model twin (`scenarios/live-ozaki-pbq.toml`, `hostsim_host::xdp_pbq`) can be checked against it.
+//! model twin (`scenarios/live-ozaki-pbq.toml`, `hostsim_host::mechanisms::ozaki_pbq::xdp`) can be checked against it.
 //!
 //! ```text
 //!   src/bpf/pbq_xdp.bpf.c   the XDP program (C, libbpf; skeleton by libbpf-cargo in build.rs)
@@ -16,7 +16,7 @@
 //!   procfs.rs, sys.rs       /proc parsers; setns, affinity, nice, signals
 //! ```
 //!
-//! ## The mechanism, and where it differs from the PBQs of `crates/host/src/pbq.rs`
+//! ## The mechanism, and where it differs from the PBQs of `crates/host/src/mechanisms/ozaki_pbq/pbq.rs`
 //!
 //! | paper 000 (PBQs in the 2.4 backlog)                         | here (XDP at veth's NAPI poll)                                   |
 //! |-------------------------------------------------------------|------------------------------------------------------------------|
@@ -40,7 +40,7 @@
 //! highest-priority sockets (`/proc/net/udp`) start it; the arrival rate the program counts
 //! before dropping ends it. A rate alone cannot tell whether this machine is overloaded; the
 //! counters alone go quiet once the program sheds. The state machine is
-//! `hostsim_host::xdp_pbq::Detector`, shared with the model.
+//! `hostsim_host::mechanisms::ozaki_pbq::xdp::Detector`, shared with the model.
 //!
 //! ## What a run changes on the machine, and how it is undone
 //!

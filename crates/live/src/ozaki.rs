@@ -369,7 +369,7 @@ fn metrics(
     m.insert("bw_rx_pps".into(), bw_rx);
     m.insert("flood_rx_pps".into(), flood_rx);
     m.insert("delivered_pps".into(), bw_rx + flood_rx);
-    // Drops by place, in the model's names (crates/host/src/summary.rs DROP_NAMES) plus `xdp`.
+    // Drops by place, in the model's names (crates/host/src/types.rs DROP_NAMES) plus `xdp`.
     let d = |f: &dyn Fn(&Snap) -> u64| f(b).saturating_sub(f(a)) as f64 / secs;
     let backlog = d(&|s: &Snap| s.softnet.iter().map(|x| x.dropped).sum());
     let udp = |k: &'static str| move |s: &Snap| s.agent.udp.get(k).copied().unwrap_or(0);

@@ -19,7 +19,7 @@ pub const LEVELS: usize = 40;
 pub const XDP_DROP: u32 = 1;
 pub const XDP_PASS: u32 = 2;
 
-/// Level of a nice value: 19 − nice, as `level_of_nice` in crates/host/src/pbq.rs.
+/// Level of a nice value: 19 − nice, as `level_of_nice` in crates/host/src/types.rs.
 pub fn level_of_nice(nice: i32) -> u8 {
     (19 - nice.clamp(-20, 19)) as u8
 }

@@ -617,7 +617,7 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
         push(u64::from(n.queues) * (u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8), elem("nic", i, "rx_ring"), &|| {
             format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring)
         });
-        // One TX ring and device queue per queue pair (`tx.rs`).
+        // One TX ring and device queue per queue pair (`crates/host/src/net/core/tx.rs`).
         push(u64::from(n.queues) * u64::from(n.tx_queue_len) * PACKET_BYTES, elem("nic", i, "tx_queue_len"), &|| {
             format!("NIC `{}`: {} device queues of {} frames", n.name, n.queues, n.tx_queue_len)
         });

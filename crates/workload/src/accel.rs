@@ -2,7 +2,7 @@
 //! Chamomile (§2.1, Fig. 3): a **listen** thread calling accept(), an **I/O** thread serving
 //! the clients' requests from a poll() loop, and a **retrieve** thread fetching misses from the
 //! origin servers from a poll() loop of its own. The two loops follow the interval-control
-//! policy (`interval.rs`; paper Fig. 2 and Fig. 5).
+//! policy (`mechanisms/kawai_interval.rs`; paper Fig. 2 and Fig. 5).
 //!
 //! ```text
 //!  listen:   for(;;){ fd = accept(); hand fd to I/O; }
@@ -29,7 +29,7 @@
 //! poll() reports the socket writable; a connection's bytes are read `read_bytes` at a time.
 
 use crate::http::{request_tag, tag_bytes, tag_hit};
-use crate::interval::{Decision, IntervalControl, IntervalPolicy};
+use crate::mechanisms::kawai_interval::{IntervalControl, IntervalPolicy, LoopControl, Next};
 use crate::program::{Action, Outcome, PollEvent, POLLIN, POLLOUT};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -144,32 +144,17 @@ struct Fetch {
     bytes: u32,
 }
 
-/// Where a loop thread is in its pass.
+/// Where a thread is in its pass (a loop thread's interval-control steps are its
+/// [`LoopControl`]'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Start,
-    /// Initial realtime_priority() done (static/dynamic).
-    Fifo,
-    /// The first gettimeofday(&prev).
-    FirstPrev,
+    /// In an interval-control step: the outcome goes to the thread's `LoopControl`.
+    Control,
     /// prepare_conn_list's computation done.
     Prepared,
     /// Retrieve: a queued request written to an origin.
     FetchWritten,
-    /// gettimeofday(&now) done.
-    Measured,
-    /// normalize_priority() done: sleep next.
-    Normalized,
-    /// nanosleep() done.
-    Slept,
-    /// realtime_priority() after the sleep done.
-    Realtime,
-    /// sched_yield() done (static/dynamic: before gettimeofday(&prev)).
-    Yielded,
-    /// gettimeofday(&prev) done: poll next.
-    Prev,
-    /// old: gettimeofday(&prev) after the sleep.
-    OldPrev,
     /// poll() returned: serve the ready descriptors.
     Polled,
     /// Serving descriptor `cursor`: waiting for a write.
@@ -181,8 +166,6 @@ enum Step {
     Responding,
     Closing,
     Notifying,
-    /// old: the trailing sched_yield() done.
-    TailYield,
     // listen thread
     Accepting,
     HandingOff,
@@ -192,8 +175,8 @@ enum Step {
 struct Thread {
     role: ThreadProgram,
     step: Step,
-    prev_ns: u64,
-    slept: bool,
+    /// A loop thread's interval control.
+    ctl: LoopControl,
     /// Descriptors in its poll set.
     nfds: u32,
     /// Its notification pipe (NONE until the host gives one).
@@ -256,8 +239,7 @@ impl Accel {
             .map(|&role| Thread {
                 role,
                 step: Step::Start,
-                prev_ns: 0,
-                slept: false,
+                ctl: LoopControl::new(cfg.policy(), cfg.fifo_priority),
                 nfds: 0,
                 pipe: NONE,
                 changes: Vec::new(),
@@ -386,84 +368,28 @@ impl Accel {
 
     fn loop_next(&mut self, t: usize, outcome: Outcome) -> Action {
         use Step::*;
-        let policy = self.policy;
         let step = self.threads[t].step;
         match (step, outcome) {
             (Start, _) => {
-                if policy.realtime() {
-                    self.threads[t].step = Fifo;
-                    return Action::SetScheduler { fifo: Some(self.cfg.fifo_priority) };
-                }
-                self.threads[t].step = FirstPrev;
-                Action::GetTime
+                let next = self.threads[t].ctl.start();
+                self.follow(t, next)
             }
-            (Fifo, _) => {
-                self.threads[t].step = FirstPrev;
-                Action::GetTime
-            }
-            (FirstPrev, Outcome::Time { ns }) => {
-                self.threads[t].prev_ns = ns;
-                self.loop_top(t)
+            (Control, o) => {
+                let next = self.threads[t].ctl.step(o);
+                self.follow(t, next)
             }
             (Prepared, _) | (FetchWritten, _) => {
                 if let Some((fd, bytes, tag)) = self.threads[t].writes.pop_front() {
                     self.threads[t].step = FetchWritten;
                     return Action::Write { fd, bytes, tag };
                 }
-                self.control(t)
-            }
-            (Measured, Outcome::Time { ns }) => {
-                let ptime = ns.saturating_sub(self.threads[t].prev_ns);
-                match (policy.kind, policy.decide(ptime)) {
-                    (IntervalControl::Old, Decision::Sleep { ns: s }) => {
-                        self.threads[t].slept = true;
-                        self.stats.sleeps[t] += 1;
-                        self.threads[t].step = Slept;
-                        Action::Sleep { ns: s }
-                    }
-                    (IntervalControl::Old, Decision::NoSleep) => {
-                        self.threads[t].slept = false;
-                        self.threads[t].prev_ns = ns;
-                        self.proc_conns(t)
-                    }
-                    (_, Decision::Sleep { ns: s }) => {
-                        self.stats.sleeps[t] += 1;
-                        self.threads[t].pending_tag = s;
-                        self.threads[t].step = Normalized;
-                        Action::SetScheduler { fifo: None }
-                    }
-                    (_, Decision::NoSleep) => {
-                        self.stats.yields[t] += 1;
-                        self.threads[t].step = Yielded;
-                        Action::Yield
-                    }
-                }
-            }
-            (Normalized, _) => {
-                self.threads[t].step = Slept;
-                Action::Sleep { ns: self.threads[t].pending_tag }
-            }
-            (Slept, _) => {
-                if policy.kind == IntervalControl::Old {
-                    self.threads[t].step = OldPrev;
-                    return Action::GetTime;
-                }
-                self.threads[t].step = Realtime;
-                Action::SetScheduler { fifo: Some(self.cfg.fifo_priority) }
-            }
-            (Realtime, _) | (Yielded, _) => {
-                self.threads[t].step = Prev;
-                Action::GetTime
-            }
-            (Prev, Outcome::Time { ns }) | (OldPrev, Outcome::Time { ns }) => {
-                self.threads[t].prev_ns = ns;
-                self.proc_conns(t)
+                let next = self.threads[t].ctl.control();
+                self.follow(t, next)
             }
             (Polled, Outcome::Polled { .. }) => {
                 self.threads[t].cursor = 0;
                 self.serve(t)
             }
-            (TailYield, _) => self.loop_top(t),
             (Writing, Outcome::Wrote { bytes }) => {
                 self.wrote(t, bytes);
                 self.after_write(t)
@@ -510,13 +436,19 @@ impl Accel {
         Action::Compute { user_ns: user.max(1) }
     }
 
-    /// The interval-control step between prepare_conn_list and the I/O.
-    fn control(&mut self, t: usize) -> Action {
-        if self.policy.kind == IntervalControl::None {
-            return self.poll(t, -1);
+    /// Carry out what the interval control decided, counting its sleeps and yields.
+    fn follow(&mut self, t: usize, next: Next) -> Action {
+        let ctl = &self.threads[t].ctl;
+        (self.stats.sleeps[t], self.stats.yields[t]) = (ctl.sleeps, ctl.yields);
+        match next {
+            Next::Call(a) => {
+                self.threads[t].step = Step::Control;
+                a
+            }
+            Next::Top => self.loop_top(t),
+            Next::BlockingPoll => self.poll(t, -1),
+            Next::ProcConns => self.proc_conns(t),
         }
-        self.threads[t].step = Step::Measured;
-        Action::GetTime
     }
 
     /// `if (!empty(&conn_list)) proc_conns(&conn_list);` (poll and I/O), else the next pass.
@@ -533,14 +465,10 @@ impl Accel {
         Action::Poll { timeout_ms }
     }
 
-    /// After the I/O: `old` yields if it did not sleep; then the next pass.
+    /// After the I/O: the interval control's end of pass, then the next pass.
     fn end_pass(&mut self, t: usize) -> Action {
-        if self.policy.kind == IntervalControl::Old && !self.threads[t].slept {
-            self.stats.yields[t] += 1;
-            self.threads[t].step = Step::TailYield;
-            return Action::Yield;
-        }
-        self.loop_top(t)
+        let next = self.threads[t].ctl.end_pass();
+        self.follow(t, next)
     }
 
     fn next_event(&mut self, t: usize) -> Action {

@@ -37,7 +37,7 @@
 //! Memory: per-connection state is fixed (slots); timers are a heap of at most one entry per
 //! connection and kind; statistics are fixed-size histograms.
 
-use crate::source::{Emit, Feedback};
+use crate::frame::{Emit, Feedback};
 use hostsim_engine::{Histogram, Rng, Time};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;

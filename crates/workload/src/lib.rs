@@ -11,21 +11,24 @@
 //! - [`Program`]: an in-host program, a small state machine that issues system calls. The host
 //!   executes each [`Action`] with its kernel semantics and costs, then reports the [`Outcome`].
 //!   Kinds: UDP sink, UDP echo, TCP stream receiver, CPU spinner, and a multi-threaded web
-//!   accelerator with interval-controlled poll() loops (`accel`, `interval`).
+//!   accelerator with interval-controlled poll() loops (`accel`; paper 004's interval control in
+//!   `mechanisms/kawai_interval.rs`).
 //!
 //! Configuration structs derive `serde::Deserialize` but this crate reads no files.
 
 pub mod accel;
+mod frame;
 pub mod http;
-pub mod interval;
+pub mod mechanisms;
 mod program;
 mod source;
 
 pub use accel::{Accel, AccelConfig, AccelStats, ThreadConfig, ThreadProgram};
 pub use http::{ContentMix, HttpClients, HttpConfig, HttpOrigin, HttpStats};
-pub use interval::{IntervalControl, IntervalPolicy};
+pub use frame::{Emit, Feedback};
+pub use mechanisms::kawai_interval::{IntervalControl, IntervalPolicy};
 pub use program::{Action, Outcome, PollEvent, Program, ProgramConfig, ProgramKind, WorkDist, POLLIN, POLLOUT};
 pub use source::{
-    Emit, Feedback, HttpState, SinkStats, Source, SourceConfig, SourceKind, SourceStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS,
+    HttpState, SinkStats, Source, SourceConfig, SourceKind, SourceStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS,
     SIZE_BINS,
 };

@@ -1,6 +1,8 @@
 //! External traffic generators. They live outside the host and only see the wire: the host tells
 //! them when they are woken and what came back; they say what to send and when to wake next.
 
+use crate::frame::{Emit, Feedback};
+use crate::http::{HttpClients, HttpConfig, HttpOrigin};
 use hostsim_engine::{round_u64, Histogram, Rng, Time};
 use serde::{Deserialize, Serialize};
 
@@ -59,60 +61,9 @@ pub struct SourceConfig {
     /// Latency samples are recorded only from this time on (end of warm-up).
     pub record_from_ns: u64,
     /// http_clients / http_origin: their parameters.
-    pub http: Option<crate::http::HttpConfig>,
+    pub http: Option<HttpConfig>,
     /// Client machines behind the source (http_clients spreads its connections over them).
     pub clients: u32,
-}
-
-/// A frame the source puts on its link now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Emit {
-    pub flow: u32,
-    /// Datagram sequence number (udp) or first byte's sequence number (tcp).
-    pub seq: u64,
-    pub payload_bytes: u32,
-    pub tcp: bool,
-    /// A TCP acknowledgement: every byte below this has arrived.
-    pub ack: Option<u64>,
-    /// Receive window advertised with an ACK, bytes.
-    pub win: u32,
-    /// TCP flags beyond ACK (`http::FLAG_SYN`, `FLAG_FIN`, `FLAG_HANDSHAKE`).
-    pub flags: u8,
-    /// The application's label of the message this segment carries (an HTTP request's object:
-    /// `http::request_tag`), 0 = none.
-    pub tag: u64,
-}
-
-/// A frame from the host reaching the source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Feedback {
-    /// A datagram reply echoing request `seq`.
-    Reply { flow: u32, seq: u64 },
-    /// A cumulative TCP acknowledgement: every byte below `ack` has arrived.
-    Ack { flow: u32, ack: u64 },
-    /// A packet the host forwarded (IP routing): datagram `seq` of flow `flow` of its sender.
-    Forwarded { flow: u32, seq: u64 },
-    /// A TCP data segment of the host's sender: payload `len` bytes from `seq`, a frame of
-    /// `frame_bytes` (Ethernet header to FCS).
-    Data { flow: u32, seq: u64, len: u32, frame_bytes: u32, tag: u64 },
-    /// The host's SYN-ACK to a connection request.
-    SynAck { flow: u32 },
-    /// The host closed the connection (its FIN).
-    Fin { flow: u32 },
-}
-
-impl Feedback {
-    /// The flow (connection) the frame belongs to.
-    pub fn flow(&self) -> u32 {
-        match *self {
-            Feedback::Reply { flow, .. }
-            | Feedback::Ack { flow, .. }
-            | Feedback::Forwarded { flow, .. }
-            | Feedback::Data { flow, .. }
-            | Feedback::SynAck { flow }
-            | Feedback::Fin { flow } => flow,
-        }
-    }
 }
 
 /// Resolution of the inter-arrival histogram a stream sink keeps.
@@ -211,8 +162,8 @@ pub struct Source {
 /// The state of an HTTP source.
 #[derive(Clone, Debug)]
 pub enum HttpState {
-    Clients(crate::http::HttpClients),
-    Origin(crate::http::HttpOrigin),
+    Clients(HttpClients),
+    Origin(HttpOrigin),
 }
 
 impl Source {
@@ -236,12 +187,12 @@ impl Source {
         let http = match (cfg.kind, &cfg.http) {
             (SourceKind::HttpClients, h) => {
                 let h = h.clone().unwrap_or_default();
-                Some(Box::new(HttpState::Clients(crate::http::HttpClients::new(
+                Some(Box::new(HttpState::Clients(HttpClients::new(
                     h, cfg.start_ns, cfg.stop_ns, cfg.record_from_ns, cfg.window_bytes,
                 ))))
             }
             (SourceKind::HttpOrigin, h) => {
-                Some(Box::new(HttpState::Origin(crate::http::HttpOrigin::new(h.clone().unwrap_or_default(), cfg.window_bytes))))
+                Some(Box::new(HttpState::Origin(HttpOrigin::new(h.clone().unwrap_or_default(), cfg.window_bytes))))
             }
             _ => None,
         };

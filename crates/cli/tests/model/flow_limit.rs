@@ -1,4 +1,4 @@
-//! Linux's RPS flow limit (`kernel.backlog = "flow_limit"`, `crates/host/src/flow_limit.rs`) on a
+//! Linux's RPS flow limit (`kernel.backlog = "flow_limit"`, `crates/host/src/mechanisms/flow_limit.rs`) on a
 //! host: a flow that floods an RPS target's backlog is shed once the backlog is half full while a
 //! small flow sharing that backlog loses nothing; the table consulted is the enqueuing CPU's;
 //! and over random hosts, drops are counted consistently and never happen while backlogs stay

@@ -1,6 +1,6 @@
 //! RFS never reorders a flow: property test over random hosts (queues, flows, readers, CPU
 //! hogs that make readers migrate, rates), with RFS steering and no RPS map (with a map, Linux's
-//! first switch from map steering to the flow table may reorder; see `rx.rs`). A negative control
+//! first switch from map steering to the flow table may reorder; see `crates/host/src/net/core/rx.rs`). A negative control
 //! turns off Linux's `last_qtail` rule and must see reordering, which shows the checker can fail.
 
 use crate::{load_text, run};

@@ -109,7 +109,7 @@ rate_pps = 5000
 
 /// Issue 11, era: `ozaki-pbq` runs Red Hat's 2.4.18 (`kernel.scheduler = "o1"`), whose socket
 /// wake-ups are not sync and never move the reader (try_to_wake_up keeps a woken task on its
-/// CPU; sched_o1.rs). With no flood at all, the original system's `bw` must migrate on fewer than
+/// CPU; crates/host/src/kernel/sched/o1.rs). With no flood at all, the original system's `bw` must migrate on fewer than
 /// 1% of its wake-ups. The same host with Linux 3.2's placement (`cfs`) is the negative control:
 /// wake_affine/select_idle_sibling move `bw` towards the CPU its NIC interrupt landed on, which
 /// balance_irq keeps moving. The scenario loads with its calibration overlay.
@@ -151,9 +151,9 @@ fn ozaki_pbq_original_without_flood_does_not_migrate_on_wakeups() {
 /// 64 CPUs in 2 packages, SMT off, 16 RSS queues on CPUs 0-15, 48 UDP readers, 10 M pkt/s).
 /// The model once moved tasks 6 million times a second here, most of them new-idle pulls: its
 /// 3.2 `idle_balance` pulled a queued task whenever a CPU went idle. 3.2 has an `avg_idle` gate
-/// (`sched_cfs32.rs`) and 6.x a stricter one; with the gate the 3.2 era (`cfs`, the comparison)
+/// (`crates/host/src/kernel/sched/cfs32.rs`) and 6.x a stricter one; with the gate the 3.2 era (`cfs`, the comparison)
 /// pulls on under a tenth of the wake-ups, and its migrations are its wake-up placement's. The
-/// profile's kernel is a 6.x one (`cfs6`, `sched_cfs6.rs`), whose bounds follow from its rules:
+/// profile's kernel is a 6.x one (`cfs6`, `crates/host/src/kernel/sched/cfs6.rs`), whose bounds follow from its rules:
 /// - new-idle pulls need an overloaded root domain, an `avg_idle` longer than the balance cost,
 ///   and a task that has not run for 500 us (`task_hot`); every reader runs every few us, so new
 ///   idle balancing moves next to nothing: under 5% of the wake-ups (3.2: over half);

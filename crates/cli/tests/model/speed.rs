@@ -1,7 +1,7 @@
 //! Tender's execution-speed regulation (paper 002): a regulated process never runs outside its
 //! allocated slots, gets its share of the CPU, and the paper's 80 % rule follows from the slot
 //! arithmetic on the zero-cost machine. The slot patterns themselves (50 %, 80 %, every n of T)
-//! are unit tests in crates/host/src/slots.rs.
+//! are unit tests in crates/host/src/mechanisms/tabata_speed/slots.rs.
 
 use crate::{load_text, process, run};
 

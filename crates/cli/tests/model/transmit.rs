@@ -102,7 +102,7 @@ fn the_device_queue_holds_what_the_ring_cannot_and_drops_beyond() {
 }
 
 /// A multi-queue NIC with NAPI: each CPU sends on its own TX queue and the queue's completions
-/// are cleaned by its own vector under the queue's moderation (`tx.rs`; Linux 3.2 ixgbe). Four
+/// are cleaned by its own vector under the queue's moderation (`crates/host/src/net/core/tx.rs`; Linux 3.2 ixgbe). Four
 /// echo servers, one pinned to each CPU, answer 200,000 requests/s spread by RSS over four
 /// queues routed one per CPU: every CPU takes its queue's interrupts, none takes the others'
 /// TX-done interrupts, and no vector interrupts more often than its 100 µs coalescing timer

@@ -4,7 +4,7 @@
 #ifndef HOSTSIM_PBQ_H
 #define HOSTSIM_PBQ_H
 
-/* Priority levels 0..39 = 19 - nice, as crates/host/src/pbq.rs (`level_of_nice`). */
+/* Priority levels 0..39 = 19 - nice, as crates/host/src/types.rs (`level_of_nice`). */
 #define PBQ_LEVELS 40
 /* Index of the statistics slot for packets without a port (ARP, ICMP, fragments, other). */
 #define PBQ_OTHER PBQ_LEVELS

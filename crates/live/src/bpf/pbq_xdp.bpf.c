@@ -6,7 +6,7 @@
  * counters), levels below `shed_below` are dropped here, before RPS, the backlog, IP/UDP and the
  * socket have spent anything on them, except for a minimum share per level and window that is
  * smaller for lower priorities (the PBQ's per-queue minimum, Fig. 3 line 17). Everything else,
- * and everything at low load, passes. Where this differs from the PBQs of crates/host/src/pbq.rs
+ * and everything at low load, passes. Where this differs from the PBQs of crates/host/src/mechanisms/ozaki_pbq/pbq.rs
  * and why: see src/lib.rs of this crate. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>

@@ -1,0 +1,3 @@
+//! Device drivers (Linux `drivers/`): the network adapters' side of the host.
+
+pub mod net;

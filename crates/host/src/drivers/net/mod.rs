@@ -1,0 +1,103 @@
+//! Network drivers (Linux `drivers/net/`, e.g. `e1000/`, `ixgbe/`): what a NIC port and its
+//! driver do with a frame before the device-independent receive path (`net/core`) sees it.
+//!
+//! - this file: the devices' state (`Nic` ports, `NicQueue` queue pairs with their vectors).
+//! - `nic`: a frame's arrival in an RX ring chosen by RSS, interrupt moderation (coalescing,
+//!   ITR/EITR) and the interrupt handler of the legacy (2.4) and NAPI drivers.
+//! - `txring`: one transmit queue's device queue (qdisc) and TX descriptor ring.
+
+pub mod nic;
+pub mod txring;
+
+use crate::config::HostConfig;
+use crate::config::NicConfig;
+use crate::drivers::net::txring::TxQueue;
+use crate::kernel::irq::route::IrqRouter;
+use crate::types::{PktId, NONE};
+use hostsim_engine::{Rng, Time, Timer};
+use std::collections::VecDeque;
+
+pub struct NicQueue {
+    pub nic: u32,
+    pub ring: VecDeque<PktId>,
+    pub ring_max: u32,
+    pub irq_enabled: bool,
+    /// Interrupt raised and not yet finished (pending on a CPU or its handler running).
+    pub irq_active: bool,
+    pub napi_scheduled: bool,
+    pub since_irq: u32,
+    pub coalesce: Timer,
+    /// The TX half of the queue pair: device queue and TX ring (`drivers/net/txring.rs`, `net/core/tx.rs`).
+    pub tx: TxQueue,
+    /// NAPI: the TX ring was cleaned in the poll now running (once per poll call, as
+    /// `ixgbe_poll` does at its start).
+    pub tx_polled: bool,
+    /// When the queue last interrupted (for throttling).
+    pub last_irq: Time,
+    pub router: IrqRouter,
+    /// RFS device flow table: (cpu, last_qtail) per hash bucket.
+    pub rflow: Vec<(u32, u64)>,
+}
+
+pub struct Nic {
+    pub cfg: NicConfig,
+    pub first_queue: u32,
+    pub ns_per_byte: f64,
+    /// When the switch→host wire is next free.
+    pub rx_wire_free: Time,
+    /// When the host→switch wire, fed by every TX ring of the NIC (`NicQueue::tx`), is next free.
+    pub tx_wire_free: Time,
+    /// Where packets arriving here that no local socket takes are forwarded: the sink source
+    /// (`Host::srcs` index) on the route's output NIC, NONE if no route.
+    pub fwd_to: u32,
+}
+
+/// The host's network devices: NIC ports and their queues (each an RX ring and a TX queue pair
+/// with its interrupt vector), numbered across all ports.
+pub struct NetDevs {
+    pub nics: Vec<Nic>,
+    pub queues: Vec<NicQueue>,
+    /// Random draws of IRQ routing (2.4 balance_irq's choice among neighbours).
+    pub rng_route: Rng,
+}
+
+impl NetDevs {
+    pub fn new(cfg: &HostConfig, ncpu: usize, rng_route: Rng) -> NetDevs {
+        let mut nics = Vec::new();
+        let mut queues = Vec::new();
+        for (i, n) in cfg.nics.iter().enumerate() {
+            let first_queue = queues.len() as u32;
+            for qi in 0..n.queues {
+                let router = IrqRouter::new(n, qi, ncpu);
+                queues.push(NicQueue {
+                    nic: i as u32,
+                    ring: VecDeque::with_capacity(n.rx_ring as usize),
+                    ring_max: n.rx_ring,
+                    irq_enabled: true,
+                    irq_active: false,
+                    napi_scheduled: false,
+                    since_irq: 0,
+                    coalesce: Timer::new(),
+                    tx: TxQueue::new(n.tx_ring, n.tx_queue_len, n.tx_irq_ring_level),
+                    tx_polled: false,
+                    last_irq: Time::ZERO,
+                    router,
+                    rflow: if cfg.kernel.rfs {
+                        vec![(NONE, 0); cfg.kernel.rfs_entries as usize]
+                    } else {
+                        Vec::new()
+                    },
+                });
+            }
+            nics.push(Nic {
+                cfg: n.clone(),
+                first_queue,
+                ns_per_byte: 8_000.0 / n.rate_mbps as f64,
+                rx_wire_free: Time::ZERO,
+                tx_wire_free: Time::ZERO,
+                fwd_to: NONE,
+            });
+        }
+        NetDevs { nics, queues, rng_route }
+    }
+}

@@ -1,0 +1,273 @@
+//! Tasks (Linux's `task_struct`): a process's or kernel thread's state, what its current unit
+//! of work will report when it completes, and a send() in progress. What a task *does* is in
+//! `kernel/process.rs` (a program's actions) and `kernel/app.rs` (a thread of a multi-threaded program); how it
+//! is scheduled is in `sched/`.
+
+use crate::config::{HostConfig, SchedPolicy};
+use crate::kernel::app_state::AppPending;
+use crate::mechanisms::tabata_speed::slots::SlotPlan;
+use crate::mechanisms::takeuchi_symbiose::{Stage, SymbioseThread};
+use crate::net::core::sock::Sock;
+use crate::types::*;
+use hostsim_engine::{Histogram, Rng, RngStreams, Time, Timer};
+use hostsim_workload::{Program, ProgramConfig};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcState {
+    NotStarted,
+    Runnable,
+    BlockedRecv,
+    /// Blocked in send() on a full send buffer.
+    BlockedSend,
+    Sleeping,
+    /// A speed-regulated process outside its allocated slots (not on any run queue).
+    Throttled,
+    KsoftirqdIdle,
+    Exited,
+}
+
+/// What a process's current unit will report when it completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    Start,
+    Computed,
+    Received { bytes: u32 },
+    Replied { bytes: u32 },
+    Slept,
+    Yielded,
+    NiceSet { nice: i8 },
+    /// ksoftirqd: check for pending softirqs.
+    Ksoftirqd,
+    /// Blocked in recv(): retry it when woken.
+    RetryRecv { max_bytes: u32 },
+    /// Symbiose thread: a splice of a local and a global queue (holds the global-queue lock).
+    Exchange,
+    /// Symbiose stage thread: one buffer through its stage.
+    Stage { pkt: PktId, stage: Stage },
+    /// A unit of send(): the copy and/or one segment's output; `tx` segments reach the device
+    /// when it completes.
+    SendUnit { tx: u32 },
+    /// Blocked in send(): continue it when woken.
+    RetrySend,
+    /// send() has returned `bytes`.
+    Sent { bytes: u32 },
+    /// A system call of a multi-threaded program's thread (`kernel/app.rs`).
+    App(AppPending),
+}
+
+/// A send() in progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendOp {
+    pub total: u32,
+    pub left: u32,
+    /// No byte of this call is queued yet (`per_send` starts a new segment).
+    pub first: bool,
+}
+
+// Field order (`repr(C)`) and 64-byte alignment: the fields that CPU accounting, wake-ups,
+// receives and a process's units touch on every packet come first, in five cache lines (the
+// wait histogram's hot part, its buffer and sum, included), and the rest (configuration, names,
+// state of other kinds of programs) after. The default layout put the fields `account_task`
+// alone reads (pending, weight, vruntime, cpu_ns, speed, rt) in four different lines of a
+// `Proc`'s nine, and the 64-CPU bench case has ~110 processes (cachegrind's per-line misses
+// guided the grouping). Layout only: no behaviour depends on it.
+#[repr(C, align(64))]
+pub struct Proc {
+    // -- line 0: accounting (`account_task`, `charge_process`) and the unit in progress
+    pub state: ProcState,
+    pub unit_state: CpuState,
+    pub nice: i8,
+    pub pinned_kthread: bool,
+    pub rt: Option<u8>,
+    /// A Symbiose exchange thread (`functional`), and which.
+    pub symbiose: Option<SymbioseThread>,
+    pub sock: u32,
+    pub cpu: u32,
+    pub pending: Pending,
+    pub weight: u64,
+    pub vruntime: u64,
+    pub cpu_ns: u64,
+    pub unit_remaining: u64,
+    // -- line 1: speed regulation (tested at every accounting of a task), receive counts
+    /// Tender speed regulation (None: unregulated) and its slot timer.
+    pub speed: Option<SlotPlan>,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub last_ran: Option<u32>,
+    // -- line 2: replies, wake-up and scheduling
+    /// Where the last received message came from (for replies).
+    pub reply_to: (u32, u32, u64),
+    pub enq_seq: u64,
+    /// When it last left a CPU in `schedule()` (the O(1) scheduler's `sleep_timestamp`).
+    pub left_cpu_at: Time,
+    pub timer: Timer,
+    pub migrations: u64,
+    pub tx_packets: u64,
+    /// Payload bytes sent (send() returned, or replies).
+    pub tx_bytes: u64,
+    // -- line 3: the program
+    pub program: Option<Program>,
+    /// Its TCP connection (`Host::conns`), NONE if none.
+    pub conn: u32,
+    /// Index of the `[[process]]` entry it was started from (NONE for kernel threads).
+    pub group: u32,
+    // -- line 4: affinity, then the wait histogram (its buffer and sum first)
+    pub allowed: u128,
+    pub wait: Histogram,
+    // -- the rest: not touched per packet by the common paths
+    pub send: SendOp,
+    pub slot_timer: Timer,
+    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
+    pub period_start_ns: u64,
+    /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
+    /// thread number.
+    pub app: u32,
+    pub thread: u32,
+    pub name: String,
+    pub rng: Rng,
+}
+
+impl Proc {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: String,
+        program: Option<Program>,
+        sock: u32,
+        nice: i8,
+        rt: Option<u8>,
+        allowed: u128,
+        cpu: u32,
+        rng: Rng,
+    ) -> Proc {
+        Proc {
+            name,
+            program,
+            sock,
+            nice,
+            weight: nice_weight(nice),
+            rt,
+            allowed,
+            state: ProcState::NotStarted,
+            cpu,
+            last_ran: None,
+            left_cpu_at: Time::ZERO,
+            vruntime: 0,
+            enq_seq: 0,
+            unit_state: CpuState::System,
+            unit_remaining: 0,
+            pending: Pending::Start,
+            timer: Timer::new(),
+            cpu_ns: 0,
+            migrations: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            wait: Histogram::new(),
+            conn: NONE,
+            send: SendOp::default(),
+            speed: None,
+            slot_timer: Timer::new(),
+            reply_to: (NONE, 0, 0),
+            pinned_kthread: false,
+            symbiose: None,
+            period_start_ns: 0,
+            group: NONE,
+            app: NONE,
+            thread: 0,
+            rng,
+        }
+    }
+}
+
+/// The tasks a host boots with: one per `[[process]]` instance (a multi-threaded program's
+/// threads each), each program's socket bound to its port (instance k binds port + k), and a
+/// ksoftirqd per CPU. Returns the tasks, the bound sockets, the port → socket table and each
+/// CPU's ksoftirqd.
+pub fn spawn_tasks(cfg: &HostConfig, ncpu: usize, streams: &RngStreams) -> (Vec<Proc>, Vec<Sock>, Vec<u32>, Vec<Pid>) {
+    let mut ksoftirqd = Vec::with_capacity(ncpu);
+    let mut port_sock = vec![NONE; 65536];
+    let mut socks: Vec<Sock> = Vec::new();
+    let mut procs = Vec::new();
+    // `instances` expand into one process each; instance k binds port + k.
+    let instances = cfg.processes.iter().enumerate().flat_map(|(i, p)| (0..p.instances.max(1)).map(move |k| (i, k)));
+    for (i, k) in instances {
+        let p = &cfg.processes[i];
+        if p.program == hostsim_workload::ProgramKind::Accelerator {
+            // A multi-threaded program: one task per `[[process.thread]]`, named
+            // `<process>/<thread>`, with the process's nice, class and CPUs (a thread's own
+            // `cpus` override them); `init_apps` (kernel/app.rs) builds the program around them.
+            for th in &p.threads {
+                let allowed = cpu_mask(if th.cpus.is_empty() { &p.cpus } else { &th.cpus }, ncpu);
+                let name = format!("{}/{}", p.name, th.name);
+                let rt = match p.sched {
+                    SchedPolicy::Fifo => Some(p.rt_priority.max(1)),
+                    SchedPolicy::Normal => None,
+                };
+                let stream = streams.stream(&format!("process/{i}/{name}"));
+                procs.push(Proc::new(name, None, NONE, p.nice, rt, allowed, allowed.trailing_zeros(), stream));
+                procs.last_mut().expect("pushed").group = i as u32;
+            }
+            continue;
+        }
+        let prog = Program::new(ProgramConfig {
+            kind: p.program,
+            work_ns: p.work_ns,
+            work_dist: p.work_dist,
+            read_bytes: p.read_bytes,
+            reply_bytes: p.reply_bytes,
+            sleep_ns: p.sleep_ns,
+            unit_bytes: p.unit_bytes,
+            total_bytes: p.total_bytes,
+        });
+        let mut sock = NONE;
+        let port = p.port.map(|port| port + k as u16);
+        if let (true, Some(port)) = (prog.uses_socket(), port) {
+            if port_sock[port as usize] == NONE {
+                port_sock[port as usize] = socks.len() as u32;
+                socks.push(Sock::new(port, prog.is_tcp(), p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes)));
+            }
+            sock = port_sock[port as usize];
+        }
+        let allowed = cpu_mask(&p.cpus, ncpu);
+        let name = if p.instances > 1 { format!("{}-{k}", p.name) } else { p.name.clone() };
+        let stream = if k == 0 { format!("process/{i}/{}", p.name) } else { format!("process/{i}/{name}") };
+        procs.push(Proc::new(
+            name,
+            Some(prog),
+            sock,
+            p.nice,
+            match p.sched {
+                SchedPolicy::Fifo => Some(p.rt_priority.max(1)),
+                SchedPolicy::Normal => None,
+            },
+            allowed,
+            allowed.trailing_zeros(),
+            streams.stream(&stream),
+        ));
+        procs.last_mut().expect("pushed").group = i as u32;
+    }
+    for c in 0..ncpu as u32 {
+        let pid = procs.len() as Pid;
+        let mut k = Proc::new(
+            format!("ksoftirqd/{c}"),
+            None,
+            NONE,
+            cfg.kernel.ksoftirqd_nice,
+            None,
+            1u128 << c,
+            c,
+            streams.stream(&format!("ksoftirqd/{c}")),
+        );
+        k.pinned_kthread = true;
+        k.state = ProcState::KsoftirqdIdle;
+        procs.push(k);
+        ksoftirqd.push(pid);
+    }
+    (procs, socks, port_sock, ksoftirqd)
+}
+
+/// The highest priority level among the processes bound to socket `s`.
+pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
+    procs.iter().filter(|p| p.sock == s).map(|p| level_of_nice(p.nice)).max().unwrap_or(0)
+}

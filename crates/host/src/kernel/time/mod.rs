@@ -1,0 +1,5 @@
+//! Timers (Linux `kernel/time/`; 2.4/2.5 `kernel/timer.c`).
+//!
+//! - `nanosleep`: how long a sleep really lasts (tick-quantised as 2.4/2.5, or exact).
+
+pub mod nanosleep;

@@ -1,0 +1,13 @@
+//! The device-independent core (Linux `net/core/`).
+//!
+//! - `rx`: the receive path above the driver (`net/core/dev.c`: `netif_rx`, `napi_schedule`,
+//!   `net_rx_action`, `process_backlog`, ksoftirqd hand-over, RPS/RFS steering).
+//! - `backlog`: the per-CPU backlog's queueing policy hook (`enqueue`/`dequeue`) and Linux's FIFO.
+//! - `tx`: the device layer of the transmit path (`dev_queue_xmit` and below).
+//! - `sock`: socket state: receive queues and buffers, connected and listening sockets, poll sets.
+
+pub mod backlog;
+pub mod rx;
+pub mod skbuff;
+pub mod sock;
+pub mod tx;

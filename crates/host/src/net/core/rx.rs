@@ -1,0 +1,411 @@
+//! The receive path above the driver: per-CPU backlogs, the NET_RX softirq (NAPI polling with
+//! weight and budget, backlog processing), ksoftirqd hand-over, and RPS/RFS steering.
+//!
+//! Modelled on net/core/dev.c: `netif_rx` (2.4, with throttle) and `enqueue_to_backlog`,
+//! `net_rx_action`, `process_backlog`, `napi_complete`, `get_rps_cpu` and `rps_record_sock_flow`
+//! (Linux 3.2), and `__do_softirq`'s restart limit in kernel/softirq.c.
+
+use crate::kernel::cpu::{Napi, Work};
+use crate::kernel::task::ProcState;
+use crate::mechanisms::ozaki_pbq::xdp::{Observation, Verdict};
+use crate::net::core::backlog::Enqueue;
+use crate::sim::*;
+use crate::types::*;
+use hostsim_engine::{round_u64, Time};
+
+impl Host {
+    /// `get_rps_cpu`: the CPU whose backlog should take `pkt`, or None to process it here
+    /// without a backlog (no RPS map and no flow-table entry).
+    ///
+    /// With RFS, a flow moves to the CPU of its reader's last recvmsg only when the CPU it
+    /// currently uses has dequeued every packet enqueued for it (`input_queue_head` has passed the
+    /// flow's `last_qtail`), so a table-steered flow is never reordered. As in Linux, a flow with
+    /// no table entry yet (`RPS_NO_CPU`) switches at once: if an RPS map had steered its first
+    /// packets elsewhere, that first switch can reorder them. Without a map it cannot.
+    pub fn rps_target(&mut self, pkt: PktId) -> Option<usize> {
+        if !self.cfg.kernel.rps {
+            return None;
+        }
+        let hash = self.skb.pkts[pkt as usize].hash;
+        if self.cfg.kernel.rfs {
+            let mask = self.net.sock_flow.len() - 1;
+            let idx = hash as usize & mask;
+            let next = self.net.sock_flow[idx];
+            let q = self.skb.pkts[pkt as usize].queue as usize;
+            let (tcpu, last_qtail) = self.dev.queues[q].rflow[idx];
+            let mut target = tcpu;
+            let passed = tcpu == NONE || self.cpus[tcpu as usize].input_queue_head >= last_qtail;
+            let drained = passed || !self.cfg.kernel.rfs_no_reorder_rule;
+            if tcpu != next && !passed {
+                if drained {
+                    self.stats.rfs_unsafe_moves += 1;
+                } else {
+                    self.stats.rfs_moves_deferred += 1;
+                }
+            }
+            if tcpu != next && drained {
+                if tcpu != NONE && next != NONE {
+                    self.stats.rfs_flow_moves += 1;
+                }
+                target = next;
+                let head = if next == NONE { 0 } else { self.cpus[next as usize].input_queue_head };
+                self.dev.queues[q].rflow[idx] = (next, head);
+            }
+            if target != NONE {
+                return Some(target as usize);
+            }
+        }
+        if self.net.rps_cpus.is_empty() {
+            return None;
+        }
+        Some(self.net.rps_cpus[(u64::from(hash) * self.net.rps_cpus.len() as u64 >> 32) as usize] as usize)
+    }
+
+    /// Choose the RPS target now (stored in the packet; NONE = here, no backlog) and return the
+    /// extra cost of steering, with the CPU whose backlog takes the packet (`cpu` itself when
+    /// it has no target): the legacy handler's frame needs it, and without RPS it is known
+    /// without reading the packet back.
+    #[inline]
+    pub fn rps_extra_cost_to(&mut self, cpu: usize, pkt: PktId) -> (u64, usize) {
+        if !self.cfg.kernel.rps {
+            self.skb.pkts[pkt as usize].rx_cpu = NONE;
+            return (0, cpu);
+        }
+        let extra = self.rps_steer(cpu, pkt);
+        let target = self.skb.pkts[pkt as usize].rx_cpu;
+        (extra, if target == NONE { cpu } else { target as usize })
+    }
+
+    /// `rps_extra_cost_to` with RPS on: the target stored in the packet, the extra cost
+    /// returned (out of line: without RPS every frame only stores NONE).
+    #[inline(never)]
+    fn rps_steer(&mut self, cpu: usize, pkt: PktId) -> u64 {
+        let target = self.rps_target(pkt);
+        self.skb.pkts[pkt as usize].rx_cpu = target.map_or(NONE, |t| t as u32);
+        match target {
+            Some(t) if t != cpu => self.cfg.profile.costs.ipi_ns,
+            _ => 0,
+        }
+    }
+
+    /// Legacy hard-IRQ handler hands a frame to `netif_rx` (under `functional`: to the driver
+    /// CPU's local queue for the IP stage).
+    pub fn netif_rx_from_irq(&mut self, cpu: usize, pkt: PktId) {
+        if self.conc.symbiose().is_some() {
+            return self.symbiose_rx(cpu, pkt);
+        }
+        let target = self.skb.pkts[pkt as usize].rx_cpu;
+        let target = if target == NONE { cpu } else { target as usize };
+        self.enqueue_backlog(cpu, target, pkt);
+    }
+
+    /// NAPI poll with RPS hands a frame to `enqueue_to_backlog` of its target CPU.
+    pub fn receive_skb(&mut self, cpu: usize, pkt: PktId) {
+        let target = self.skb.pkts[pkt as usize].rx_cpu as usize;
+        self.enqueue_backlog(cpu, target, pkt);
+    }
+
+    /// Priority level of a packet for priority-aware backlogs: the port → priority table that
+    /// bind() fills and nice() updates (the highest priority among the socket's processes).
+    fn packet_level(&self, pkt: PktId) -> i32 {
+        let s = self.net.port_sock[self.skb.pkts[pkt as usize].dst_port as usize];
+        if s == NONE {
+            0
+        } else {
+            i32::from(self.net.socks[s as usize].level)
+        }
+    }
+
+    /// Extra cost of the backlog policy's enqueue on `target` (PBQ: the branch, plus the
+    /// priority lookup under high load), charged where the enqueue runs: the legacy hard-IRQ
+    /// handler's frame (`drivers/net/nic.rs`) or the NAPI poll that steers the packet (`softirq_next`).
+    pub fn backlog_enqueue_cost(&self, target: usize) -> u64 {
+        let b = &self.cpus[target].backlog;
+        if !b.needs_priority() {
+            return 0;
+        }
+        let m = &self.cfg.profile.mechanisms;
+        m.pbq_branch_ns + if b.high_load() { m.pbq_classify_ns } else { 0 }
+    }
+
+    /// Extra cost of the enqueuing CPU's `limit` check on CPU `from` for an enqueue onto
+    /// `target`'s backlog (flow limit: the table work once that backlog is at least half full).
+    pub fn backlog_limit_cost(&self, from: usize, target: usize) -> u64 {
+        if self.cpus[from].backlog.limit_engaged(self.cpus[target].backlog.len()) {
+            self.cfg.profile.mechanisms.flow_limit_ns
+        } else {
+            0
+        }
+    }
+
+    /// `enqueue_to_backlog(skb, target)` run on CPU `from`.
+    fn enqueue_backlog(&mut self, from: usize, target: usize, pkt: PktId) {
+        // `qlen <= netdev_max_backlog && !skb_flow_limit(skb, qlen)`: the flow-limit table is the
+        // enqueuing CPU's (`this_cpu_ptr`), the queue length the target's.
+        // (The target's length and the hash are read only for a policy that can refuse.)
+        let limited = self.cpus[from].backlog.may_limit() && {
+            let target_len = self.cpus[target].backlog.len();
+            let hash = self.skb.pkts[pkt as usize].hash;
+            self.cpus[from].backlog.limit(hash, target_len)
+        };
+        if limited {
+            self.stats.flow_limit_drops[from] += 1;
+            return self.drop_pkt(pkt, DropPlace::FlowLimit);
+        }
+        let prio = if self.cpus[target].backlog.needs_priority() { self.packet_level(pkt) } else { 0 };
+        let res = self.cpus[target].backlog.enqueue(pkt, prio);
+        if let Enqueue::Evicted { victim } = res {
+            // The victim leaves the queue without being processed: it counts as dequeued for
+            // RFS's bookkeeping.
+            self.cpus[target].input_queue_head += 1;
+            self.drop_pkt(victim, DropPlace::PbqEvict);
+        }
+        match res {
+            Enqueue::Dropped => self.drop_pkt(pkt, DropPlace::Backlog),
+            Enqueue::Queued { .. } | Enqueue::Evicted { .. } => {
+                let c = &mut self.cpus[target];
+                c.input_queue_tail += 1;
+                let tail = c.input_queue_tail;
+                if self.cfg.kernel.rfs {
+                    let p = &self.skb.pkts[pkt as usize];
+                    let idx = p.hash as usize & (self.net.sock_flow.len() - 1);
+                    let q = p.queue as usize;
+                    if self.dev.queues[q].rflow[idx].0 == target as u32 {
+                        self.dev.queues[q].rflow[idx].1 = tail;
+                    }
+                }
+                if !self.cpus[target].backlog_scheduled {
+                    self.napi_schedule(target, Napi::Backlog);
+                    if target != from {
+                        self.stats.ipis += 1;
+                        self.raise_irq(target, IrqSrc::Ipi);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Put a NAPI instance on `cpu`'s poll list and raise NET_RX there.
+    pub fn napi_schedule(&mut self, cpu: usize, napi: Napi) {
+        match napi {
+            Napi::Backlog => self.cpus[cpu].backlog_scheduled = true,
+            Napi::Queue(q) => self.dev.queues[q as usize].napi_scheduled = true,
+        }
+        let c = &mut self.cpus[cpu];
+        if c.poll_list.is_empty() {
+            c.napi_quota = 0;
+        }
+        c.poll_list.push_back(napi);
+        c.softirq_pending = true;
+    }
+
+    /// Start one NET_RX pass (`__do_softirq` → `net_rx_action`). The top must be paused.
+    pub fn softirq_begin(&mut self, cpu: usize) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        c.softirq_pending = false;
+        c.sirq_budget = self.cfg.kernel.netdev_budget;
+        c.sirq_pass_start = now;
+        let cost = self.cfg.profile.costs.softirq_entry_ns;
+        self.push_frame(cpu, Work::SoftirqEntry, CpuState::Softirq, cost);
+    }
+
+    /// A packet's protocol unit starts: an ACK to a sending connection is applied now (its
+    /// segments are marked; `net/ipv4/tcp_output.rs`), anything else costs [`Host::proto_cost`].
+    pub fn proto_begin(&mut self, pkt: PktId) -> u64 {
+        match self.tcp_ack_conn(pkt) {
+            Some(conn) => self.tcp_ack_begin(pkt, conn),
+            // Sockets of event-driven programs (`net/ipv4/endpoint.rs`), else the simple sockets.
+            None => self.ep_proto_cost(pkt).unwrap_or_else(|| self.proto_cost(pkt)),
+        }
+    }
+
+    /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK; or IP forwarding
+    /// and the driver's transmit).
+    pub fn proto_cost(&self, pkt: PktId) -> u64 {
+        let c = &self.cfg.profile.costs;
+        let p = &self.skb.pkts[pkt as usize];
+        if p.fwd != NONE {
+            return self.forward_cost();
+        }
+        let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
+        cost += round_u64(f64::from(p.bytes) * c.rx_per_byte_ns);
+        let s = self.net.port_sock[p.dst_port as usize];
+        if s != NONE {
+            let sock = &self.net.socks[s as usize];
+            if !sock.waiters.is_empty() {
+                cost += c.wakeup_ns;
+            }
+            if sock.tcp && self.tcp_will_ack(s as usize, pkt) {
+                cost += c.tcp_ack_send_ns + c.driver_tx_frame_ns;
+            }
+        }
+        cost
+    }
+
+    /// `net_rx_action`: the next unit of this pass, or the end of the pass.
+    pub fn softirq_next(&mut self, cpu: usize) {
+        let k = &self.cfg.kernel;
+        let weight = k.napi_weight;
+        let time_max = Time::from_us(k.net_rx_time_max_us);
+        loop {
+            let c = &mut self.cpus[cpu];
+            let Some(&napi) = c.poll_list.front() else {
+                return self.softirq_end(cpu);
+            };
+            if c.sirq_budget == 0 || self.now.since(c.sirq_pass_start) >= time_max {
+                c.softirq_pending = true; // `softnet_break`: re-raise
+                return self.softirq_end(cpu);
+            }
+            if c.napi_quota >= weight {
+                // Used its whole weight: to the tail of the list, fresh quota (the next call
+                // of a queue's poll cleans its TX ring again).
+                c.poll_list.pop_front();
+                c.poll_list.push_back(napi);
+                c.napi_quota = 0;
+                if let Napi::Queue(q) = napi {
+                    self.dev.queues[q as usize].tx_polled = false;
+                }
+                continue;
+            }
+            match napi {
+                Napi::Queue(q) => {
+                    // `ixgbe_poll`: the vector's TX ring first, outside the RX budget (`net/core/tx.rs`).
+                    if c.napi_quota == 0 && !self.dev.queues[q as usize].tx_polled {
+                        self.dev.queues[q as usize].tx_polled = true;
+                        if self.tx_poll_next(cpu, q as usize) {
+                            return;
+                        }
+                    }
+                    let Some(pkt) = self.dev.queues[q as usize].ring.pop_front() else {
+                        // napi_complete: off the list, interrupts back on; TX frames completed
+                        // since the clean-up are a pending cause. The re-enabled vector may
+                        // assert at once (ITR interval already over), but the interrupt reaches
+                        // this CPU only after net_rx_action's own bookkeeping: it is delivered
+                        // as an event at this instant, never raised from inside this loop (that
+                        // pushed a hard-IRQ frame under the pass's feet and lost the interrupt).
+                        let c = &mut self.cpus[cpu];
+                        c.poll_list.pop_front();
+                        c.napi_quota = 0;
+                        let nq = &mut self.dev.queues[q as usize];
+                        nq.napi_scheduled = false;
+                        nq.irq_enabled = true;
+                        nq.tx_polled = false;
+                        if nq.tx.has_done(self.now) {
+                            self.q.schedule(self.now, Ev::TxIrq { q });
+                        }
+                        continue;
+                    };
+                    let c = &mut self.cpus[cpu];
+                    c.sirq_budget -= 1;
+                    c.napi_quota += 1;
+                    let mut driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    if self.mech.xdp.attached() {
+                        // The program runs on the frame before anything else sees it.
+                        driver += self.cfg.profile.mechanisms.xdp_run_ns;
+                        let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
+                        if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+                            self.next_unit(cpu, Work::XdpDrop { pkt }, CpuState::Softirq, driver);
+                            return;
+                        }
+                    }
+                    // Without RPS the packet stays here (its rx_cpu is set below), as
+                    // `rps_extra_cost_to` would say after storing NONE.
+                    let (extra, rx_cpu) = if self.cfg.kernel.rps {
+                        let extra = self.rps_steer(cpu, pkt);
+                        (extra, self.skb.pkts[pkt as usize].rx_cpu)
+                    } else {
+                        (0, NONE)
+                    };
+                    if rx_cpu != NONE {
+                        // enqueue_to_backlog runs here, in the poll: the enqueuing CPU's check
+                        // and the target policy's enqueue work are charged to this unit.
+                        let backlog = self.backlog_limit_cost(cpu, rx_cpu as usize) + self.backlog_enqueue_cost(rx_cpu as usize);
+                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + backlog;
+                        self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
+                    } else {
+                        self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
+                        let cost = driver + self.proto_begin(pkt);
+                        self.next_unit(cpu, Work::Poll { pkt, proto: true }, CpuState::Softirq, cost);
+                    }
+                    return;
+                }
+                Napi::Backlog => {
+                    let Some(pkt) = self.cpus[cpu].backlog.dequeue() else {
+                        let c = &mut self.cpus[cpu];
+                        c.poll_list.pop_front();
+                        c.napi_quota = 0;
+                        c.backlog_scheduled = false;
+                        continue;
+                    };
+                    let c = &mut self.cpus[cpu];
+                    c.input_queue_head += 1;
+                    c.sirq_budget -= 1;
+                    c.napi_quota += 1;
+                    self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
+                    let mut cost = self.proto_begin(pkt);
+                    if self.cpus[cpu].backlog.needs_priority() {
+                        let m = &self.cfg.profile.mechanisms;
+                        cost += m.pbq_branch_ns + if self.cpus[cpu].backlog.high_load() { m.pbq_dequeue_ns } else { 0 };
+                    }
+                    self.next_unit(cpu, Work::Proto { pkt }, CpuState::Softirq, cost);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A pass ended: restart, hand over to ksoftirqd, or return to what was interrupted.
+    ///
+    /// 2.4 (2.4.18-14 kernel/softirq.c `do_softirq`): restart only for softirqs newly raised
+    /// during the pass (`if (pending & mask)`, `mask = ~pending` at entry), so a NET_RX that
+    /// `net_rx_action` re-raised at `softnet_break` is left to `wakeup_softirqd(cpu)`, whose
+    /// ksoftirqd_CPUn runs at nice 19 bound to this CPU (`ksoftirqd`: `set_user_nice(current, 19)`):
+    /// `softirq_restart_max = 0`, `ksoftirqd_nice = 19`.
+    fn softirq_end(&mut self, cpu: usize) {
+        let f = self.pop_frame(cpu);
+        debug_assert_eq!(f.map(|f| f.level()), Some(Level::Softirq));
+        let under_ksoftirqd = self.cpus[cpu].sirq_ksoftirqd;
+        if self.cpus[cpu].softirq_pending && !under_ksoftirqd {
+            let c = &self.cpus[cpu];
+            let k = &self.cfg.kernel;
+            if c.sirq_restarts < k.softirq_restart_max
+                && self.now.since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
+            {
+                self.cpus[cpu].sirq_restarts += 1;
+                return self.softirq_begin(cpu);
+            }
+            self.wakeup_softirqd(cpu);
+        }
+        self.resume(cpu);
+    }
+
+    pub fn wakeup_softirqd(&mut self, cpu: usize) {
+        let k = self.cpus[cpu].ksoftirqd;
+        if self.procs[k as usize].state == ProcState::KsoftirqdIdle {
+            self.wake_up(k, cpu, true);
+        }
+    }
+
+    /// The XDP agent's poll (crates/live/src/agent.rs does the same on the kernel's counters):
+    /// backlog drops and the longest backlog, drops at the sockets of the highest priority
+    /// level bound, since the previous poll.
+    pub fn xdp_poll(&mut self) {
+        let backlog_drops = self.stats.drops[DropPlace::Backlog as usize];
+        let top = self.net.socks.iter().map(|s| s.level).max().unwrap_or(0);
+        let top_drops: u64 = self.net.socks.iter().filter(|s| s.level == top && top > 0).map(|s| s.drops).sum();
+        let (last_b, last_t) = self.mech.xdp_last_poll;
+        self.mech.xdp_last_poll = (backlog_drops, top_drops);
+        let was_high = self.mech.xdp.high_load();
+        self.mech.xdp.poll(Observation {
+            t_ns: self.now.ns(),
+            backlog_drops: backlog_drops - last_b,
+            backlog_len_max: self.cpus.iter().map(|c| c.backlog.len() as u64).max().unwrap_or(0),
+            top_socket_drops: top_drops - last_t,
+            ..Observation::default()
+        });
+        if was_high {
+            self.stats.xdp_high_load_ns += self.cfg.kernel.xdp_poll_ms.max(1) * 1_000_000;
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! IPv4 protocols (Linux `net/ipv4/`).
+//!
+//! - `input`: UDP and TCP input to sockets, delayed ACKs, recvmsg (`udp.c`, `tcp_input.c`).
+//! - `tcp_conn`: a sending connection's place in the host (its writer, timer, pending segments)
+//!   around the pure TCP sender of the `hostsim-tcp` crate.
+//! - `tcp_output`: the sending TCP of in-host programs: send(), ACK input, retransmission timer.
+//! - `endpoint`: the connections of event-driven servers (accept queues, connected sockets, pipes).
+//! - `forward`: IP forwarding to a route's output device (`ip_forward.c`).
+
+pub mod endpoint;
+pub mod forward;
+pub mod input;
+pub mod tcp_conn;
+pub mod tcp_output;

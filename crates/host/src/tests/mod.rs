@@ -1,0 +1,6 @@
+//! Unit tests that need a whole `Host` (built by `util`): the packet slab's TCP side table, and
+//! wake-up placement cases.
+
+mod packet;
+pub mod util;
+mod wake;
