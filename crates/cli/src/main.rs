@@ -8,10 +8,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "hostsim", version, about = "Deterministic simulator of a multi-CPU network server host")]
+#[command(name = "hostsim", version, long_version = long_version(), about = "Deterministic simulator of a multi-CPU network server host")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// `hostsim --version`: the version and the model-source id (what a claim's `finding_model`
+/// records: crates/scenario/src/finding.rs).
+fn long_version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| format!("{} (model source {})", env!("CARGO_PKG_VERSION"), hostsim_scenario::MODEL_SOURCE_ID))
 }
 
 #[derive(Subcommand)]

@@ -171,11 +171,17 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
         if !e.applicable && e.finding.trim().is_empty() {
             return Err(at(elem("expect", i, "applicable"), "a claim with `applicable = false` needs a `finding` saying why the model cannot test it".into()));
         }
+        if let Err((k, msg)) = crate::finding::check(&e.finding, &e.detail, e.finding_model.as_deref()) {
+            return Err(at(elem("expect", i, k), msg));
+        }
         if let Some(t) = e.tolerance {
             if !(t.is_finite() && t >= 0.0) {
                 return Err(at(elem("expect", i, "tolerance"), format!("expected a relative tolerance >= 0, got {t}")));
             }
         }
+    }
+    if let Err((i, k, msg)) = crate::finding::check_readings(&sc.expects) {
+        return Err(at(elem("expect", i, k), msg));
     }
     if sc.calibrate.is_empty() {
         return Ok(());

@@ -203,9 +203,27 @@ pub struct Expect {
     #[serde(default = "yes")]
     pub applicable: bool,
     /// What was found about the claim: why the model does not reproduce it, or why it is not
-    /// applicable (one or two sentences; shown with the claim in the report).
+    /// applicable (at most 300 characters and two sentences; numbers as placeholders such as
+    /// `{sim}`: see the `finding` module).
     #[serde(default)]
     pub finding: String,
+    /// Anything longer than the finding (the report folds it away).
+    #[serde(default)]
+    pub detail: String,
+    /// The `MODEL_SOURCE_ID` the finding's and detail's own numbers were measured on (needed when
+    /// they have any); the report marks the finding stale when the model differs.
+    #[serde(default)]
+    pub finding_model: Option<String>,
+    /// The paper sentence this claim reads, shared by its several readings (default: the claim
+    /// is its own sentence).
+    #[serde(default)]
+    pub claim_id: Option<String>,
+    /// Which reading of the sentence this claim is (with `claim_id`).
+    #[serde(default)]
+    pub reading: Option<String>,
+    /// The primary reading of its sentence (default); the summary counts the others apart.
+    #[serde(default = "yes")]
+    pub primary: bool,
     pub metric: String,
     #[serde(default)]
     pub variant: Option<String>,
@@ -268,7 +286,20 @@ pub struct ExpectResult {
     pub paper_value: Option<f64>,
     pub role: Role,
     pub applicable: bool,
+    /// What was found, its placeholders filled from this result.
     pub finding: String,
+    /// The longer evidence, its placeholders filled.
+    pub detail: String,
+    /// The model the finding's own numbers were measured on, if it has any.
+    pub finding_model: Option<String>,
+    /// `finding_model` is set and differs from the model that computed this result: the
+    /// finding's own numbers may be out of date.
+    pub finding_stale: bool,
+    /// The paper sentence this claim reads (`claim_id`, default the claim itself), the reading's
+    /// name, and whether it is the sentence's primary reading.
+    pub claim_id: String,
+    pub reading: Option<String>,
+    pub primary: bool,
     /// Seeds the claim was judged over.
     pub seeds: usize,
     /// The simulated left-hand side: mean over seeds, and its 95% interval.
@@ -597,7 +628,13 @@ impl Expect {
             paper_value: self.paper_value,
             role: self.role,
             applicable: self.applicable,
-            finding: self.finding.clone(),
+            finding: String::new(),
+            detail: String::new(),
+            finding_model: self.finding_model.clone(),
+            finding_stale: self.finding_model.as_deref().is_some_and(|m| m != crate::MODEL_SOURCE_ID),
+            claim_id: self.claim_id.clone().unwrap_or_else(|| self.claim.clone()),
+            reading: self.reading.clone(),
+            primary: self.primary,
             seeds: seeds.len(),
             sim: None,
             sim_ci: None,
@@ -668,6 +705,8 @@ impl Expect {
             r.verdict = Verdict::NotApplicable;
         }
         r.pass = r.verdict == Verdict::Pass;
+        r.finding = crate::finding::render(&self.finding, &r);
+        r.detail = crate::finding::render(&self.detail, &r);
         r
     }
 }

@@ -27,7 +27,11 @@
 //! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
 //! drawn dashed with `measured_label` in its legend; `measured_x` names the CSV column to use as
 //! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce`
-//! copies the file next to the results so the report finds it.
+//! copies the file next to the results so the report finds it (and `FILE.run.json`, the live run's
+//! record of the machine it ran on, if there is one: the report's summary shows it).
+//!
+//! `headline = true` picks the figure the report's summary draws small for the paper (default: the
+//! first figure of the paper's first scenario).
 
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +76,10 @@ pub struct Figure {
     /// Legend name of the measurements (default "measured").
     #[serde(default)]
     pub measured_label: Option<String>,
+    /// The figure the report's summary draws small for the scenario's paper (default: the
+    /// first figure of its first scenario).
+    #[serde(default)]
+    pub headline: bool,
     /// The measured CSV's column to use as x (default: `x`), e.g. what a live sender achieved
     /// where the model's swept key is what its source sends.
     #[serde(default)]

@@ -19,6 +19,7 @@ pub mod bounds;
 mod calibrate;
 mod error;
 mod expect;
+pub mod finding;
 mod figure;
 mod paths;
 mod validate;
