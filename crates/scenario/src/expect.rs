@@ -705,8 +705,20 @@ impl Expect {
             r.verdict = Verdict::NotApplicable;
         }
         r.pass = r.verdict == Verdict::Pass;
-        r.finding = crate::finding::render(&self.finding, &r);
-        r.detail = crate::finding::render(&self.detail, &r);
+        let v = crate::finding::Values {
+            sim: r.sim,
+            sim_ci: r.sim_ci,
+            rhs: r.rhs,
+            rhs_ci: r.rhs_ci,
+            paper_value: r.paper_value,
+            judged_mean: r.judged_mean,
+            judged_ci: r.judged_ci,
+            held: r.held,
+            seeds: r.seeds,
+            tolerance: r.tolerance,
+        };
+        r.finding = crate::finding::render(&self.finding, &v);
+        r.detail = crate::finding::render(&self.detail, &v);
         r
     }
 }

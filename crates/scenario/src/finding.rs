@@ -32,7 +32,6 @@
 //! The report's summary counts a paper's claims under their primary reading and the other
 //! readings' tallies apart. A claim without `claim_id` is its own sentence, its own primary reading.
 
-use crate::expect::ExpectResult;
 
 /// The most characters a `finding` may have, as shown (placeholders filled).
 pub const FINDING_CHARS_MAX: usize = 300;
@@ -150,8 +149,24 @@ fn fmt_value(v: Option<f64>, percent: bool, digits: usize) -> String {
     }
 }
 
+/// What the placeholders read: a claim's results over its seeds (expect.rs fills it from the
+/// claim's `ExpectResult`; this module does not import that one, which imports this).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Values {
+    pub sim: Option<f64>,
+    pub sim_ci: Option<[f64; 2]>,
+    pub rhs: Option<f64>,
+    pub rhs_ci: Option<[f64; 2]>,
+    pub paper_value: Option<f64>,
+    pub judged_mean: Option<f64>,
+    pub judged_ci: Option<[f64; 2]>,
+    pub held: Option<f64>,
+    pub seeds: usize,
+    pub tolerance: Option<f64>,
+}
+
 /// The text with its placeholders filled from `r`. The text must have passed [`check`].
-pub fn render(text: &str, r: &ExpectResult) -> String {
+pub fn render(text: &str, r: &Values) -> String {
     let Ok(pieces) = parse(text) else { return text.to_string() };
     let mut out = String::with_capacity(text.len() + 16);
     for p in pieces {
