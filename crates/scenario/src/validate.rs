@@ -296,6 +296,9 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     if k.rfs && !k.rps {
         return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
     }
+    if !(k.tcp_rmem[0] <= k.tcp_rmem[1] && k.tcp_rmem[1] <= k.tcp_rmem[2]) {
+        return fail(key(&["kernel", "tcp_rmem"]), format!("expected [min, default, max] with min <= default <= max, got {:?}", k.tcp_rmem));
+    }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
@@ -487,6 +490,9 @@ fn traffic(c: &HostConfig) -> VResult {
         }
         if t.kind != SourceKind::Sink && t.dst_port == 0 {
             return fail(elem("traffic", i, "dst_port"), "this traffic sends: expected a destination port 1..=65535");
+        }
+        if t.tcp_cc != hostsim_host::TcpCc::None && t.kind != SourceKind::TcpWindow {
+            return fail(elem("traffic", i, "tcp_cc"), "congestion control applies to `tcp_window` traffic only: remove tcp_cc or set kind = \"tcp_window\"");
         }
         let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
             || t.protocol == hostsim_host::Protocol::Tcp;
