@@ -343,6 +343,7 @@ def _histogram(ax, df, y, vs, series, marks, thumbnail) -> list[float]:
 def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
     pos = range(len(vs))
     values, seeds_max, undefined = [], 1, False
+    labels: list[tuple[int, float]] = []  # (bar, mean) to print once the scale is known
     for i, v in enumerate(vs):
         d = df[df["variant"] == v][y] if "variant" in df else df[y]
         mean = defined_mean(d)
@@ -361,10 +362,8 @@ def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
             # refuses a negative error.
             lo, hi = max(mean - d.min(), 0.0), max(d.max() - mean, 0.0)
             ax.errorbar([i], [mean], yerr=[[lo], [hi]], color="C0", capsize=4)
-        if not thumbnail and mean > 0:
-            # Inside the bar, where no paper mark or error bar is drawn.
-            ax.annotate(f"{mean:.4g}", (i, mean / 2), ha="center", va="center", fontsize=8, color="white",
-                        fontweight="bold")
+        if not thumbnail:
+            labels.append((i, mean))
     ax.set_xticks(list(pos), vs)
     if seeds_max > 1:
         notes.append(Line2D([], [], color="C0", marker="_", ms=10, ls="-", label=f"error bar: range over the {seeds_max} seeds (min to max)"))
@@ -388,4 +387,13 @@ def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
                        label="paper: " + (label or f"{my:g}"))
             nh += 1
             values.append(my)
+    top = max([v for v in values if math.isfinite(v)] or [1.0])
+    for i, mean in labels:
+        if mean >= 0.15 * top:
+            # Inside a tall bar, where no paper mark or error bar is drawn.
+            ax.annotate(f"{mean:.4g}", (i, mean / 2), ha="center", va="center", fontsize=8, color="white", fontweight="bold")
+        else:
+            # A short bar: beside it, clear of the axis and of the tick label below.
+            ax.annotate(f"{mean:.4g}", (i, mean), textcoords="offset points", xytext=(22, 4), ha="left", va="bottom",
+                        fontsize=8, color="C0")
     return values
