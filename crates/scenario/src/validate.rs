@@ -782,14 +782,17 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         if f.kind == Some(crate::figure::FigureKind::Histogram) && f.x.is_some() {
             return Err(at(elem("figure", i, "x"), "a histogram's horizontal axis is its bins: give `series`, not `x`".into()));
         }
-        for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref())) {
+        for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref().or(m.of.as_ref()))) {
             if !known_variant(v) {
                 let key = if f.variants.contains(v) { "variants" } else { "marks" };
                 return Err(at(elem("figure", i, key), format!("no variant `{v}` (have: {})", have_variants())));
             }
         }
-        if let Some(k) = f.marks.iter().position(|m| m.x.is_none() && m.y.is_none()) {
+        if let Some(k) = f.marks.iter().position(|m| m.x.is_none() && m.y.is_none() && m.ratio.is_none()) {
             return Err(at(elem("figure", i, "marks"), format!("mark {} has neither `x` nor `y`", k + 1)));
+        }
+        if let Some(k) = f.marks.iter().position(|m| m.ratio.is_some() != m.of.is_some() || (m.ratio.is_some() && m.y.is_some())) {
+            return Err(at(elem("figure", i, "marks"), format!("mark {}: a ratio mark needs `ratio` and `of` (the variant it is a ratio to), and no `y`", k + 1)));
         }
     }
     Ok(())
