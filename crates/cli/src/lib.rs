@@ -10,6 +10,48 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
+/// `eprintln!` that cannot panic: a closed stderr or a reader that went away (EPIPE) loses the
+/// line, never the run (`eprintln!` panics on a failed write).
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
+/// `println!` that cannot panic (`hostsim check … | head -1` closes the pipe early).
+#[macro_export]
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `print!` that cannot panic.
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// Make sure descriptors 0, 1 and 2 are open (on /dev/null if they were closed): a file opened
+/// later must never land on descriptor 2 and receive the progress lines.
+pub fn ensure_stdio() {
+    for fd in 0..=2 {
+        // SAFETY: fcntl(F_GETFD) only queries; open returns the lowest free descriptor, which
+        // is `fd` when it was closed.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+    }
+}
+
 pub mod bench;
 pub mod fuzzing;
 pub mod live;
@@ -515,7 +557,7 @@ fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenari
     let plain = if path.exists() { hostsim_scenario::load(&path, &[]) } else { hostsim_scenario::load_str(&path, text, &[]) }
         .map_err(|e| e.to_string())?;
     if let Some(w) = plain.stale_calibration() {
-        eprintln!("warning: {w}");
+        say!("warning: {w}");
     }
     let mut sets = Vec::new();
     if let Some(n) = seeds.seeds {
@@ -549,7 +591,7 @@ pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seed
     let mut all = Vec::new();
     for (i, (name, text)) in list.iter().enumerate() {
         if !quiet {
-            eprintln!("[{}/{}] {name}", i + 1, list.len());
+            say!("[{}/{}] {name}", i + 1, list.len());
         }
         let (sc, path) = load_experiment(name, text, seeds)?;
         let res = sweep(&sc, jobs, quiet)?;
@@ -601,7 +643,7 @@ pub fn seed_check(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: O
         let n = u64::from(sc.seeds);
         let (sb, _) = load_experiment(name, text, SeedChoice { seeds, shift: n })?;
         if !quiet {
-            eprintln!("{name}: seeds {:?} vs {:?}", sc.seed_list(), sb.seed_list());
+            say!("{name}: seeds {:?} vs {:?}", sc.seed_list(), sb.seed_list());
         }
         checks.extend(seed_check_pair(&sc, &sb, jobs, quiet, Some(out))?);
     }

@@ -1,7 +1,7 @@
 //! The `hostsim` command. See `hostsim --help` and the README.
 
 use clap::{Parser, Subcommand};
-use hostsim_cli::{claims_table, prepare_out, sweep, write_atomic, write_run};
+use hostsim_cli::{claims_table, out, outln, prepare_out, say, sweep, write_atomic, write_run};
 use hostsim_scenario::Options;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -239,11 +239,24 @@ fn trace_window(from: Option<f64>, to: Option<f64>) -> Result<Option<hostsim_hos
     Ok(Some(hostsim_host::TraceWindow { from_ns, to_ns }))
 }
 
+/// A live run's outcome as an exit code: 0, 1 (failed), 2 (this machine cannot run it: the
+/// tests skip on it, saying why), 128 + N (stopped by signal N, everything removed).
+fn live_exit(r: Result<(), hostsim_live::harness::LiveError>) -> Result<ExitCode, String> {
+    match r {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            hostsim_live::harness::progress(format!("hostsim live: {e}"));
+            Ok(ExitCode::from(e.exit_code()))
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    hostsim_cli::ensure_stdio();
     match real_main(Cli::parse()) {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            say!("error: {msg}");
             ExitCode::from(1)
         }
     }
@@ -259,7 +272,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
             if let Some(w) = sc.stale_calibration() {
-                eprintln!("warning: {w}");
+                say!("warning: {w}");
             }
             let cfg = match &variant {
                 Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
@@ -294,7 +307,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             // A router delivers nothing to its processes: say what it forwarded instead.
             let forwarded = m.get("forwarded_pps").copied().unwrap_or(0.0);
             let fwd = if forwarded > 0.0 { format!(", forwarded {forwarded:.0} pkt/s") } else { String::new() };
-            eprintln!(
+            say!(
                 "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s{fwd}, CPU {:.1}% busy -> {}",
                 sc.name,
                 output.summary.sim_time_ns as f64 * 1e-9,
@@ -311,7 +324,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
             if let Some(w) = sc.stale_calibration() {
-                eprintln!("warning: {w}");
+                say!("warning: {w}");
             }
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
@@ -320,7 +333,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let wr = |f: &str, t: &str| write_atomic(&out.join(f), t).map_err(|e| format!("writing {}: {e}", out.join(f).display()));
             wr("results.csv", &res.csv)?;
             wr("expectations.json", &(serde_json::to_string_pretty(&res.expectations).expect("serialises") + "\n"))?;
-            eprintln!(
+            say!(
                 "{}: {} runs in {:.1} s -> {}",
                 sc.name,
                 res.rows.len(),
@@ -328,7 +341,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 out.join("results.csv").display()
             );
             if !res.expectations.is_empty() {
-                print!("{}", claims_table(&res.expectations));
+                out!("{}", claims_table(&res.expectations));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -337,9 +350,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let quiet = !std::io::stderr().is_terminal();
             prepare_out(&out)?;
             let checks = hostsim_cli::seed_check(&ids, jobs, quiet, &out, seeds)?;
-            print!("{}", hostsim_cli::seed_check_table(&checks));
+            out!("{}", hostsim_cli::seed_check_table(&checks));
             let differ = checks.iter().filter(|c| !c.same).count();
-            eprintln!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
+            say!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
             Ok(if differ == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Cmd::Reproduce { ids, jobs, out, no_report, seeds } => {
@@ -348,12 +361,12 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let choice = hostsim_cli::SeedChoice { seeds, shift: 0 };
             prepare_out(&out)?;
             let results = hostsim_cli::reproduce_with(&ids, jobs, quiet, &out, choice)?;
-            print!("{}", claims_table(&results));
-            eprintln!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
+            out!("{}", claims_table(&results));
+            say!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
             if !no_report {
                 match hostsim_cli::report::build(&out)? {
-                    Ok(index) => eprintln!("report -> {}", index.display()),
-                    Err(why) => eprintln!("report not built: {why}"),
+                    Ok(index) => say!("report -> {}", index.display()),
+                    Err(why) => say!("report not built: {why}"),
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -391,13 +404,13 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 match hostsim_scenario::load_with(f, &[], &Options { max_runs }) {
                     Ok(sc) => {
                         let runs = sc.run_count();
-                        println!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
+                        outln!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
                         if let Some(w) = sc.stale_calibration() {
-                            eprintln!("warning: {w}");
+                            say!("warning: {w}");
                         }
                     }
                     Err(e) => {
-                        eprintln!("{e}");
+                        say!("{e}");
                         bad += 1;
                     }
                 }
@@ -411,7 +424,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     .ok()
                     .and_then(|t| t.get("description").and_then(|d| d.as_str()).map(str::to_string))
                     .unwrap_or_default();
-                println!("{name:32} {desc}");
+                outln!("{name:32} {desc}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -430,41 +443,20 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     ),
                 };
                 let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes };
-                match hostsim_cli::live::ozaki_pbq(&o, &out) {
-                    Ok(()) => Ok(ExitCode::SUCCESS),
-                    // Exit 2 = this machine cannot run it (tests skip on it, saying why).
-                    Err(e @ hostsim_live::ozaki::LiveError::Unsupported(_)) => {
-                        eprintln!("hostsim live: {e}");
-                        Ok(ExitCode::from(2))
-                    }
-                    Err(e @ hostsim_live::ozaki::LiveError::Interrupted) => {
-                        eprintln!("hostsim live: {e}");
-                        Ok(ExitCode::from(130))
-                    }
-                    Err(e) => Err(e.to_string()),
-                }
+                live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
-            LiveCmd::Clean => {
-                let gone = hostsim_live::netns::clean_stale();
-                for n in &gone {
-                    println!("deleted namespace {n}");
-                }
-                let groups = hostsim_live::cgroup::clean_stale();
-                for g in &groups {
-                    println!("deleted cgroup {g}");
-                }
-                println!("{} left-over namespace(s) and {} cgroup(s) deleted", gone.len(), groups.len());
-                Ok(ExitCode::SUCCESS)
-            }
+            LiveCmd::Clean => match hostsim_cli::live::clean() {
+                Ok(true) => Ok(ExitCode::SUCCESS),
+                Ok(false) => Ok(ExitCode::from(1)),
+                Err(e) => live_exit(Err(e)),
+            },
         },
         Cmd::LiveWorker { cmd } => {
             let r = match cmd {
-                WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs.clamp(0.0, 600.0)),
+                // Each worker checks its arguments (finite, in range) before it starts.
+                WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs),
                 WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
-                    if ports.is_empty() || !(rate_pps > 0.0) {
-                        return Err("live-worker send: need --ports and a positive --rate-pps".into());
-                    }
-                    hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload.min(1472), secs.clamp(0.0, 600.0), batch)
+                    hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
                 }
             };
             r.map_err(|e| format!("live-worker: {e}"))?;
@@ -473,7 +465,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         Cmd::Bench { json, quick } => {
             let report = hostsim_cli::bench::run_bench(quick, |c| {
                 if !json {
-                    println!(
+                    outln!(
                         "{:16} {:>9.0} offered pkt/s {:>5.1} sim s: {:>7.3} M pkt/s {:>6.2} M events/s {:>7.3} wall s / sim s  peak RSS {:>6.1} MiB",
                         c.name,
                         c.pps,
@@ -486,7 +478,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 }
             })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report).expect("serialises"));
+                outln!("{}", serde_json::to_string_pretty(&report).expect("serialises"));
             }
             Ok(ExitCode::SUCCESS)
         }
