@@ -309,6 +309,25 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()>
     res
 }
 
+/// [`write_atomic`] creating the file with permission bits `mode` (& the umask).
+pub fn write_atomic_mode(path: &Path, bytes: impl AsRef<[u8]>, mode: u32) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let res = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes.as_ref()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
 /// [`write_atomic`] with the error as a message naming the file.
 pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
     write_atomic(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
@@ -600,13 +619,15 @@ pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seed
         let text = if path.exists() { std::fs::read_to_string(&path).map_err(|e| e.to_string())? } else { text.to_string() };
         write_file(&dir.join("results.csv"), &res.csv)?;
         write_file(&dir.join("scenario.toml"), &text)?;
-        // Measurements a figure overlays travel with the results (the report reads them there).
+        // Measurements a figure overlays travel with the results (the report reads them there),
+        // with the source's permission bits (a root run must not make a 0640 file 0644).
         for f in sc.figures.iter().filter_map(|f| f.measured.as_deref()) {
-            let src = path.parent().unwrap_or(Path::new(".")).join(f);
             let name = Path::new(f).file_name().map(|n| n.to_os_string()).unwrap_or_default();
-            if src.exists() {
-                let bytes = std::fs::read(&src).map_err(|e| format!("{}: {e}", src.display()))?;
-                write_atomic(&dir.join(&name), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
+            match hostsim_scenario::files::read_measured(&path, f) {
+                Ok(Some((bytes, mode))) => write_atomic_mode(&dir.join(&name), &bytes, mode)
+                    .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?,
+                Ok(None) => say!("warning: {}: measured data {f} not found; its figure is drawn without it", path.display()),
+                Err(e) => return Err(e),
             }
         }
         all.extend(res.expectations);

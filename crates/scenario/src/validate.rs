@@ -756,6 +756,9 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") }
     };
     for (i, f) in sc.figures.iter().enumerate() {
+        if let Some(m) = &f.measured {
+            crate::files::check_relative(m).map_err(|msg| at(elem("figure", i, "measured"), msg))?;
+        }
         if let Some(x) = &f.x {
             if !swept.contains(x.as_str()) {
                 return Err(at(elem("figure", i, "x"), format!("`{x}` is not a swept key ({have_swept})")));
