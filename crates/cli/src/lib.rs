@@ -578,6 +578,7 @@ fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenari
     if let Some(w) = plain.stale_calibration() {
         say!("warning: {w}");
     }
+    plain.check_metrics().map_err(|e| e.to_string())?;
     let mut sets = Vec::new();
     if let Some(n) = seeds.seeds {
         sets.push(("seeds".to_string(), n.to_string()));

@@ -278,6 +278,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
                 None => sc.base_config().clone(),
             };
+            // The [metrics] aliases are checked on this configuration before it runs.
+            sc.check_aliases(&cfg, &format!("variant `{}`", variant.as_deref().unwrap_or("base"))).map_err(|e| e.to_string())?;
             let window = trace_window(trace_from, trace_to)?;
             let trace = trace || window.is_some();
             std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -326,6 +328,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             if let Some(w) = sc.stale_calibration() {
                 say!("warning: {w}");
             }
+            sc.check_metrics().map_err(|e| e.to_string())?;
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let t0 = std::time::Instant::now();
@@ -401,7 +404,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             let mut bad = 0;
             for f in &files {
-                match hostsim_scenario::load_with(f, &[], &Options { max_runs }) {
+                match hostsim_scenario::load_with(f, &[], &Options { max_runs }).and_then(|sc| sc.check_metrics().map(|()| sc)) {
                     Ok(sc) => {
                         let runs = sc.run_count();
                         outln!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });

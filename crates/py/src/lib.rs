@@ -76,8 +76,10 @@ fn fingerprint(sc: &Scenario, cfg: &hostsim_host::HostConfig) -> String {
 #[pyo3(signature = (path, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
 fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<String> {
     guard(|| {
-        // Loading validated every run's configuration (as `hostsim check` does).
+        // Loading validated every run's configuration, and the claims' and aliases' metrics are
+        // checked, as `hostsim check` does: a sweep that could not be evaluated never starts.
         let sc = load(path, text, &sets, max_runs)?;
+        sc.check_metrics().map_err(err)?;
         let mut runs: Vec<serde_json::Value> = Vec::with_capacity(sc.run_count());
         sc.for_each_point(|variant, point, config| {
             let point_json: serde_json::Map<String, serde_json::Value> =
@@ -141,6 +143,7 @@ fn run(
             Some(v) => sc.config_with(Some(v), &[]).map_err(err)?,
             None => sc.base_config().clone(),
         };
+        sc.check_aliases(&cfg, &format!("variant `{}`", variant.unwrap_or("base"))).map_err(err)?;
         let (mut out, info, tr) = py.allow_threads(|| {
             guard(|| {
                 if trace {

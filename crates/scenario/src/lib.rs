@@ -17,6 +17,7 @@
 
 pub mod bounds;
 mod calibrate;
+mod claims;
 mod error;
 mod expect;
 mod figure;
@@ -415,6 +416,7 @@ pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opt
     calibrate::validate(&sc)?;
     // Every variant at every point must itself be valid: check them all now, not mid-sweep.
     sc.for_each_point(|_, _, _| Ok(()))?;
+    claims::check_form(&sc)?;
     Ok(sc)
 }
 
