@@ -1,7 +1,7 @@
 //! The `hostsim` command. See `hostsim --help` and the README.
 
 use clap::{Parser, Subcommand};
-use hostsim_cli::{claims_table, out, outln, prepare_out, say, sweep, write_atomic, write_run};
+use hostsim_cli::{claims_table, out, outln, prepare_out, say, write_run};
 use hostsim_scenario::Options;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -77,6 +77,11 @@ enum Cmd {
         /// Seeds per point × variant for every scenario instead of each scenario's `seeds`.
         #[arg(long)]
         seeds: Option<u32>,
+        /// Go on from an interrupted reproduce in DIR: experiments it finished (DIR/reproduce.json,
+        /// same configuration, claims, seeds and model) are judged again from their saved rows,
+        /// the rest run.
+        #[arg(long)]
+        resume: bool,
     },
     /// Acceptance check of the claims' verdicts: reproduce every experiment (or those matching
     /// IDs) on two disjoint seed sets and compare every claim's verdict. Exit code 1 if any
@@ -282,7 +287,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             sc.check_aliases(&cfg, &format!("variant `{}`", variant.as_deref().unwrap_or("base"))).map_err(|e| e.to_string())?;
             let window = trace_window(trace_from, trace_to)?;
             let trace = trace || window.is_some();
-            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            // Until every output is written the directory says it is incomplete; an earlier
+            // run's outputs that this one may not rewrite (a trace) go first.
+            hostsim_cli::outputs::install_signal_cleanup();
+            let marker = hostsim_cli::Marker::begin(&out, &format!("hostsim run {} -> summary.json, run.json, timeseries.csv{}", file.display(), if trace { ", trace" } else { "" }))?;
+            let fail = |e: String| {
+                marker.failed(&e);
+                e
+            };
+            hostsim_cli::outputs::remove_stale(&out, &hostsim_cli::RUN_OUTPUTS).map_err(fail)?;
             // Progress in simulated milliseconds, on a terminal only.
             let pb = if std::io::stderr().is_terminal() {
                 indicatif::ProgressBar::new(cfg.duration_ns / 1_000_000)
@@ -302,9 +315,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000))
             };
             pb.finish_and_clear();
-            let (mut output, info) = res?;
-            sc.derive_metrics(&mut output.summary.metrics)?;
-            write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
+            let (mut output, info) = res.map_err(fail)?;
+            sc.derive_metrics(&mut output.summary.metrics).map_err(fail)?;
+            write_run(&output, &info, &out).map_err(fail)?;
+            marker.complete()?;
             let m = &output.summary.metrics;
             // A router delivers nothing to its processes: say what it forwarded instead.
             let forwarded = m.get("forwarded_pps").copied().unwrap_or(0.0);
@@ -332,10 +346,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let t0 = std::time::Instant::now();
-            let res = sweep(&sc, jobs, quiet)?;
-            let wr = |f: &str, t: &str| write_atomic(&out.join(f), t).map_err(|e| format!("writing {}: {e}", out.join(f).display()));
-            wr("results.csv", &res.csv)?;
-            wr("expectations.json", &(serde_json::to_string_pretty(&res.expectations).expect("serialises") + "\n"))?;
+            hostsim_cli::outputs::install_signal_cleanup();
+            let res = hostsim_cli::sweep_to_dir(&sc, jobs, quiet, &out, |s| hostsim_cli::run_spec(&sc, s))?;
             say!(
                 "{}: {} runs in {:.1} s -> {}",
                 sc.name,
@@ -358,12 +370,13 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             say!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
             Ok(if differ == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Cmd::Reproduce { ids, jobs, out, no_report, seeds } => {
+        Cmd::Reproduce { ids, jobs, out, no_report, seeds, resume } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let choice = hostsim_cli::SeedChoice { seeds, shift: 0 };
             prepare_out(&out)?;
-            let results = hostsim_cli::reproduce_with(&ids, jobs, quiet, &out, choice)?;
+            hostsim_cli::outputs::install_signal_cleanup();
+            let results = hostsim_cli::reproduce_resumable(&ids, jobs, quiet, &out, choice, resume)?;
             out!("{}", claims_table(&results));
             say!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
             if !no_report {
