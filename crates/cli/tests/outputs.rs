@@ -204,3 +204,25 @@ fn an_interrupted_reproduce_says_so_and_resumes_to_the_same_verdicts() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&straight);
 }
+
+/// `reproduce` and `calibrate` never run `./.venv/bin/python` of the directory the user stands
+/// in (under sudo it would run as root): the project's own interpreter, or HOSTSIM_PYTHON.
+#[test]
+fn no_program_from_the_current_directory_runs() {
+    let d = tmp("cwd-python");
+    std::fs::create_dir_all(d.join(".venv/bin")).unwrap();
+    let fake = d.join(".venv/bin/python");
+    let ran = d.join("ran");
+    std::fs::write(&fake, format!("#!/bin/sh\ntouch {}\nexit 1\n", ran.display())).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&fake).unwrap().permissions(), 0o755);
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let micro = repo().join("scenarios/ozaki-pbq-micro.toml");
+    for args in [
+        vec!["reproduce".to_string(), "livelock".into(), "--seeds".into(), "1".into(), "--out".into(), d.join("out").display().to_string()],
+        vec!["calibrate".into(), micro.display().to_string(), "--dry-run".into(), "--seeds".into(), "1".into(), "--trials".into(), "0".into(), "--refine".into(), "0".into()],
+    ] {
+        let r = hostsim().args(&args).current_dir(&d).env_remove("HOSTSIM_PYTHON").output().unwrap();
+        assert!(!ran.exists(), "hostsim {} ran ./.venv/bin/python of the current directory: {}", args[0], String::from_utf8_lossy(&r.stderr));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
