@@ -106,8 +106,9 @@ fn variant_names(sc: &Scenario) -> Vec<String> {
     }
 }
 
-/// The variants a side evaluates, each with the combinations it selects.
-fn selection<'a>(sc: &Scenario, side: &Side, all: &'a [(String, Vec<(String, Value)>)]) -> Vec<(String, Vec<&'a (String, Vec<(String, Value)>)>)> {
+/// The variants a side evaluates, each with the indices (into `all`) of the combinations it
+/// selects.
+fn selection(sc: &Scenario, side: &Side, all: &[(String, Vec<(String, Value)>)]) -> Vec<(String, Vec<usize>)> {
     let names: Vec<String> = if !side.variants.is_empty() {
         side.variants.to_vec()
     } else if let Some(v) = side.variant {
@@ -116,10 +117,10 @@ fn selection<'a>(sc: &Scenario, side: &Side, all: &'a [(String, Vec<(String, Val
         variant_names(sc)
     } else {
         // A plain side without `variant` takes the rows of every variant together.
-        return vec![(String::new(), all.iter().filter(|(_, p)| at_matches(side.at, p)).collect())];
+        return vec![(String::new(), (0..all.len()).filter(|&i| at_matches(side.at, &all[i].1)).collect())];
     };
     names.into_iter().map(|v| {
-        let rows = all.iter().filter(|(cv, p)| *cv == v && at_matches(side.at, p)).collect();
+        let rows = (0..all.len()).filter(|&i| all[i].0 == v && at_matches(side.at, &all[i].1)).collect();
         (v, rows)
     }).collect()
 }
@@ -262,13 +263,11 @@ impl Scenario {
                     if swept_ok && swept.contains(name) {
                         continue;
                     }
-                    for (v, rows) in &sel {
-                        for row in rows {
-                            let k = all.iter().position(|c| std::ptr::eq(c, *row)).expect("a combination of the sweep");
+                    for (_, rows) in &sel {
+                        for &k in rows {
                             if !names[k].contains(name) {
-                                let _ = v;
                                 let hint = similar(&names[k], name);
-                                return Err(at(segs, format!("no metric named `{name}` in the results of {}{hint}", describe(&row.0, &row.1))));
+                                return Err(at(segs, format!("no metric named `{name}` in the results of {}{hint}", describe(&all[k].0, &all[k].1))));
                             }
                         }
                     }
