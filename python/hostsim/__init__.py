@@ -11,16 +11,22 @@ A scenario is a path, the name of a built-in scenario, or a dict (``hostsim.load
 one to modify). The simulation runs in Rust with the GIL released; the same seed gives the same
 bytes as the ``hostsim`` command.
 
-Every failure (a bad scenario or argument, an unwritable output directory, a run that stalls or
-fails its conservation checks, a bug inside) raises :class:`HostsimError`, a ``ValueError``, with
-the message the ``hostsim`` command prints.
+Every failure (a bad scenario or argument, an unwritable output directory, an unreachable Dask
+scheduler, a run that stalls or fails its conservation checks, a bug inside) raises
+:class:`HostsimError`, a ``ValueError`` (so an ``Exception``), with the message the ``hostsim``
+command prints; anything else that goes wrong inside a call is raised as a ``HostsimError`` too,
+naming the original exception (kept as ``__cause__``). Only ``KeyboardInterrupt`` and
+``SystemExit`` pass through.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,8 +35,31 @@ import pandas as pd
 
 from . import _native
 from ._native import HostsimError
-from ._sweep import sweep
+
+
+def _errors(f):
+    """Every failure of `f` as a HostsimError (an Exception): its own, or any other exception
+    (named, and kept as ``__cause__``), a pyo3 PanicException (a BaseException) included. Only
+    KeyboardInterrupt, SystemExit and GeneratorExit pass through."""
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except HostsimError:
+            raise
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 (the point: nothing else escapes)
+            raise HostsimError(f"{type(e).__name__}: {e}") from e
+
+    return wrapped
+
+
+from ._sweep import sweep as _sweep_impl  # noqa: E402
 from . import plot  # noqa: E402  (hostsim.plot.figure)
+
+sweep = _errors(_sweep_impl)
 
 __all__ = ["run", "sweep", "calibrate", "load", "info", "Result", "Scenario", "HostsimError"]
 __version__ = _native.__version__
@@ -61,6 +90,7 @@ def _set_value(v: Any) -> str:
     return json.dumps(v)
 
 
+@_errors
 def scenario(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
              path: str | os.PathLike | None = None) -> Scenario:
     """Normalise a path / built-in name / dict (+ seed and overrides) into a :class:`Scenario`."""
@@ -92,6 +122,7 @@ def scenario(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = 
     return Scenario(sc.path, sc.text, tuple(sets))
 
 
+@_errors
 def load(path: str | os.PathLike) -> dict:
     """A scenario file as a dict, to modify and pass to :func:`run` or :func:`sweep`."""
     import tomllib
@@ -103,6 +134,7 @@ def load(path: str | os.PathLike) -> dict:
         raise HostsimError(f"{os.fspath(path)}: cannot read scenario: {e}") from None
 
 
+@_errors
 def info(src: Any, set: Mapping[str, Any] | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> dict:
     """Name, description, sweep, variants, claims, figures and the list of runs of a scenario."""
     sc = scenario(src, set=set)
@@ -119,21 +151,31 @@ def _max_runs(n: Any) -> int:
 class Result:
     """One run: ``summary`` (summary.json as dicts), ``metrics`` (its flat measurement-window
     values), ``timeseries`` (timeseries.csv as a DataFrame), ``run`` (run.json: wall-clock facts),
-    and the exact texts the command line would write."""
+    the exact texts the command line would write, and with ``trace=True`` ``trace_path``, the
+    trace file streamed to disk during the run (as ``hostsim run --trace`` does)."""
 
     summary: dict
     timeseries: pd.DataFrame
     run: dict
     summary_json: str = field(repr=False)
     timeseries_csv: str = field(repr=False)
-    trace_json: str | None = field(default=None, repr=False)
+    trace_path: Path | None = None
 
     @property
     def metrics(self) -> dict:
         return self.summary["metrics"]
 
+    @property
+    def trace_json(self) -> str | None:
+        """The Chrome JSON trace's text, read from ``trace_path`` (for small traces; a long
+        run's trace is better opened from its file)."""
+        if self.trace_path is None or self.trace_path.suffix != ".json":
+            return None
+        return self.trace_path.read_text()
+
+    @_errors
     def write(self, out: str | os.PathLike) -> Path:
-        """Write summary.json, run.json, timeseries.csv (and trace.json) as ``hostsim run`` does,
+        """Write summary.json, run.json, timeseries.csv (and the trace) as ``hostsim run`` does,
         each atomically (a reader never sees half a file)."""
         from ._sweep import _write_atomic
 
@@ -142,29 +184,50 @@ class Result:
         _write_atomic(d / "summary.json", self.summary_json)
         _write_atomic(d / "run.json", json.dumps(self.run, indent=2) + "\n")
         _write_atomic(d / "timeseries.csv", self.timeseries_csv)
-        if self.trace_json is not None:
-            _write_atomic(d / "trace.json", self.trace_json)
+        if self.trace_path is not None and self.trace_path.parent.resolve() != d.resolve():
+            tmp = d / f".{self.trace_path.name}.{os.getpid()}.tmp"
+            try:
+                shutil.copyfile(self.trace_path, tmp)
+                os.replace(tmp, d / self.trace_path.name)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
         return d
 
 
+@_errors
 def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
         variant: str | None = None, trace: bool = False, path: str | os.PathLike | None = None,
-        max_runs: int = DEFAULT_MAX_RUNS) -> Result:
-    """Run a scenario's base configuration (no sweep; a variant only if named), like ``hostsim run``."""
+        max_runs: int = DEFAULT_MAX_RUNS, trace_format: str = "json",
+        trace_dir: str | os.PathLike | None = None) -> Result:
+    """Run a scenario's base configuration (no sweep; a variant only if named), like ``hostsim run``.
+
+    ``trace=True`` streams a trace of what every CPU ran to disk as the run goes (memory stays
+    flat, as on the command line): ``trace.json`` (Chrome JSON, ``trace_format="json"``) or
+    ``trace.perfetto-trace`` (``"perfetto"``) in ``trace_dir`` (default: a new temporary
+    directory); ``Result.trace_path`` names it.
+    """
     sc = scenario(src, seed=seed, set=set, path=path)
     if variant is not None and not isinstance(variant, str):
         raise HostsimError(f"variant: expected a name, not {variant!r}")
-    summary, ts, runinfo, tr = _native.run(sc.path, variant=variant, trace=bool(trace), max_runs=_max_runs(max_runs), **sc.args())
+    if trace_format not in ("json", "perfetto"):
+        raise HostsimError(f"trace_format: expected \"json\" or \"perfetto\", not {trace_format!r}")
+    tdir = None
+    if trace:
+        tdir = os.fspath(trace_dir) if trace_dir is not None else tempfile.mkdtemp(prefix="hostsim-trace-")
+    summary, ts, runinfo, tr = _native.run(sc.path, variant=variant, trace_dir=tdir, trace_format=trace_format,
+                                           max_runs=_max_runs(max_runs), **sc.args())
     return Result(
         summary=json.loads(summary),
         timeseries=pd.read_csv(io.StringIO(ts)),
         run=json.loads(runinfo),
         summary_json=summary,
         timeseries_csv=ts,
-        trace_json=tr,
+        trace_path=Path(tr) if tr is not None else None,
     )
 
 
+@_errors
 def calibrate(paths, **kwargs) -> dict:
     """Fit scenarios' ``[[calibrate]]`` parameters to their calibration claims and write the overlay;
     see :func:`hostsim.calibration.calibrate` (imported on use: it needs scipy)."""

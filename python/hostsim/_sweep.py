@@ -1,11 +1,15 @@
 """Sweeps from Python: every point × variant of a scenario on threads (the GIL is released) or on
 a Dask cluster (one task per run), written as they arrive so an interrupted sweep resumes.
 
-A point file ``points/NNNNN.json`` holds ``{"fingerprint": …, "summary": {…}}``: the fingerprint
-(from the native module) covers the run's whole configuration, its metric aliases and hostsim's
-version. Resuming reuses a point only if its file parses, is complete and carries the fingerprint
-of the run it is named for; anything else (torn, truncated, ``{}``, another scenario's) is
-recomputed. Files are written atomically (a temporary file renamed into place)."""
+A point file ``points/NNNNN.json`` holds ``{"fingerprint": …, "model_source_id": …, "sha256": …,
+"summary": {…}}``: the fingerprint (from the native module) covers the run's whole configuration,
+its metric aliases and the model's sources (``MODEL_SOURCE_ID``, not a version number: a rebuilt
+model is another model); ``sha256`` is the hash of the summary's content. Resuming reuses a point
+only if its file parses, carries the fingerprint of the run it is named for and this build's
+model-source id, and its summary still has the hash it was written with; anything else (torn,
+truncated, ``{}``, another scenario's, edited, swapped with another point's summary) is
+recomputed. Files are written atomically (a temporary file renamed into place); until the sweep
+is complete ``out/INCOMPLETE`` says so, as the command line's does."""
 
 from __future__ import annotations
 
@@ -36,23 +40,36 @@ def _fingerprint(runs: list) -> str:
     return hashlib.sha256("\n".join(r["fingerprint"] for r in runs).encode()).hexdigest()
 
 
+def _content_hash(summary: Any) -> str:
+    """The hash of a summary's content (canonical JSON: sorted keys, no spaces)."""
+    text = json.dumps(summary, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _read_point(f: Path, want: str) -> str | None:
-    """The summary text of a point file if it is complete and of the run with fingerprint
-    `want`; None (recompute it) otherwise."""
+    """The summary text of a point file if it is complete, of the run with fingerprint `want`,
+    of this model (its source id) and unaltered (its content hash); None (recompute it)
+    otherwise."""
     try:
         obj = json.loads(f.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(obj, dict) or obj.get("fingerprint") != want:
         return None
+    if obj.get("model_source_id") != _native.MODEL_SOURCE_ID:
+        return None
     summary = obj.get("summary")
     if not isinstance(summary, dict) or not isinstance(summary.get("metrics"), dict):
+        return None
+    if obj.get("sha256") != _content_hash(summary):
         return None
     return json.dumps(summary)
 
 
 def _point_text(summary: str, fp: str) -> str:
-    return '{"fingerprint": ' + json.dumps(fp) + ', "summary": ' + summary.rstrip() + "}\n"
+    h = _content_hash(json.loads(summary))
+    return ('{"fingerprint": ' + json.dumps(fp) + ', "model_source_id": ' + json.dumps(_native.MODEL_SOURCE_ID)
+            + ', "sha256": ' + json.dumps(h) + ', "summary": ' + summary.rstrip() + "}\n")
 
 
 class _Progress:
@@ -84,11 +101,13 @@ def _write_atomic(path: Path, text: str) -> None:
     try:
         tmp.write_text(text)
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:  # an interrupt too: never leave the temporary
         try:
             tmp.unlink()
         except OSError:
             pass
+        if not isinstance(e, OSError):
+            raise
         from . import HostsimError
 
         raise HostsimError(f"writing {path}: {e}") from None
@@ -136,6 +155,11 @@ def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str |
                 old = None  # a torn manifest: the points' own fingerprints decide
             if old is not None and old != fp:
                 raise HostsimError(f"{outdir}: holds points of another scenario or overrides; resume needs the same")
+        _write_atomic(outdir / "INCOMPLETE", "The outputs in this directory are not complete: they must not be read as "
+                      f"results.\nhostsim.sweep of {inf['name']} (pid {os.getpid()}): in progress, or interrupted; "
+                      "points/ holds the finished runs (resume=True goes on from them).\n")
+        for stale in ("results.csv", "expectations.json"):
+            (outdir / stale).unlink(missing_ok=True)
         if resume:
             for i, r in enumerate(runs):
                 text = _read_point(pdir / f"{i:05d}.json", r["fingerprint"])
@@ -143,7 +167,8 @@ def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str |
                     summaries[i] = text
         else:
             for f in pdir.glob("*.json"):
-                f.unlink()
+                if f.is_file():
+                    f.unlink()
         _write_atomic(manifest, json.dumps({"scenario": inf["name"], "runs": n, "fingerprint": fp}, indent=2) + "\n")
     elif resume:
         raise HostsimError("resume=True needs out=DIR (where the finished points are)")
@@ -169,6 +194,7 @@ def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str |
     if out is not None:
         _write_atomic(Path(out) / "results.csv", csv)
         _write_atomic(Path(out) / "expectations.json", expectations)
+        (Path(out) / "INCOMPLETE").unlink(missing_ok=True)
     df = pd.read_csv(io.StringIO(csv))
     df.attrs["expectations"] = json.loads(expectations)
     df.attrs["computed"] = len(todo)
@@ -201,7 +227,7 @@ def _run_dask(sc, todo: list[int], address: str, jobs: int | None, arrived, time
         cluster = LocalCluster(n_workers=jobs or 2, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     else:
-        client = Client(address, timeout=30)
+        client = Client(address, timeout=timeout_s if timeout_s is not None else 30)
     try:
         tag = uuid.uuid4().hex[:8]
         sets = [list(s) for s in sc.sets]

@@ -1,9 +1,12 @@
 """Nothing a caller passes crashes the interpreter: bad arguments, bad scenarios, unwritable
 outputs and damaged resume files raise hostsim.HostsimError (an Exception) with the message the
-`hostsim` command prints; resume recomputes exactly the points whose files do not match."""
+`hostsim` command prints; resume recomputes exactly the points whose files do not match (their
+fingerprint, model-source id or content hash); traces stream to disk."""
 
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -102,4 +105,71 @@ def test_resume_never_reuses_points_of_another_scenario(tmp_path):
     again = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, resume=True, set=other)
     assert again.attrs["computed"] == 24                      # ...but each point's fingerprint does
     pt = json.loads(sorted((tmp_path / "points").glob("*.json"))[0].read_text())
-    assert set(pt) == {"fingerprint", "summary"} and "metrics" in pt["summary"]
+    assert set(pt) == {"fingerprint", "model_source_id", "sha256", "summary"} and "metrics" in pt["summary"]
+
+
+# Issue 25: failures that escaped as other types (TypeError, IsADirectoryError, OSError,
+# ValueError) before every public function turned them into HostsimError.
+@pytest.mark.parametrize("name, call", [
+    ("load(None)", lambda tmp: hostsim.load(None)),
+    ("sweep(out=123)", lambda tmp: hostsim.sweep(LIVELOCK, out=123, set=SHORT)),
+    ("Result.write(None)", lambda tmp: hostsim.run(LIVELOCK, set=SHORT).write(None)),
+    ("calibrate([])", lambda tmp: hostsim.calibrate([])),
+    ("calibrate of a scenario without [[calibrate]]", lambda tmp: hostsim.calibrate([LIVELOCK])),
+    ("an unreachable Dask scheduler", lambda tmp: hostsim.sweep(LIVELOCK, set=SHORT, dask="tcp://127.0.0.1:1", timeout_s=2)),
+    ("run(trace_format='svg')", lambda tmp: hostsim.run(LIVELOCK, set=SHORT, trace=True, trace_format="svg")),
+    ("a trace into a file", lambda tmp: hostsim.run(LIVELOCK, set=SHORT, trace=True, trace_dir=tmp / "f" / "x")),
+])
+def test_every_failure_is_a_hostsim_error(name, call, tmp_path):
+    (tmp_path / "f").write_text("a file, not a directory")
+    with pytest.raises(hostsim.HostsimError):
+        call(tmp_path)
+
+
+def test_other_exceptions_keep_their_cause():
+    with pytest.raises(hostsim.HostsimError) as e:
+        hostsim.load(None)
+    assert isinstance(e.value.__cause__, TypeError) and "TypeError" in str(e.value)
+
+
+def test_resume_recomputes_swapped_edited_and_other_model_points(tmp_path):
+    full = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, set=SHORT)
+    assert not (tmp_path / "INCOMPLETE").exists()
+    pts = sorted((tmp_path / "points").glob("*.json"))
+    a, b = json.loads(pts[5].read_text()), json.loads(pts[6].read_text())
+    a["summary"], b["summary"] = b["summary"], a["summary"]       # swapped, fingerprints kept
+    pts[5].write_text(json.dumps(a))
+    pts[6].write_text(json.dumps(b))
+    c = json.loads(pts[7].read_text())
+    c["summary"]["metrics"]["delivered_pps"] += 1                 # edited, fingerprint kept
+    pts[7].write_text(json.dumps(c))
+    d = json.loads(pts[8].read_text())
+    d["model_source_id"] = "0" * 16                                # written by another model
+    pts[8].write_text(json.dumps(d))
+    again = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, resume=True, set=SHORT)
+    assert again.attrs["computed"] == 4
+    assert again.attrs["csv"] == full.attrs["csv"]
+
+
+def test_run_trace_streams_to_disk_with_flat_memory(tmp_path):
+    """As on the command line (test_trace.py): 60 simulated seconds at 2,000 pkt/s, ~1 M slices.
+    Each run in its own interpreter, so each reports its own peak RSS."""
+    code = (
+        "import hostsim, json, sys; r = hostsim.run(sys.argv[1], variant='legacy', trace=sys.argv[2] == '1', "
+        "trace_dir=sys.argv[3], set={'traffic.load.rate_pps': 2000, 'duration_ms': 60000}); "
+        "print(json.dumps({'run': r.run, 'trace': str(r.trace_path) if r.trace_path else None}))"
+    )
+    out = {}
+    for traced in ("0", "1"):
+        p = subprocess.run([sys.executable, "-c", code, str(LIVELOCK), traced, str(tmp_path / traced)],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        out[traced] = json.loads(p.stdout)
+    traced, plain = out["1"], out["0"]
+    trace = tmp_path / "1" / "trace.json"
+    assert traced["trace"] == str(trace) and trace.stat().st_size > 50_000_000
+    assert traced["run"]["trace_slices"] > 500_000
+    # The trace (~100 MB of JSON) never sits in memory: peak RSS within 1.25x of the untraced run.
+    assert traced["run"]["peak_rss_bytes"] <= 1.25 * plain["run"]["peak_rss_bytes"], (traced["run"], plain["run"])
+    assert plain["trace"] is None
+    assert [f.name for f in (tmp_path / "1").iterdir()] == ["trace.json"], "a temporary left beside the trace"

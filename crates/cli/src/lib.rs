@@ -10,11 +10,57 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
+/// `eprintln!` that cannot panic: a closed stderr or a reader that went away (EPIPE) loses the
+/// line, never the run (`eprintln!` panics on a failed write).
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
+/// `println!` that cannot panic (`hostsim check … | head -1` closes the pipe early).
+#[macro_export]
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `print!` that cannot panic.
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// Make sure descriptors 0, 1 and 2 are open (on /dev/null if they were closed): a file opened
+/// later must never land on descriptor 2 and receive the progress lines.
+pub fn ensure_stdio() {
+    for fd in 0..=2 {
+        // SAFETY: fcntl(F_GETFD) only queries; open returns the lowest free descriptor, which
+        // is `fd` when it was closed.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
+        }
+    }
+}
+
 pub mod bench;
 pub mod fuzzing;
 pub mod live;
+pub mod outputs;
+mod reproduce;
 pub mod report;
 pub mod trace_out;
+
+pub use outputs::{write_atomic, write_atomic_mode, Marker};
 
 /// Wall-clock facts about a run (kept out of `summary.json` so that file is deterministic).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -195,9 +241,9 @@ pub fn run_timed_traced(
 ) -> Result<(RunOutput, RunInfo), String> {
     let seed = cfg.seed;
     let path = dir.join(format.file_name());
-    let tmp = dir.join(format!(".{}.{}.tmp", format.file_name(), std::process::id()));
-    let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let out_buf = std::io::BufWriter::with_capacity(1 << 20, file);
+    // Registered: a signal removes it (outputs.rs); dropped on an error, it is removed too.
+    let mut tmp = outputs::Temp::create(&path, 0o666).map_err(|e| format!("{}: {e}", path.display()))?;
+    let out_buf = std::io::BufWriter::with_capacity(1 << 20, tmp.take_file());
     let t0 = Instant::now();
     let (out, written) = match format {
         TraceFormat::Perfetto => {
@@ -212,14 +258,8 @@ pub fn run_timed_traced(
         }
     };
     let done = checked(out, seed).and_then(|out| Ok((out, written.map_err(|e| format!("{}: {e}", path.display()))?)));
-    let (out, written) = match done {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
-    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (out, written) = done?;
+    tmp.persist(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut info = run_info(&out, t0.elapsed().as_secs_f64(), seed);
     info.trace_file = Some(format.file_name().to_string());
     info.trace_slices = Some(written);
@@ -249,22 +289,12 @@ pub fn prepare_out(dir: &Path) -> Result<(), String> {
         return Err(format!("cannot write to {shown}: it exists and is not a directory"));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {shown}: {e}"))?;
+    // A few bytes, synced: on a full disk creating an empty file may still succeed.
     let probe = dir.join(format!(".hostsim-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| format!("cannot write to {shown}: {e}"))?;
+    let res = std::fs::File::create(&probe)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"probe: this directory takes files\n").and_then(|()| f.sync_data()));
     let _ = std::fs::remove_file(&probe);
-    Ok(())
-}
-
-/// Write a file so that a reader (or a killed writer) sees either the old file, or none, or the
-/// complete new one: write a temporary file beside it, then rename it into place.
-pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let res = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
+    res.map_err(|e| format!("cannot write to {shown}: {e}"))
 }
 
 /// [`write_atomic`] with the error as a message naming the file.
@@ -272,14 +302,15 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
     write_atomic(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
+/// Every file `hostsim run` may write (a run removes those an earlier run left first).
+pub const RUN_OUTPUTS: [&str; 5] = ["summary.json", "run.json", "timeseries.csv", "trace.perfetto-trace", "trace.json"];
+
 /// `hostsim run`: write summary.json, run.json and timeseries.csv, each atomically (a trace is
-/// written during the run by [`run_timed_traced`]).
-pub fn write_run(out: &RunOutput, info: &RunInfo, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    write_atomic(&dir.join("summary.json"), summary_json(&out.summary))?;
-    write_atomic(&dir.join("run.json"), serde_json::to_string_pretty(info)? + "\n")?;
-    write_atomic(&dir.join("timeseries.csv"), out.timeseries.to_csv())?;
-    Ok(())
+/// written during the run by [`run_timed_traced`]). An error names the file.
+pub fn write_run(out: &RunOutput, info: &RunInfo, dir: &Path) -> Result<(), String> {
+    write_file(&dir.join("summary.json"), &summary_json(&out.summary))?;
+    write_file(&dir.join("run.json"), &(serde_json::to_string_pretty(info).expect("serialises") + "\n"))?;
+    write_file(&dir.join("timeseries.csv"), &out.timeseries.to_csv())
 }
 
 pub fn summary_json(s: &Summary) -> String {
@@ -306,8 +337,43 @@ pub fn pool(jobs: usize, runs: usize) -> Result<rayon::ThreadPool, String> {
 
 /// Run every point × variant of a scenario on `jobs` threads. Parallel across runs only, so each
 /// run's result is independent of thread timing. Shows a progress bar on a terminal. Any run that
-/// fails (a stall, a bug, a conservation check) fails the sweep, naming the run.
+/// fails (a stall, a bug, a conservation check) fails the sweep, naming the run (see
+/// [`sweep_keep`] for the finished runs of a sweep with failures).
 pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, String> {
+    let o = sweep_keep(sc, jobs, quiet)?;
+    if o.failed.is_empty() {
+        Ok(o.done)
+    } else {
+        Err(o.failed.join("\n"))
+    }
+}
+
+/// A sweep in which runs may have failed: the finished runs (their rows and results.csv, in run
+/// order; claims evaluated only if none failed) and the failures.
+pub struct SweepOutcome {
+    pub done: SweepResult,
+    pub failed: Vec<String>,
+}
+
+/// One run of a sweep as `hostsim sweep` runs it: checked, with the scenario's aliases.
+pub fn run_spec(sc: &Scenario, s: &RunSpec) -> Result<Summary, String> {
+    let mut out = run_checked(s.config.clone()).map_err(|e| format!("{}: run {}: {e}", sc.path.display(), describe_run(s)))?;
+    sc.derive_metrics(&mut out.summary.metrics)?;
+    Ok(out.summary)
+}
+
+/// [`sweep`] that runs every run and keeps those that finish when others fail.
+pub fn sweep_keep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepOutcome, String> {
+    sweep_keep_with(sc, jobs, quiet, |s| run_spec(sc, s))
+}
+
+/// [`sweep_keep`] with the function that runs one run (tests give one that fails).
+pub fn sweep_keep_with(
+    sc: &Scenario,
+    jobs: usize,
+    quiet: bool,
+    run: impl Fn(&RunSpec) -> Result<Summary, String> + Sync,
+) -> Result<SweepOutcome, String> {
     let specs: Vec<RunSpec> = sc.runs().map_err(|e| e.to_string())?;
     let pool = pool(jobs, specs.len())?;
     let pb = if quiet { ProgressBar::hidden() } else { ProgressBar::new(specs.len() as u64) };
@@ -321,23 +387,69 @@ pub fn sweep(sc: &Scenario, jobs: usize, quiet: bool) -> Result<SweepResult, Str
         specs
             .par_iter()
             .map(|s| {
-                let mut out = run_checked(s.config.clone()).map_err(|e| format!("{}: run {}: {e}", sc.path.display(), describe_run(s)))?;
-                sc.derive_metrics(&mut out.summary.metrics)?;
+                let r = run(s);
                 pb.inc(1);
-                Ok(out.summary)
+                r
             })
             .collect()
     });
     pb.finish_and_clear();
-    let summaries = results.into_iter().collect::<Result<Vec<Summary>, String>>()?;
-    let rows: Vec<Row> = specs
-        .iter()
-        .zip(&summaries)
-        .map(|(s, sum)| Row { variant: s.variant.clone(), point: s.point.clone(), seed: s.seed, metrics: sum.metrics.clone() })
-        .collect();
-    let expectations = sc.evaluate(&rows);
+    let mut rows = Vec::with_capacity(specs.len());
+    let mut summaries = Vec::with_capacity(specs.len());
+    let mut failed = Vec::new();
+    for (s, r) in specs.iter().zip(results) {
+        match r {
+            Ok(sum) => {
+                rows.push(Row { variant: s.variant.clone(), point: s.point.clone(), seed: s.seed, metrics: sum.metrics.clone() });
+                summaries.push(sum);
+            }
+            Err(e) => failed.push(e),
+        }
+    }
+    // Claims need every run: judged on part of them they would say something else.
+    let expectations = if failed.is_empty() { sc.evaluate(&rows) } else { Vec::new() };
     let csv = results_csv(sc, &rows);
-    Ok(SweepResult { rows, summaries, expectations, csv })
+    Ok(SweepOutcome { done: SweepResult { rows, summaries, expectations, csv }, failed })
+}
+
+/// `hostsim sweep --out DIR`: mark DIR incomplete, remove an earlier sweep's results, sweep,
+/// write results.csv (the finished runs, also when others failed) and expectations.json, and
+/// remove the mark only when every run finished. `run` runs one run ([`run_spec`]).
+pub fn sweep_to_dir(
+    sc: &Scenario,
+    jobs: usize,
+    quiet: bool,
+    out: &Path,
+    run: impl Fn(&RunSpec) -> Result<Summary, String> + Sync,
+) -> Result<SweepResult, String> {
+    prepare_out(out)?;
+    let marker = Marker::begin(out, &format!("hostsim sweep {} -> results.csv, expectations.json", sc.path.display()))?;
+    let res = (|| {
+        outputs::remove_stale(out, &["results.csv", "expectations.json"])?;
+        let o = sweep_keep_with(sc, jobs, quiet, run)?;
+        write_file(&out.join("results.csv"), &o.done.csv)?;
+        if !o.failed.is_empty() {
+            let total = o.done.rows.len() + o.failed.len();
+            return Err(format!(
+                "{} of {total} runs failed; results.csv holds the {} that finished, no claims were judged:\n{}",
+                o.failed.len(),
+                o.done.rows.len(),
+                o.failed.join("\n")
+            ));
+        }
+        write_file(&out.join("expectations.json"), &(serde_json::to_string_pretty(&o.done.expectations).expect("serialises") + "\n"))?;
+        Ok(o.done)
+    })();
+    match res {
+        Ok(done) => {
+            marker.complete()?;
+            Ok(done)
+        }
+        Err(e) => {
+            marker.failed(&e);
+            Err(e)
+        }
+    }
 }
 
 /// `variant `legacy` at traffic.load.rate_pps = 50000, seed 3`.
@@ -499,7 +611,7 @@ pub fn reproducible(ids: &[String]) -> Vec<(&'static str, &'static str)> {
 }
 
 /// Which seeds `reproduce` runs: each scenario's own (`seed`, `seeds`), or overridden.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SeedChoice {
     /// Seeds per point × variant instead of the scenario's `seeds`.
     pub seeds: Option<u32>,
@@ -510,13 +622,14 @@ pub struct SeedChoice {
 
 /// Load a built-in experiment: the file on disk wins (so edits take effect without a rebuild),
 /// else the built-in copy; with the seed choice applied.
-fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenario, std::path::PathBuf), String> {
+pub(crate) fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenario, std::path::PathBuf), String> {
     let path = Path::new("scenarios").join(format!("{name}.toml"));
     let plain = if path.exists() { hostsim_scenario::load(&path, &[]) } else { hostsim_scenario::load_str(&path, text, &[]) }
         .map_err(|e| e.to_string())?;
     if let Some(w) = plain.stale_calibration() {
-        eprintln!("warning: {w}");
+        say!("warning: {w}");
     }
+    plain.check_metrics().map_err(|e| e.to_string())?;
     let mut sets = Vec::new();
     if let Some(n) = seeds.seeds {
         sets.push(("seeds".to_string(), n.to_string()));
@@ -533,52 +646,7 @@ fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenari
     Ok((sc, path))
 }
 
-/// `hostsim reproduce`: sweep every reproducible scenario into `out/<scenario>/results.csv`
-/// (with the `scenario.toml` it ran, for the report) and write all verdicts to
-/// `out/expectations.json`. The HTML report is [`report::build`]'s.
-pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result<Vec<ExpectResult>, String> {
-    reproduce_with(ids, jobs, quiet, out, SeedChoice::default())
-}
-
-/// [`reproduce`] with a choice of seeds.
-pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: SeedChoice) -> Result<Vec<ExpectResult>, String> {
-    let list = reproducible(ids);
-    if list.is_empty() {
-        return Err(format!("no built-in experiment matches {ids:?} (see `hostsim scenarios`)"));
-    }
-    let mut all = Vec::new();
-    for (i, (name, text)) in list.iter().enumerate() {
-        if !quiet {
-            eprintln!("[{}/{}] {name}", i + 1, list.len());
-        }
-        let (sc, path) = load_experiment(name, text, seeds)?;
-        let res = sweep(&sc, jobs, quiet)?;
-        let dir = out.join(name.rsplit('/').next().unwrap_or(name));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let text = if path.exists() { std::fs::read_to_string(&path).map_err(|e| e.to_string())? } else { text.to_string() };
-        write_file(&dir.join("results.csv"), &res.csv)?;
-        write_file(&dir.join("scenario.toml"), &text)?;
-        // Measurements a figure overlays travel with the results (the report reads them there).
-        for f in sc.figures.iter().filter_map(|f| f.measured.as_deref()) {
-            let src = path.parent().unwrap_or(Path::new(".")).join(f);
-            let name = Path::new(f).file_name().map(|n| n.to_os_string()).unwrap_or_default();
-            if src.exists() {
-                let bytes = std::fs::read(&src).map_err(|e| format!("{}: {e}", src.display()))?;
-                write_atomic(&dir.join(&name), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
-            }
-            // A live run's record of its machine (`hostsim live` writes it beside the CSV).
-            let record = src.with_extension("run.json");
-            if let (true, Some(rname)) = (record.exists(), record.file_name()) {
-                let bytes = std::fs::read(&record).map_err(|e| format!("{}: {e}", record.display()))?;
-                write_atomic(&dir.join(rname), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(rname).display()))?;
-            }
-        }
-        all.extend(res.expectations);
-    }
-    let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
-    write_file(&out.join("expectations.json"), &json)?;
-    Ok(all)
-}
+pub use reproduce::{reproduce, reproduce_resumable, reproduce_with};
 
 /// One claim's verdicts on two disjoint seed sets.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -607,7 +675,7 @@ pub fn seed_check(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: O
         let n = u64::from(sc.seeds);
         let (sb, _) = load_experiment(name, text, SeedChoice { seeds, shift: n })?;
         if !quiet {
-            eprintln!("{name}: seeds {:?} vs {:?}", sc.seed_list(), sb.seed_list());
+            say!("{name}: seeds {:?} vs {:?}", sc.seed_list(), sb.seed_list());
         }
         checks.extend(seed_check_pair(&sc, &sb, jobs, quiet, Some(out))?);
     }

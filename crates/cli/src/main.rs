@@ -1,7 +1,7 @@
 //! The `hostsim` command. See `hostsim --help` and the README.
 
 use clap::{Parser, Subcommand};
-use hostsim_cli::{claims_table, prepare_out, sweep, write_atomic, write_run};
+use hostsim_cli::{claims_table, out, outln, prepare_out, say, write_run};
 use hostsim_scenario::Options;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -84,6 +84,11 @@ enum Cmd {
         /// Seeds per point × variant for every scenario instead of each scenario's `seeds`.
         #[arg(long)]
         seeds: Option<u32>,
+        /// Go on from an interrupted reproduce in DIR: experiments it finished (DIR/reproduce.json,
+        /// same configuration, claims, seeds and model) are judged again from their saved rows,
+        /// the rest run.
+        #[arg(long)]
+        resume: bool,
     },
     /// Acceptance check of the claims' verdicts: reproduce every experiment (or those matching
     /// IDs) on two disjoint seed sets and compare every claim's verdict. Exit code 1 if any
@@ -246,11 +251,24 @@ fn trace_window(from: Option<f64>, to: Option<f64>) -> Result<Option<hostsim_hos
     Ok(Some(hostsim_host::TraceWindow { from_ns, to_ns }))
 }
 
+/// A live run's outcome as an exit code: 0, 1 (failed), 2 (this machine cannot run it: the
+/// tests skip on it, saying why), 128 + N (stopped by signal N, everything removed).
+fn live_exit(r: Result<(), hostsim_live::harness::LiveError>) -> Result<ExitCode, String> {
+    match r {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            hostsim_live::harness::progress(format!("hostsim live: {e}"));
+            Ok(ExitCode::from(e.exit_code()))
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    hostsim_cli::ensure_stdio();
     match real_main(Cli::parse()) {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            say!("error: {msg}");
             ExitCode::from(1)
         }
     }
@@ -266,15 +284,25 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
             if let Some(w) = sc.stale_calibration() {
-                eprintln!("warning: {w}");
+                say!("warning: {w}");
             }
             let cfg = match &variant {
                 Some(v) => sc.config_with(Some(v), &[]).map_err(|e| e.to_string())?,
                 None => sc.base_config().clone(),
             };
+            // The [metrics] aliases are checked on this configuration before it runs.
+            sc.check_aliases(&cfg, &format!("variant `{}`", variant.as_deref().unwrap_or("base"))).map_err(|e| e.to_string())?;
             let window = trace_window(trace_from, trace_to)?;
             let trace = trace || window.is_some();
-            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            // Until every output is written the directory says it is incomplete; an earlier
+            // run's outputs that this one may not rewrite (a trace) go first.
+            hostsim_cli::outputs::install_signal_cleanup();
+            let marker = hostsim_cli::Marker::begin(&out, &format!("hostsim run {} -> summary.json, run.json, timeseries.csv{}", file.display(), if trace { ", trace" } else { "" }))?;
+            let fail = |e: String| {
+                marker.failed(&e);
+                e
+            };
+            hostsim_cli::outputs::remove_stale(&out, &hostsim_cli::RUN_OUTPUTS).map_err(fail)?;
             // Progress in simulated milliseconds, on a terminal only.
             let pb = if std::io::stderr().is_terminal() {
                 indicatif::ProgressBar::new(cfg.duration_ns / 1_000_000)
@@ -294,14 +322,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 hostsim_cli::run_timed_with(cfg, |ns| pb.set_position(ns / 1_000_000))
             };
             pb.finish_and_clear();
-            let (mut output, info) = res?;
-            sc.derive_metrics(&mut output.summary.metrics)?;
-            write_run(&output, &info, &out).map_err(|e| format!("writing {}: {e}", out.display()))?;
+            let (mut output, info) = res.map_err(fail)?;
+            sc.derive_metrics(&mut output.summary.metrics).map_err(fail)?;
+            write_run(&output, &info, &out).map_err(fail)?;
+            marker.complete()?;
             let m = &output.summary.metrics;
             // A router delivers nothing to its processes: say what it forwarded instead.
             let forwarded = m.get("forwarded_pps").copied().unwrap_or(0.0);
             let fwd = if forwarded > 0.0 { format!(", forwarded {forwarded:.0} pkt/s") } else { String::new() };
-            eprintln!(
+            say!(
                 "{}: {:.3} s simulated in {:.2} s wall ({:.1} M events/s); delivered {:.0} pkt/s{fwd}, CPU {:.1}% busy -> {}",
                 sc.name,
                 output.summary.sim_time_ns as f64 * 1e-9,
@@ -318,16 +347,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             prepare_out(&out)?;
             let sc = hostsim_scenario::load_with(&file, &sets, &Options { max_runs }).map_err(|e| e.to_string())?;
             if let Some(w) = sc.stale_calibration() {
-                eprintln!("warning: {w}");
+                say!("warning: {w}");
             }
+            sc.check_metrics().map_err(|e| e.to_string())?;
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let t0 = std::time::Instant::now();
-            let res = sweep(&sc, jobs, quiet)?;
-            let wr = |f: &str, t: &str| write_atomic(&out.join(f), t).map_err(|e| format!("writing {}: {e}", out.join(f).display()));
-            wr("results.csv", &res.csv)?;
-            wr("expectations.json", &(serde_json::to_string_pretty(&res.expectations).expect("serialises") + "\n"))?;
-            eprintln!(
+            hostsim_cli::outputs::install_signal_cleanup();
+            let res = hostsim_cli::sweep_to_dir(&sc, jobs, quiet, &out, |s| hostsim_cli::run_spec(&sc, s))?;
+            say!(
                 "{}: {} runs in {:.1} s -> {}",
                 sc.name,
                 res.rows.len(),
@@ -335,7 +363,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 out.join("results.csv").display()
             );
             if !res.expectations.is_empty() {
-                print!("{}", claims_table(&res.expectations));
+                out!("{}", claims_table(&res.expectations));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -344,23 +372,24 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let quiet = !std::io::stderr().is_terminal();
             prepare_out(&out)?;
             let checks = hostsim_cli::seed_check(&ids, jobs, quiet, &out, seeds)?;
-            print!("{}", hostsim_cli::seed_check_table(&checks));
+            out!("{}", hostsim_cli::seed_check_table(&checks));
             let differ = checks.iter().filter(|c| !c.same).count();
-            eprintln!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
+            say!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
             Ok(if differ == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Cmd::Reproduce { ids, jobs, out, no_report, seeds } => {
+        Cmd::Reproduce { ids, jobs, out, no_report, seeds, resume } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let quiet = !std::io::stderr().is_terminal();
             let choice = hostsim_cli::SeedChoice { seeds, shift: 0 };
             prepare_out(&out)?;
-            let results = hostsim_cli::reproduce_with(&ids, jobs, quiet, &out, choice)?;
-            print!("{}", claims_table(&results));
-            eprintln!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
+            hostsim_cli::outputs::install_signal_cleanup();
+            let results = hostsim_cli::reproduce_resumable(&ids, jobs, quiet, &out, choice, resume)?;
+            out!("{}", claims_table(&results));
+            say!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
             if !no_report {
                 match hostsim_cli::report::build(&out)? {
-                    Ok(index) => eprintln!("report -> {}", index.display()),
-                    Err(why) => eprintln!("report not built: {why}"),
+                    Ok(index) => say!("report -> {}", index.display()),
+                    Err(why) => say!("report not built: {why}"),
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -395,16 +424,16 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             let mut bad = 0;
             for f in &files {
-                match hostsim_scenario::load_with(f, &[], &Options { max_runs }) {
+                match hostsim_scenario::load_with(f, &[], &Options { max_runs }).and_then(|sc| sc.check_metrics().map(|()| sc)) {
                     Ok(sc) => {
                         let runs = sc.run_count();
-                        println!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
+                        outln!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
                         if let Some(w) = sc.stale_calibration() {
-                            eprintln!("warning: {w}");
+                            say!("warning: {w}");
                         }
                     }
                     Err(e) => {
-                        eprintln!("{e}");
+                        say!("{e}");
                         bad += 1;
                     }
                 }
@@ -418,7 +447,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     .ok()
                     .and_then(|t| t.get("description").and_then(|d| d.as_str()).map(str::to_string))
                     .unwrap_or_default();
-                println!("{name:32} {desc}");
+                outln!("{name:32} {desc}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -437,41 +466,20 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     ),
                 };
                 let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes };
-                match hostsim_cli::live::ozaki_pbq(&o, &out) {
-                    Ok(()) => Ok(ExitCode::SUCCESS),
-                    // Exit 2 = this machine cannot run it (tests skip on it, saying why).
-                    Err(e @ hostsim_live::ozaki::LiveError::Unsupported(_)) => {
-                        eprintln!("hostsim live: {e}");
-                        Ok(ExitCode::from(2))
-                    }
-                    Err(e @ hostsim_live::ozaki::LiveError::Interrupted) => {
-                        eprintln!("hostsim live: {e}");
-                        Ok(ExitCode::from(130))
-                    }
-                    Err(e) => Err(e.to_string()),
-                }
+                live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
-            LiveCmd::Clean => {
-                let gone = hostsim_live::netns::clean_stale();
-                for n in &gone {
-                    println!("deleted namespace {n}");
-                }
-                let groups = hostsim_live::cgroup::clean_stale();
-                for g in &groups {
-                    println!("deleted cgroup {g}");
-                }
-                println!("{} left-over namespace(s) and {} cgroup(s) deleted", gone.len(), groups.len());
-                Ok(ExitCode::SUCCESS)
-            }
+            LiveCmd::Clean => match hostsim_cli::live::clean() {
+                Ok(true) => Ok(ExitCode::SUCCESS),
+                Ok(false) => Ok(ExitCode::from(1)),
+                Err(e) => live_exit(Err(e)),
+            },
         },
         Cmd::LiveWorker { cmd } => {
             let r = match cmd {
-                WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs.clamp(0.0, 600.0)),
+                // Each worker checks its arguments (finite, in range) before it starts.
+                WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs),
                 WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
-                    if ports.is_empty() || !(rate_pps > 0.0) {
-                        return Err("live-worker send: need --ports and a positive --rate-pps".into());
-                    }
-                    hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload.min(1472), secs.clamp(0.0, 600.0), batch)
+                    hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
                 }
             };
             r.map_err(|e| format!("live-worker: {e}"))?;
@@ -480,7 +488,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         Cmd::Bench { json, quick } => {
             let report = hostsim_cli::bench::run_bench(quick, |c| {
                 if !json {
-                    println!(
+                    outln!(
                         "{:16} {:>9.0} offered pkt/s {:>5.1} sim s: {:>7.3} M pkt/s {:>6.2} M events/s {:>7.3} wall s / sim s  peak RSS {:>6.1} MiB",
                         c.name,
                         c.pps,
@@ -493,7 +501,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 }
             })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report).expect("serialises"));
+                outln!("{}", serde_json::to_string_pretty(&report).expect("serialises"));
             }
             Ok(ExitCode::SUCCESS)
         }

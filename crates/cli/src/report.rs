@@ -5,17 +5,49 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The interpreter that has the `hostsim` package: `$HOSTSIM_PYTHON`, else the project's
-/// `.venv` (made by scripts/setup.sh) if run from the checkout, else `python3` on the PATH.
+/// The checkouts this binary belongs to: the one it sits in (`<checkout>/target/<profile>/
+/// hostsim`), then the one it was built from. Never the current directory: under `sudo` in a
+/// directory someone else controls, its `.venv/bin/python` would run as root.
+fn checkouts() -> Vec<PathBuf> {
+    let is_checkout = |d: &Path| d.join("Cargo.toml").is_file() && d.join("python/hostsim/__init__.py").is_file();
+    let mut v = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.ancestors().skip(1).find(|d| is_checkout(d)) {
+            v.push(d.to_path_buf());
+        }
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if is_checkout(&built) {
+        if let Ok(b) = built.canonicalize() {
+            if !v.contains(&b) {
+                v.push(b);
+            }
+        }
+    }
+    v
+}
+
+/// `name` found in an absolute directory of `$PATH` (a relative entry such as `.` would find a
+/// program of the current directory).
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).filter(|d| d.is_absolute()).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// The interpreter that has the `hostsim` package: `$HOSTSIM_PYTHON`, else the `.venv` (made by
+/// scripts/setup.sh) of the checkout this binary belongs to, else `python3` from an absolute
+/// `$PATH` directory. Never a program of the current directory.
 pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("HOSTSIM_PYTHON") {
         return PathBuf::from(p);
     }
-    let venv = Path::new(".venv/bin/python");
-    if venv.exists() {
-        return venv.to_path_buf();
+    for c in checkouts() {
+        let venv = c.join(".venv/bin/python");
+        if venv.is_file() {
+            return venv;
+        }
     }
-    PathBuf::from("python3")
+    on_path("python3").unwrap_or_else(|| PathBuf::from("/usr/bin/python3"))
 }
 
 /// Build `out/report/index.html`. `Ok(None)` (with the reason) when no interpreter with the
@@ -27,7 +59,7 @@ pub fn build(out: &Path) -> Result<Result<PathBuf, String>, String> {
         Ok(o) if o.status.success() => {}
         _ => {
             return Ok(Err(format!(
-                "{} cannot import hostsim (run `bash scripts/setup.sh`, or set HOSTSIM_PYTHON)",
+                "{} cannot import hostsim (run `bash scripts/setup.sh` in hostsim's checkout, or set HOSTSIM_PYTHON)",
                 py.display()
             )))
         }

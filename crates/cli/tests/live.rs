@@ -3,12 +3,21 @@
 //!
 //! - a short run (`--quick`: a few thousand packets, mechanism on, one saturating flood) delivers
 //!   the high-priority flow whole while the flood loses packets;
-//! - nothing is left behind after a normal exit, after SIGTERM, and after SIGKILL once the next
-//!   run (`hostsim live clean`) has cleaned up.
+//! - the harness (issue 25): SIGINT, SIGTERM, SIGHUP and SIGQUIT each undo every entry of the
+//!   run's ledger (namespaces, veths, RPS masks, cgroup, XDP program and links), exit 128 + N and
+//!   keep the points measured so far; a SIGKILLed run's ledger is undone by `hostsim live clean`,
+//!   which says what it could not remove and exits non-zero then; results are written point by
+//!   point and a write failure keeps them; the output directory is probed before anything is
+//!   created; progress on a closed or broken stderr cannot kill the run; a non-root user gets
+//!   "needs root" (exit 2).
 //!
-//! The tests run one after another (a lock), since they share the machine's two CPUs.
+//! Every check reads the run's own ledger (`/run/hostsim-live/<run>.jsonl`): a test touches and
+//! asserts on what its run made, nothing else on the machine. The tests run one after another
+//! (a lock), since they share the machine's two CPUs.
 
+use hostsim_live::ledger::{self, Entry};
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -16,8 +25,10 @@ use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The binary under test: this build's, or `HOSTSIM_TEST_BIN` (to show a regression test
+/// failing on an older build).
 fn hostsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hostsim"))
+    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
 }
 
 fn skip(why: &str) {
@@ -36,64 +47,120 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-/// Namespaces of process `pid` (`hsl-<pid>-*`).
-fn netns_of(pid: u32) -> Vec<String> {
-    hostsim_live::netns::netns_of(pid)
-}
-
-/// XDP programs of ours still loaded with no process holding them (a leak: attached to a device
-/// that outlived its run). Programs of other, running tests have owners and are not counted.
-fn orphan_programs() -> Vec<String> {
-    let Ok(out) = Command::new("bpftool").args(["-j", "prog", "show"]).output() else { return Vec::new() };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else { return Vec::new() };
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["name"] == "pbq_xdp" && p.get("pids").is_none())
-        .map(|p| p["id"].to_string())
-        .collect()
-}
-
-fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+/// The ledgers of runs of process `pid` (`hsl-<pid>-*.jsonl`).
+fn ledgers_of(pid: u32) -> Vec<PathBuf> {
     let p = format!("hsl-{pid}-");
-    hostsim_live::cgroup::list().into_iter().filter(|g| g.file_name().unwrap().to_string_lossy().starts_with(&p)).collect()
+    ledger::list().into_iter().filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(&p)).collect()
 }
 
-fn assert_clean(pid: u32, when: &str) {
-    assert_eq!(cgroups_of(pid), Vec::<PathBuf>::new(), "cgroups left after {when}");
-    assert_eq!(netns_of(pid), Vec::<String>::new(), "namespaces left after {when}");
-    assert_eq!(hostsim_live::netns::root_links(), Vec::<String>::new(), "links left in the root namespace after {when}");
-    assert_eq!(orphan_programs(), Vec::<String>::new(), "XDP programs left after {when}");
+/// Every entry of process `pid`'s run ledger(s), read while it runs.
+fn entries_of(pid: u32) -> Vec<Entry> {
+    ledgers_of(pid).iter().flat_map(|f| ledger::read(f).map(|(_, e)| e).unwrap_or_default()).collect()
 }
 
-/// Start a longer run and wait until its namespaces exist (≤ 10 s).
-fn start_long_run(out: &Path) -> Option<Child> {
-    let child = hostsim()
-        .args(["live", "ozaki-pbq", "--rates", "100000", "--modes", "on", "--reps", "1", "--window-s", "5", "--out"])
+/// Does what `e` describes still exist (as the run made it)?
+fn exists(e: &Entry) -> bool {
+    match e {
+        Entry::Netns { name } => ledger::netns_exists(name),
+        Entry::Veth { ns, dev } => {
+            ns.as_ref().is_none_or(|n| ledger::netns_exists(n))
+                && Command::new("ip").args(ns.iter().flat_map(|n| ["-n", n.as_str()])).args(["link", "show", "dev", dev]).output().unwrap().status.success()
+        }
+        Entry::Cgroup { path } => path.exists(),
+        Entry::Xdp { prog_id, .. } => {
+            Command::new("bpftool").args(["prog", "show", "id", &prog_id.to_string()]).output().is_ok_and(|o| o.status.success())
+        }
+        // A value in a namespace that is gone is gone with it; elsewhere it must be back.
+        Entry::File { ns, path, old } => match ns {
+            Some(n) if !ledger::netns_exists(n) => false,
+            n => hostsim_live::netns::read_in(n.as_deref(), path).is_ok_and(|v| v.trim() != old.trim()),
+        },
+        Entry::Affinity { pid, start_time, cpus } => {
+            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::affinity(*pid as i32).ok().as_ref() != Some(cpus)
+        }
+    }
+}
+
+/// Everything run `pid` recorded is gone, and so is its ledger.
+fn assert_undone(pid: u32, entries: &[Entry], when: &str) {
+    assert!(entries.iter().any(|e| matches!(e, Entry::Netns { .. })), "the run recorded no namespace before {when}: {entries:?}");
+    let left: Vec<&Entry> = entries.iter().filter(|e| exists(e)).collect();
+    assert!(left.is_empty(), "left after {when}: {left:?}");
+    assert_eq!(ledgers_of(pid), Vec::<PathBuf>::new(), "ledger left after {when}");
+    assert_eq!(hostsim_live::netns::netns_of(pid), Vec::<String>::new(), "namespaces of the run left after {when}");
+}
+
+/// Start a longer run and wait until its ledger records its three namespaces and XDP program
+/// (≤ 20 s), then return it with what it recorded.
+fn start_long_run(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
+    start_run_with(out, args, false)
+}
+
+/// [`start_long_run`], optionally with SIGHUP ignored as `nohup` leaves it.
+fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>) {
+    let mut cmd = hostsim();
+    // The stop signals as a terminal would deliver them, whatever this test inherited (a shell
+    // ignores SIGINT and SIGQUIT in background jobs, nohup SIGHUP; hostsim keeps an ignored one
+    // ignored).
+    // SAFETY: signal() between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            if nohup {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .args(["live", "ozaki-pbq", "--modes", "on", "--reps", "1"])
+        .args(args)
+        .arg("--out")
         .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start hostsim live");
     let pid = child.id();
-    let end = Instant::now() + Duration::from_secs(10);
-    while netns_of(pid).len() < 3 {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let e = entries_of(pid);
+        if e.iter().any(|e| matches!(e, Entry::Xdp { .. })) {
+            // Let the workers start.
+            std::thread::sleep(Duration::from_millis(800));
+            return (child, entries_of(pid));
+        }
         if Instant::now() > end {
-            panic!("hostsim live created no namespaces within 10 s");
+            panic!("hostsim live recorded no XDP attachment within 20 s: {e:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Let the agent attach and the workers start.
-    std::thread::sleep(Duration::from_millis(800));
-    Some(child)
 }
 
-fn csv_row(path: &Path) -> std::collections::BTreeMap<String, f64> {
+fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, f64>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().expect("header").split(',').collect();
-    let row: Vec<&str> = lines.next().expect("a row").split(',').collect();
-    head.iter().zip(row).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()
+    lines.map(|l| head.iter().zip(l.split(',')).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()).collect()
+}
+
+fn csv_row(path: &Path) -> std::collections::BTreeMap<String, f64> {
+    csv_rows(path).into_iter().next().expect("a row")
+}
+
+fn run_json(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap()
+}
+
+/// Files in `out` other than the outputs (a temporary left behind).
+fn strays(out: &Path) -> Vec<String> {
+    std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "results.csv" && n != "run.json")
+        .collect()
 }
 
 #[test]
@@ -111,7 +178,9 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
         return skip(err.trim());
     }
     assert!(res.status.success(), "hostsim live --quick failed: {err}");
-    assert_clean(pid, "a normal exit");
+    assert_eq!(ledgers_of(pid), Vec::<PathBuf>::new(), "ledger left after a normal exit");
+    assert_eq!(hostsim_live::netns::netns_of(pid), Vec::<String>::new(), "namespaces left after a normal exit");
+    assert_eq!(run_json(&out)["status"], "complete");
     let m = csv_row(&out.join("results.csv"));
     let (sent, got) = (m["bwclient_sent_count"], m["bw_rx_count"]);
     assert!(sent >= 1000.0, "a few thousand packets: bw sent {sent} in the window\n{err}");
@@ -157,45 +226,332 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// SIGINT, SIGTERM, SIGHUP (a closed terminal) and SIGQUIT are handled alike: everything the
+/// run recorded is undone, the exit code is 128 + the signal, run.json says so.
 #[test]
-fn sigterm_removes_everything() {
+fn every_stop_signal_undoes_everything_the_run_recorded() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
-    let out = tmp("sigterm");
-    let Some(child) = start_long_run(&out) else { return };
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+        let out = tmp(&format!("signal-{sig}"));
+        let (child, entries) = start_long_run(&out, &["--rates", "100000", "--window-s", "5"]);
+        let pid = child.id();
+        // SAFETY: our child.
+        unsafe { libc::kill(pid as i32, sig) };
+        let res = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(128 + sig), "exit after {name}: {err}");
+        assert!(err.contains(&format!("interrupted ({name})")), "{err}");
+        for kind in ["netns", "veth", "cgroup", "xdp", "file"] {
+            let recorded = entries.iter().any(|e| serde_json::to_value(e).unwrap()["kind"] == kind);
+            assert!(recorded || kind == "cgroup", "the run recorded no {kind}: {entries:?}");
+        }
+        assert_undone(pid, &entries, name);
+        assert_eq!(run_json(&out)["status"], format!("interrupted ({name})"));
+        assert_eq!(strays(&out), Vec::<String>::new(), "temporaries left after {name}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// Under `nohup` (SIGHUP ignored when the run starts) a closed terminal does not stop the run:
+/// it completes, then cleans up.
+#[test]
+fn a_run_under_nohup_outlives_sighup() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, XDP)");
+    }
+    let out = tmp("nohup");
+    let (child, entries) = start_run_with(&out, &["--rates", "1000", "--window-s", "0.5", "--bw-rate", "2000"], true);
     let pid = child.id();
     // SAFETY: our child.
-    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
     let res = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&res.stderr);
-    if res.status.code() == Some(2) {
-        return skip(err.trim());
-    }
-    assert_eq!(res.status.code(), Some(130), "exit after SIGTERM: {err}");
-    assert!(err.contains("interrupted"), "{err}");
-    assert_clean(pid, "SIGTERM");
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    assert_eq!(run_json(&out)["status"], "complete");
+    assert_undone(pid, &entries, "a complete run under nohup");
     let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
-fn sigkill_leftovers_are_removed_by_the_next_run() {
+fn sigkill_leftovers_are_removed_by_live_clean() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
     let out = tmp("sigkill");
-    let Some(mut child) = start_long_run(&out) else { return };
+    let (mut child, entries) = start_long_run(&out, &["--rates", "100000", "--window-s", "5"]);
     let pid = child.id();
     child.kill().unwrap(); // SIGKILL: nothing runs in the victim
     child.wait().unwrap();
-    // The workers die with it (PR_SET_PDEATHSIG); the namespaces stay until the next run.
-    assert_eq!(netns_of(pid).len(), 3, "a SIGKILLed run leaves its namespaces");
+    // The workers die with it (PR_SET_PDEATHSIG); the namespaces and the ledger stay.
+    assert_eq!(hostsim_live::netns::netns_of(pid).len(), 3, "a SIGKILLed run leaves its namespaces");
+    assert_eq!(ledgers_of(pid).len(), 1, "and its ledger");
     let clean = hostsim().args(["live", "clean"]).output().unwrap();
-    assert!(clean.status.success());
     let said = String::from_utf8_lossy(&clean.stdout);
-    assert!(said.contains(&format!("hsl-{pid}-")), "clean did not name the leftovers: {said}");
-    assert_clean(pid, "SIGKILL and `hostsim live clean`");
+    assert!(clean.status.success(), "{said}{}", String::from_utf8_lossy(&clean.stderr));
+    assert!(said.contains(&format!("removed namespace hsl-{pid}-")), "clean did not name the leftovers: {said}");
+    assert_undone(pid, &entries, "SIGKILL and `hostsim live clean`");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `hostsim live clean` says what it could not remove and exits 1; the ledger keeps it, and the
+/// next clean, once it can, removes it. (A dead run's ledger naming a cgroup that a process
+/// still occupies.)
+#[test]
+fn live_clean_says_what_it_could_not_remove_and_exits_nonzero() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (cgroups, /run/hostsim-live)");
+    }
+    let Some((root, _, _)) = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"]
+        .iter()
+        .map(Path::new)
+        .find(|p| p.join("cgroup.procs").exists())
+        .map(|p| (p.to_path_buf(), 0, 0))
+    else {
+        return skip("no cgroup hierarchy to make a busy group in");
+    };
+    // A run that is gone: the pid of a process that has exited.
+    let mut t = Command::new("true").spawn().unwrap();
+    let dead = t.id();
+    t.wait().unwrap();
+    let run = format!("hsl-{dead}-0");
+    let group = root.join(&run);
+    std::fs::create_dir(&group).unwrap();
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    std::fs::write(group.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    std::fs::create_dir_all(ledger::DIR).unwrap();
+    let lf = ledger::path_of(&run);
+    let header = serde_json::json!({ "run": run, "pid": dead, "start_time": 0 });
+    let entry = serde_json::to_string(&Entry::Cgroup { path: group.clone() }).unwrap();
+    std::fs::write(&lf, format!("{header}\n{entry}\n")).unwrap();
+
+    let clean = hostsim().args(["live", "clean"]).output().unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    let busy = clean.status.code();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert_eq!(busy, Some(1), "clean could not remove a busy group, yet exited {busy:?}: {said}");
+    assert!(said.contains(&format!("could not remove cgroup {}", group.display())) && said.contains("1 could not be"), "{said}");
+    assert!(lf.exists(), "the ledger keeps what could not be removed");
+
+    let again = hostsim().args(["live", "clean"]).output().unwrap();
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{said}");
+    assert!(said.contains(&format!("removed cgroup {}", group.display())), "{said}");
+    assert!(!group.exists() && !lf.exists());
+}
+
+/// Results are written point by point: a run stopped after its first point keeps that point in
+/// results.csv (and says so in run.json), with no temporary left.
+#[test]
+fn an_interrupted_run_keeps_the_points_it_measured() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, XDP)");
+    }
+    let out = tmp("points");
+    let (child, entries) = start_long_run(&out, &["--rates", "1000,2000,3000", "--window-s", "0.5", "--bw-rate", "2000"]);
+    let pid = child.id();
+    let end = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("results.csv")).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < end, "no point written within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: our child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let res = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert_undone(pid, &entries, "SIGTERM after a point");
+    let rows = csv_rows(&out.join("results.csv"));
+    assert!(!rows.is_empty() && rows.len() < 3, "{} points kept", rows.len());
+    assert_eq!(rows[0]["traffic.floodclients.rate_pps"], 1000.0);
+    let rj = run_json(&out);
+    assert_eq!((rj["status"].as_str(), rj["points_done"].as_u64()), (Some("interrupted (SIGTERM)"), Some(rows.len() as u64)));
+    assert_eq!(strays(&out), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Set FS_IMMUTABLE_FL on a directory (or clear it): nothing can be created in it, not even by root.
+fn set_immutable(dir: &Path, on: bool) -> bool {
+    use std::os::fd::AsRawFd;
+    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
+    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
+    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
+    let Ok(f) = std::fs::File::open(dir) else { return false };
+    let mut flags: libc::c_long = 0;
+    // SAFETY: the flag ioctls read and write one long.
+    unsafe {
+        if libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) < 0 {
+            return false;
+        }
+        flags = if on { flags | FS_IMMUTABLE_FL } else { flags & !FS_IMMUTABLE_FL };
+        libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &flags) == 0
+    }
+}
+
+/// A write that fails mid-run (here: the output directory made immutable after the first
+/// point, as a full disk would refuse it) stops the run with an error naming the file and keeps
+/// the point already written; everything is undone.
+#[test]
+fn a_failed_write_names_the_file_and_keeps_what_was_written() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, XDP)");
+    }
+    let out = tmp("nospace");
+    let (child, entries) = start_long_run(&out, &["--rates", "1000,2000,3000", "--window-s", "0.5", "--bw-rate", "2000"]);
+    let pid = child.id();
+    let end = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("results.csv")).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < end, "no point written within 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if !set_immutable(&out, true) {
+        drop(child);
+        return skip("this file system cannot make a directory immutable (FS_IMMUTABLE_FL)");
+    }
+    let res = child.wait_with_output().unwrap();
+    set_immutable(&out, false);
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(1), "{err}");
+    // The next write after the first point fails: results.csv, or run.json (written right after it).
+    let named = ["results.csv", "run.json"].iter().any(|f| err.contains(&format!("writing {}", out.join(f).display())));
+    assert!(named, "the error does not name the file it could not write: {err}");
+    assert_undone(pid, &entries, "a failed write");
+    let rows = csv_rows(&out.join("results.csv"));
+    assert_eq!(rows.len(), 1, "the point written before the failure is kept");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The output directory is probed before anything is created: a directory that takes no bytes
+/// (RLIMIT_FSIZE = 0, as a full disk) is refused at once, naming it, and no ledger (so no
+/// namespace) ever existed.
+#[test]
+fn an_unwritable_output_is_refused_before_any_namespace_exists() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, XDP)");
+    }
+    let out = tmp("probe");
+    let mut cmd = hostsim();
+    cmd.args(["live", "ozaki-pbq", "--quick", "--out"]).arg(&out).stderr(Stdio::piped());
+    // SAFETY: async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN); // a too-large write fails with EFBIG instead
+            let lim = libc::rlimit { rlim_cur: 0, rlim_max: libc::RLIM_INFINITY };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    // Watch for a ledger of this run while it lives (there must never be one).
+    let mut seen = false;
+    while child.try_wait().unwrap().is_none() {
+        seen |= !ledgers_of(pid).is_empty();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let res = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot write to {}", out.display())), "the error does not name the directory: {err}");
+    assert!(!seen, "a ledger (so a namespace) existed before the output was probed");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Progress on a stderr that is closed, or whose reader has gone (EPIPE), cannot kill the run:
+/// it completes and writes its results.
+#[test]
+fn progress_on_a_closed_or_broken_stderr_cannot_kill_the_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, XDP)");
+    }
+    for broken in [true, false] {
+        let out = tmp(if broken { "epipe" } else { "closed" });
+        let mut cmd = hostsim();
+        cmd.args(["live", "ozaki-pbq", "--quick", "--out"]).arg(&out).stdout(Stdio::null());
+        if broken {
+            cmd.stderr(Stdio::piped());
+        } else {
+            // SAFETY: close(2) between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::close(2);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(child.stderr.take()); // the reader goes away: every write gets EPIPE
+        let st = child.wait().unwrap();
+        assert!(st.success(), "broken stderr {broken}: exit {st}");
+        assert_eq!(run_json(&out)["status"], "complete");
+        assert_eq!(csv_rows(&out.join("results.csv")).len(), 1);
+        assert_eq!(ledgers_of(child.id()), Vec::<PathBuf>::new());
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// As an ordinary user: "needs root", exit code 2, for a run and for `live clean`, and nothing
+/// created (not even the output directory).
+#[test]
+fn a_non_root_user_is_told_it_needs_root() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        // Already not root: the refusal itself is the test.
+    }
+    let out = tmp("nonroot");
+    for args in [vec!["live", "ozaki-pbq", "--quick", "--out", out.to_str().unwrap()], vec!["live", "clean"]] {
+        let mut cmd = hostsim();
+        cmd.args(&args);
+        if root() {
+            // SAFETY: setgid/setuid between fork and exec (to nobody).
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setgid(65534) < 0 || libc::setuid(65534) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let res = match cmd.output() {
+            Ok(r) => r,
+            Err(e) => return skip(&format!("cannot run hostsim as nobody: {e}")),
+        };
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("needs root"), "{args:?}: {err}");
+    }
+    assert!(!out.exists(), "a refused run created its output directory");
+}
+
+/// The hidden worker subcommand refuses NaN, infinite and overflowing arguments with an error
+/// (exit 1), never a panic (exit 101). No root needed.
+#[test]
+fn the_worker_refuses_bad_numbers_without_panicking() {
+    for args in [
+        &["sink", "--port", "9", "--secs", "nan"][..],
+        &["sink", "--port", "9", "--secs", "inf"],
+        &["send", "--dst", "127.0.0.1", "--ports", "9", "--rate-pps", "inf", "--secs", "1"],
+        &["send", "--dst", "127.0.0.1", "--ports", "9", "--rate-pps", "nan", "--secs", "1"],
+        &["send", "--dst", "127.0.0.1", "--ports", "9", "--rate-pps", "1e300", "--secs", "600"],
+        &["send", "--dst", "127.0.0.1", "--ports", "9", "--rate-pps", "1000", "--secs=-1"],
+        &["send", "--dst", "127.0.0.1", "--ports", "9", "--rate-pps", "1000", "--secs", "1", "--batch", "0"],
+        &["send", "--dst", "127.0.0.1", "--ports", "0", "--rate-pps", "1000", "--secs", "1"],
+    ] {
+        let res = hostsim().arg("live-worker").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("error: live-worker: --"), "{args:?}: {err}");
+    }
 }

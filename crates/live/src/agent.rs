@@ -142,11 +142,21 @@ enum Cmd {
     Stop,
 }
 
+/// Where the agent attached the program: interface name, program id, bpf_link id (for the
+/// run's ledger).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attachment {
+    pub iface: String,
+    pub prog_id: u32,
+    pub link_id: Option<u32>,
+}
+
 /// The agent thread: it lives in the server namespace, owns the loaded program and its links,
 /// and detaches everything when stopped or dropped.
 pub struct Agent {
     tx: mpsc::Sender<Cmd>,
     handle: Option<JoinHandle<()>>,
+    attachments: Vec<Attachment>,
 }
 
 impl Agent {
@@ -166,7 +176,7 @@ impl Agent {
             })
             .map_err(|e| Unsupported(format!("starting the agent thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Agent { tx, handle: Some(handle) }),
+            Ok(Ok(attachments)) => Ok(Agent { tx, handle: Some(handle), attachments }),
             Ok(Err(e)) => {
                 let _ = handle.join();
                 Err(e)
@@ -176,6 +186,11 @@ impl Agent {
                 Err(Unsupported("the agent thread died while starting".into()))
             }
         }
+    }
+
+    /// Where the program is attached.
+    pub fn attachments(&self) -> &[Attachment] {
+        &self.attachments
     }
 
     /// Mechanism on (drops under high load) or off (the program only counts).
@@ -215,7 +230,7 @@ fn agent_thread(
     ifaces: Vec<String>,
     cfg: AgentConfig,
     rx: mpsc::Receiver<Cmd>,
-    ready: mpsc::Sender<Result<(), Unsupported>>,
+    ready: mpsc::Sender<Result<Vec<Attachment>, Unsupported>>,
 ) {
     let setup = || -> Result<(PbqXdp, u64), Unsupported> {
         sys::enter_netns(&netns).map_err(|e| Unsupported(format!("entering the server namespace: {e}")))?;
@@ -254,7 +269,13 @@ fn agent_thread(
         *ports = found;
     };
     rescan(&x, &mut table, &mut ports);
-    let _ = ready.send(Ok(()));
+    let prog_id = x.prog_id().unwrap_or(0);
+    let attachments = ifaces
+        .iter()
+        .zip(x.links())
+        .map(|(i, (_, link_id))| Attachment { iface: i.clone(), prog_id, link_id })
+        .collect();
+    let _ = ready.send(Ok(attachments));
 
     let t0 = Instant::now();
     let mut det = Detector::new(cfg.detector);

@@ -7,7 +7,7 @@
 //! scheduler is hierarchical), so bw at nice −19 against the flood sinks at nice 19 is the same
 //! experiment. Softirq work is not charged to any group; it runs where it is raised, as before.
 //! Where no cpu controller is available the run goes on without a group and says so.
-//! The group is removed on drop; groups of dead runs are removed by [`clean_stale`].
+//! The run's ledger removes the group (`ledger.rs`), also after a SIGKILL (`hostsim live clean`).
 
 use std::fs;
 use std::io;
@@ -33,23 +33,22 @@ fn controllers() -> Vec<(PathBuf, &'static str, &'static str)> {
     v
 }
 
+/// A CPU group of the run (created by `LiveRun::cpu_group` (`harness.rs`), which records it
+/// in the run's ledger; the ledger removes it, so this handle has no `Drop`).
 pub struct CpuGroup {
-    path: PathBuf,
+    pub(crate) path: PathBuf,
+}
+
+/// Where group `name` goes (under the first available cpu controller), and the weight file and
+/// value to write there; or why there is none.
+pub(crate) fn place(name: &str) -> Result<(PathBuf, &'static str, &'static str), String> {
+    let Some((root, file, value)) = controllers().into_iter().next() else {
+        return Err("no cgroup cpu controller (v1 `cpu` hierarchy or v2 with +cpu) is available".into());
+    };
+    Ok((root.join(name), file, value))
 }
 
 impl CpuGroup {
-    /// Create group `name` under the first available cpu controller, or None (with the reason).
-    pub fn create(name: &str) -> Result<CpuGroup, String> {
-        let Some((root, file, value)) = controllers().into_iter().next() else {
-            return Err("no cgroup cpu controller (v1 `cpu` hierarchy or v2 with +cpu) is available".into());
-        };
-        let path = root.join(name);
-        fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let g = CpuGroup { path };
-        fs::write(g.path.join(file), value).map_err(|e| format!("{}: {e}", g.path.join(file).display()))?;
-        Ok(g)
-    }
-
     /// The file a process writes "0" to in order to join (v1 and v2 both accept it).
     pub fn procs_file(&self) -> PathBuf {
         self.path.join("cgroup.procs")
@@ -66,22 +65,7 @@ impl CpuGroup {
     }
 }
 
-impl Drop for CpuGroup {
-    fn drop(&mut self) {
-        // Its processes have exited by now; an exiting thread may take a moment to leave (the
-        // agent's thread is joined before its task leaves the group in do_exit(): on a loaded
-        // machine that moment once exceeded 1 s, so wait up to 5 s).
-        for _ in 0..250 {
-            if fs::remove_dir(&self.path).is_ok() || !self.path.exists() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        eprintln!("hostsim live: clean-up: could not remove {}", self.path.display());
-    }
-}
-
-/// Groups named `hsl-<pid>-...` under every cpu controller.
+/// Groups named `hsl-...` under every cpu controller (the live runs' groups, alive or not).
 pub fn list() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (root, _, _) in controllers() {
@@ -95,20 +79,4 @@ pub fn list() -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// Remove the groups of runs whose pid is gone (their processes are gone too: workers die with
-/// the run).
-pub fn clean_stale() -> Vec<String> {
-    let mut gone = Vec::new();
-    for p in list() {
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        let pid = name.strip_prefix(crate::netns::PREFIX).and_then(|r| r.split('-').next()).and_then(|x| x.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if !crate::sys::pid_alive(pid) && fs::remove_dir(&p).is_ok() {
-                gone.push(p.display().to_string());
-            }
-        }
-    }
-    gone
 }

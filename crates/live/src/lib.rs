@@ -1,4 +1,67 @@
-//! # hostsim-live: `ozaki-pbq` on today's Linux
+//! # hostsim-live: the mechanisms on today's Linux, and the harness every live run uses
+//!
+//! ## Writing a live experiment: the harness on one page
+//!
+//! Every `hostsim live <experiment>` runs through [`harness::LiveRun`], which does what a run on
+//! a real machine must do around its measurements, so that an experiment only measures:
+//!
+//! ```no_run
+//! use hostsim_live::harness::{LiveError, LiveRun, Point};
+//! use hostsim_live::netns::Veth;
+//! use std::time::Duration;
+//!
+//! fn my_experiment(out: &std::path::Path) -> Result<(), LiveError> {
+//!     // 1. Start: not root → LiveError::Unsupported("needs root…", exit 2); installs the
+//!     //    SIGINT/SIGTERM/SIGHUP/SIGQUIT handlers; creates and probes `out` (a full disk or a
+//!     //    bad path fails here, before anything exists); undoes what SIGKILLed runs left;
+//!     //    opens this run's ledger; writes out/run.json (status "running").
+//!     let mut run = LiveRun::start("my-experiment", out)?;
+//!     run.set_info("config", serde_json::json!({ "rate_pps": 1000 }));   // into run.json
+//!     // 2. Everything the run creates goes through `run`, which records it in its ledger
+//!     //    before creating it: namespaces (named <run>-<role>), veths, RPS masks and other
+//!     //    values written to /sys or /proc (the old value is kept and written back), the CPU
+//!     //    cgroup, XDP attachments (`record_xdp`, after the agent attached), other processes'
+//!     //    affinities (`set_affinity`). Workers: `worker::spawn` (they die with the run).
+//!     let outcome = (|| {
+//!         let srv = run.netns("srv")?;
+//!         let cli = run.netns("cli")?;
+//!         run.veth(&Veth { ns_a: srv.name.clone(), a: "eth0".into(), addr_a: "198.18.0.1/24".into(),
+//!                          ns_b: cli.name.clone(), b: "eth0".into(), addr_b: "198.18.0.2/24".into() })?;
+//!         run.set_rps(&srv, "eth0", 0b1)?;
+//!         for rate in [1000.0, 2000.0] {
+//!             run.check()?;                              // Err(Interrupted) after a stop signal
+//!             run.sleep(Duration::from_secs(1))?;        // every wait: interruptible
+//!             let mut p = Point::default();
+//!             p.keys.push(("variant".into(), "on".into()));
+//!             p.keys.push(("traffic.load.rate_pps".into(), rate.to_string()));
+//!             p.metrics.insert("delivered_pps".into(), 0.0);   // the model's metric names
+//!             run.progress(format!("rate {rate} done"));      // never fails, never panics
+//!             run.push(p)?;   // results.csv rewritten atomically with this point; run.json counts it
+//!         }
+//!         Ok(())
+//!     })();
+//!     // 3. Finish: undo the ledger (last first), write run.json's final status ("complete",
+//!     //    "interrupted (SIGTERM)", "failed: …"), and return the outcome, or an error listing
+//!     //    what could not be removed. Dropping `run` without finishing (a panic) undoes too.
+//!     run.finish(outcome)
+//! }
+//! ```
+//!
+//! The command maps the result to an exit code with [`harness::LiveError::exit_code`]: 0; 1
+//! (failed, the message names the file or command); 2 (this machine cannot: not root, no
+//! XDP…; the tests skip on it and print why); 128 + N (stopped by signal N; everything removed).
+//! `hostsim live clean` ([`harness::clean`]) undoes the ledgers of runs that are gone, lists what
+//! it removed and what it could not (exit code 1 then; the ledger keeps it for the next try),
+//! and names namespaces and cgroups called `hsl-*` that no ledger records without touching them.
+//!
+//! Rules for an experiment: create the [`harness::LiveRun`] first (it is dropped last); drop
+//! the experiment's agents and workers before [`harness::LiveRun::finish`] (an XDP program
+//! still loaded by this process counts as not removed); bound every loop in packets and seconds;
+//! make the side the mechanism acts on the bottleneck; compare mechanism off and on at the same
+//! offered load; name metrics as the model does (`summary.rs`), so the model twin overlays.
+//! The ledger's format and why it, not pids or names, decides what is ours: [`ledger`].
+//!
+//! ## `ozaki-pbq` on today's Linux
 //!
 //! Paper 000 drops low-priority packets at the first point the kernel sees them, so that a
 //! high-priority server keeps receiving under a flood. On Linux 6.x that point is XDP. This
@@ -10,10 +73,13 @@
 //!   src/bpf/pbq.h           the control block and counters, shared by the program and xdp.rs
 //!   xdp.rs                  load/attach, control block, port → level map, counters, test run
 //!   agent.rs                port → priority from /proc; high load from the kernel's counters
-//!   netns.rs                namespaces and veths named hsl-<pid>-<n>-<role>; removal; leftovers
 //!   worker.rs               the sink and the sendmmsg sender, as processes
-//!   ozaki.rs                the experiment: topology, sweep, results.csv
-//!   procfs.rs, sys.rs       /proc parsers; setns, affinity, nice, signals
+//!   ozaki.rs                the experiment: topology, sweep, points
+//!   harness.rs              LiveRun: root check, out-dir probe, ledger, results, finish
+//!   ledger.rs               what a run created, recorded before creation; undo; dead runs
+//!   signals.rs              SIGINT/SIGTERM/SIGHUP/SIGQUIT → an interruptible stop
+//!   netns.rs, cgroup.rs     `ip` for namespaces, veths and values in a namespace; cpu cgroups
+//!   procfs.rs, sys.rs       /proc parsers; setns, affinity, nice, process identity
 //! ```
 //!
 //! ## The mechanism, and where it differs from the PBQs of `crates/host/src/mechanisms/ozaki_pbq/pbq.rs`
@@ -46,18 +112,22 @@
 //!
 //! Three network namespaces `hsl-<pid>-<n>-{srv,bwc,fld}` with two veth pairs between them, an
 //! RPS mask on the server's two veths, one XDP program attached to them through bpf_links, the
-//! worker processes, and a CPU cgroup `hsl-<pid>-<n>` holding them (see [`cgroup`]). Dropping the [`ozaki::Setup`] (normal exit, error, SIGINT/SIGTERM,
-//! which every wait loop checks) detaches the links and deletes the namespaces, which removes
-//! the veths and their RPS masks, and removes the cgroup; workers die with the run (PR_SET_PDEATHSIG) and stop by
-//! themselves after their time limit. After a SIGKILL only the namespaces and the (empty) cgroup
-//! remain; the next run (or `hostsim live clean`) deletes those whose `<pid>` is gone. Nothing in the root
-//! namespace, no global sysctl and no pinned BPF object is touched.
+//! worker processes, and a CPU cgroup `hsl-<pid>-<n>` holding them (see [`cgroup`]), each
+//! recorded in the run's ledger. On a normal exit, an error, and SIGINT, SIGTERM, SIGHUP or
+//! SIGQUIT (which every wait loop checks) the agent detaches the links and the harness undoes
+//! the ledger: namespaces deleted (with their veths and RPS masks), cgroup removed. Workers die
+//! with the run (PR_SET_PDEATHSIG) and stop by themselves after their time limit. After a
+//! SIGKILL the ledger remains; the next run (or `hostsim live clean`) undoes it. Nothing in the
+//! root namespace, no global sysctl and no pinned BPF object is touched.
 
 pub mod agent;
 pub mod cgroup;
+pub mod harness;
+pub mod ledger;
 pub mod netns;
 pub mod ozaki;
 pub mod procfs;
+pub mod signals;
 pub mod sys;
 pub mod worker;
 pub mod xdp;

@@ -1,16 +1,13 @@
-//! The network namespaces and veth pairs a live run creates, and their removal.
+//! Network namespaces, veth pairs and values in a namespace's `/sys`, through `ip` (iproute2).
 //!
-//! Everything the tool creates carries the run's name, `hsl-<pid>-<n>-<role>` (`hsl-` = hostsim
-//! live; `<pid>` = the creating process; `<n>` counts topologies within it). Dropping a
-//! [`Topology`] deletes its namespaces; deleting a namespace destroys its veth ends (and their
-//! peers), the RPS masks set on them and any XDP program attached to them. A run killed with
-//! SIGKILL cannot drop anything: [`clean_stale`], called at the start of every run, deletes
-//! namespaces whose `<pid>` is no longer alive. Test traffic only ever flows between these
+//! Everything a live run creates carries the run's name, `hsl-<pid>-<n>-<role>` (`hsl-` = hostsim
+//! live; `<pid>` = the creating process; `<n>` counts runs within it). Creating goes through
+//! `LiveRun` (`harness.rs`), which writes each object into the run's ledger first
+//! (`ledger.rs`); deleting a namespace destroys its veth ends (and their peers), the RPS masks
+//! set on them and any XDP program attached to them. Test traffic only ever flows between these
 //! namespaces; the addresses are from 198.18.0.0/15, the block RFC 2544 reserves for benchmarks.
 
-use std::fs::File;
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Every name the live side creates starts with this.
 pub const PREFIX: &str = "hsl-";
@@ -50,18 +47,34 @@ pub fn root_links() -> Vec<String> {
     v
 }
 
-/// Delete namespaces left behind by runs that no longer exist (killed with SIGKILL). Returns
-/// what it deleted.
-pub fn clean_stale() -> Vec<String> {
-    let mut gone = Vec::new();
-    for n in list_netns() {
-        let Some(rest) = n.strip_prefix(PREFIX) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !crate::sys::pid_alive(pid) && ip(&["netns", "del", &n]).is_ok() {
-            gone.push(n);
-        }
+/// The text of `path` as namespace `ns` sees it (None: this process's view). `/sys` shows the
+/// namespace that mounted it, so inside another namespace this goes through `ip netns exec`,
+/// which mounts the namespace's own sysfs in a private mount namespace.
+pub fn read_in(ns: Option<&str>, path: &str) -> Result<String, String> {
+    let Some(ns) = ns else {
+        return std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"));
+    };
+    let out = Command::new("ip").args(["netns", "exec", ns, "cat", path]).output().map_err(|e| format!("running `ip netns exec`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("reading {path} in {ns}: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
-    gone
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Write `value` to `path` as namespace `ns` sees it (see [`read_in`]).
+pub fn write_in(ns: Option<&str>, path: &str, value: &str) -> Result<(), String> {
+    let Some(ns) = ns else {
+        return std::fs::write(path, value).map_err(|e| format!("{path}: {e}"));
+    };
+    // The value and the path are arguments, never part of the shell's text.
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "sh", "-c", "printf '%s\\n' \"$1\" > \"$2\"", "sh", value, path])
+        .output()
+        .map_err(|e| format!("running `ip netns exec`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("setting {path} in {ns}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(())
 }
 
 /// One veth pair: `a` in namespace `ns_a`, `b` in `ns_b`, with addresses (CIDR).
@@ -75,90 +88,3 @@ pub struct Veth {
     pub addr_b: String,
 }
 
-/// Namespaces and veth pairs, removed on drop.
-pub struct Topology {
-    pub run: String,
-    namespaces: Vec<String>,
-}
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-impl Topology {
-    /// Create namespaces `roles` (named `<run>-<role>`) with their loopbacks up. Clean up
-    /// leftovers of dead runs first.
-    pub fn create(roles: &[&str]) -> Result<Topology, String> {
-        clean_stale();
-        let run = format!("{PREFIX}{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst));
-        let mut t = Topology { run, namespaces: Vec::new() };
-        for r in roles {
-            let name = t.ns(r);
-            ip(&["netns", "add", &name]).map_err(|e| format!("creating a network namespace: {e}"))?;
-            t.namespaces.push(name.clone());
-            ip(&["-n", &name, "link", "set", "lo", "up"])?;
-        }
-        Ok(t)
-    }
-
-    /// The full namespace name of a role.
-    pub fn ns(&self, role: &str) -> String {
-        format!("{}-{role}", self.run)
-    }
-
-    pub fn namespaces(&self) -> &[String] {
-        &self.namespaces
-    }
-
-    /// The namespace file to `setns` into.
-    pub fn ns_file(&self, role: &str) -> Result<File, String> {
-        let p = format!("/run/netns/{}", self.ns(role));
-        File::open(&p).map_err(|e| format!("{p}: {e}"))
-    }
-
-    /// Create a veth pair straight into its two namespaces, address both ends, bring them up.
-    pub fn add_veth(&self, v: &Veth) -> Result<(), String> {
-        ip(&["link", "add", &v.a, "netns", &v.ns_a, "type", "veth", "peer", "name", &v.b, "netns", &v.ns_b])
-            .map_err(|e| format!("creating a veth pair: {e}"))?;
-        for (ns, dev, addr) in [(&v.ns_a, &v.a, &v.addr_a), (&v.ns_b, &v.b, &v.addr_b)] {
-            ip(&["-n", ns, "addr", "add", addr, "dev", dev])?;
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-        }
-        Ok(())
-    }
-
-    /// Set a device's RPS mask (`/sys/class/net/DEV/queues/rx-0/rps_cpus`) inside namespace
-    /// `ns`. `/sys` shows the namespace that mounted it, so this goes through `ip netns exec`,
-    /// which mounts the namespace's own sysfs in a private mount namespace. The mask lives on our
-    /// device and disappears with it.
-    pub fn set_rps(&self, ns: &str, dev: &str, mask: u64) -> Result<(), String> {
-        let path = format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns, "sh", "-c", &format!("echo {mask:x} > {path}")])
-            .output()
-            .map_err(|e| format!("running `ip netns exec`: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("setting {path} in {ns}: {}", String::from_utf8_lossy(&out.stderr).trim()));
-        }
-        Ok(())
-    }
-
-    /// Delete everything now (also done on drop). Returns the first error.
-    pub fn destroy(&mut self) -> Result<(), String> {
-        let mut first = Ok(());
-        for n in self.namespaces.drain(..).rev() {
-            if let Err(e) = ip(&["netns", "del", &n]) {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
-    }
-}
-
-impl Drop for Topology {
-    fn drop(&mut self) {
-        if let Err(e) = self.destroy() {
-            eprintln!("hostsim live: clean-up: {e}");
-        }
-    }
-}

@@ -18,11 +18,12 @@
 
 use crate::agent::{Agent, AgentConfig, Snapshot};
 use crate::cgroup::CpuGroup;
-use std::fs::File;
-use crate::netns::{Topology, Veth};
+pub use crate::harness::LiveError;
+use crate::harness::{failed, LiveRun, Netns, Point};
+use crate::netns::Veth;
 use crate::procfs::{self, CpuTimes, Softnet};
-use crate::sys::{self, Interrupted};
 use crate::worker::{self, Placement, Worker, WorkerReport};
+use std::fs::File;
 use crate::xdp::{level_of_nice, LEVELS};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -79,36 +80,6 @@ impl OzakiConfig {
     }
 }
 
-/// Why a live run stopped.
-#[derive(Debug)]
-pub enum LiveError {
-    /// The kernel or the privileges here do not allow it (tests skip on this).
-    Unsupported(String),
-    /// SIGINT or SIGTERM.
-    Interrupted,
-    Failed(String),
-}
-
-impl std::fmt::Display for LiveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LiveError::Unsupported(s) => write!(f, "live runs are not possible here: {s}"),
-            LiveError::Interrupted => f.write_str("interrupted (SIGINT/SIGTERM); everything created was removed"),
-            LiveError::Failed(s) => f.write_str(s),
-        }
-    }
-}
-
-impl From<Interrupted> for LiveError {
-    fn from(_: Interrupted) -> LiveError {
-        LiveError::Interrupted
-    }
-}
-
-fn failed(s: impl Into<String>) -> LiveError {
-    LiveError::Failed(s.into())
-}
-
 /// One row of results.csv: the point, the variant and the metrics.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -126,22 +97,21 @@ pub fn variant_name(on: bool) -> &'static str {
     }
 }
 
-/// The namespaces, agent and CPU group of one run. Dropped in this order: the agent detaches
-/// the program, the namespaces go (with their veths and RPS masks), then the empty group.
+/// The namespaces, agent and CPU group of one run. Everything here is recorded in the run's
+/// ledger; dropping the agent detaches the program, and [`LiveRun::finish`] removes the rest.
 pub struct Setup {
     pub agent: Agent,
-    pub topo: Topology,
+    pub srv: Netns,
+    pub bwc: Netns,
+    pub fld: Netns,
     pub group: Option<CpuGroup>,
     /// The group's `cgroup.procs`, open for the workers to join.
     group_procs: Option<File>,
 }
 
-/// Check privileges, create the namespaces and veths, set RPS, start the agent (loading and
-/// attaching the program).
-pub fn setup(cfg: &OzakiConfig) -> Result<Setup, LiveError> {
-    if !sys::is_root() {
-        return Err(LiveError::Unsupported("needs root (network namespaces, XDP)".into()));
-    }
+/// Create the namespaces and veths, set RPS, start the agent (loading and attaching the
+/// program), all through `run` (recorded in its ledger).
+pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.server_cpu >= ncpu || cfg.client_cpu >= ncpu {
         return Err(LiveError::Unsupported(format!(
@@ -149,41 +119,41 @@ pub fn setup(cfg: &OzakiConfig) -> Result<Setup, LiveError> {
             cfg.server_cpu, cfg.client_cpu
         )));
     }
-    crate::cgroup::clean_stale();
-    let topo = Topology::create(&["srv", "bwc", "fld"]).map_err(LiveError::Unsupported)?;
+    let (srv, bwc, fld) = (run.netns("srv")?, run.netns("bwc")?, run.netns("fld")?);
     let group = if cfg.cgroup {
-        match CpuGroup::create(&topo.run) {
+        match run.cpu_group() {
             Ok(g) => Some(g),
-            Err(e) => {
-                eprintln!("hostsim live: running without a CPU cgroup: {e}");
+            Err(LiveError::Unsupported(e)) => {
+                run.progress(format!("hostsim live: running without a CPU cgroup: {e}"));
                 None
             }
+            Err(e) => return Err(e),
         }
     } else {
         None
     };
     let group_procs = match &group {
-        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(e.to_string()))?),
+        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?),
         None => None,
     };
-    let (srv, bwc, fld) = (topo.ns("srv"), topo.ns("bwc"), topo.ns("fld"));
     for (ns_b, a, n) in [(&bwc, "eth0", 0), (&fld, "eth1", 1)] {
-        topo.add_veth(&Veth {
-            ns_a: srv.clone(),
+        run.veth(&Veth {
+            ns_a: srv.name.clone(),
             a: a.into(),
             addr_a: format!("198.18.{n}.1/24"),
-            ns_b: ns_b.clone(),
+            ns_b: ns_b.name.clone(),
             b: "eth0".into(),
             addr_b: format!("198.18.{n}.2/24"),
-        })
-        .map_err(LiveError::Unsupported)?;
-        topo.set_rps(&srv, a, 1 << cfg.server_cpu).map_err(LiveError::Unsupported)?;
+        })?;
+        run.set_rps(&srv, a, 1 << cfg.server_cpu)?;
     }
-    let netns = topo.ns_file("srv").map_err(failed)?;
     let tasks = group.as_ref().map(|g| g.path().join("tasks"));
-    let agent = Agent::start(netns, vec!["eth0".into(), "eth1".into()], cfg.agent.clone(), tasks)
+    let agent = Agent::start(srv.file()?, vec!["eth0".into(), "eth1".into()], cfg.agent.clone(), tasks)
         .map_err(|e| LiveError::Unsupported(e.0))?;
-    Ok(Setup { agent, topo, group, group_procs })
+    for a in agent.attachments() {
+        run.record_xdp(Some(&srv), &a.iface, a.prog_id, a.link_id)?;
+    }
+    Ok(Setup { agent, srv, bwc, fld, group, group_procs })
 }
 
 /// Counters at one instant.
@@ -248,7 +218,7 @@ fn sender_args(cfg: &OzakiConfig, dst: &str, ports: &[u16], rate: f64, secs: f64
 }
 
 /// Wait until the agent's table holds every server port at its owner's level (≤ 3 s).
-fn wait_ports_mapped(agent: &Agent) -> Result<(), LiveError> {
+fn wait_ports_mapped(run: &LiveRun, agent: &Agent) -> Result<(), LiveError> {
     let end = Instant::now() + Duration::from_secs(3);
     loop {
         let s = agent.snapshot();
@@ -260,17 +230,16 @@ fn wait_ports_mapped(agent: &Agent) -> Result<(), LiveError> {
         if Instant::now() > end {
             return Err(failed(format!("the agent did not map the server ports within 3 s: {:?}", s.ports)));
         }
-        sys::sleep(Duration::from_millis(20))?;
+        run.sleep(Duration::from_millis(20))?;
     }
 }
 
 /// One point: returns its metrics.
-pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Result<BTreeMap<String, f64>, LiveError> {
-    let topo = &s.topo;
+pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on: bool) -> Result<BTreeMap<String, f64>, LiveError> {
     let agent = &s.agent;
     agent.enable(on);
     let secs = cfg.warmup_s + cfg.window_s + 5.0; // the workers' own time limit
-    let srv = topo.ns_file("srv").map_err(failed)?;
+    let srv = s.srv.file()?;
     let cg = s.group_procs.as_ref();
     let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, cgroup: cg };
     let mut sinks = Vec::new();
@@ -280,9 +249,9 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
             .map_err(failed)?;
         sinks.push(w);
     }
-    wait_ports_mapped(agent)?;
-    let bwc = topo.ns_file("bwc").map_err(failed)?;
-    let fld = topo.ns_file("fld").map_err(failed)?;
+    wait_ports_mapped(run, agent)?;
+    let bwc = s.bwc.file()?;
+    let fld = s.fld.file()?;
     let mut senders = Vec::new();
     // Backlog drops over the whole run (softnet counts are global: any drop on the machine).
     let backlog_dropped = || procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum::<u64>();
@@ -303,12 +272,12 @@ pub fn run_point(cfg: &OzakiConfig, s: &Setup, rate_pps: f64, on: bool) -> Resul
                 .map_err(failed)?,
         );
     }
-    sys::sleep(Duration::from_secs_f64(cfg.warmup_s))?;
+    run.sleep(Duration::from_secs_f64(cfg.warmup_s))?;
     for w in senders.iter().chain(sinks.iter()) {
         w.signal(libc::SIGUSR1);
     }
     let a = snap(agent, &sinks, &senders);
-    sys::sleep(Duration::from_secs_f64(cfg.window_s))?;
+    run.sleep(Duration::from_secs_f64(cfg.window_s))?;
     for w in senders.iter().chain(sinks.iter()) {
         w.signal(libc::SIGUSR2);
     }
@@ -435,44 +404,56 @@ fn metrics(
 }
 
 /// The whole sweep: every rate × mode × repetition (repetitions outermost, so a drift of the
-/// machine during the run spreads over all points). `on_row` sees each row as it is measured.
-pub fn run(cfg: &OzakiConfig, mut on_row: impl FnMut(&Row)) -> Result<Vec<Row>, LiveError> {
-    let s = setup(cfg)?;
-    let mut rows = Vec::new();
+/// machine during the run spreads over all points), each point written to `results.csv` as it
+/// is measured. The caller ends `run` ([`LiveRun::finish`]).
+pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
+    let s = setup(cfg, run)?;
     for rep in 1..=cfg.reps {
         for &rate in &cfg.rates_pps {
             for &on in &cfg.modes {
-                let metrics = run_point(cfg, &s, rate, on)?;
+                run.check()?;
+                let metrics = run_point(cfg, run, &s, rate, on)?;
                 let row = Row { rate_pps: rate, variant: variant_name(on), rep, metrics };
-                on_row(&row);
-                rows.push(row);
+                run.progress(row_line(&row));
+                run.push(row.point())?;
             }
         }
     }
     drop(s);
-    Ok(rows)
+    Ok(())
 }
 
-/// results.csv: `variant`, the swept key, `rep`, then every metric (sorted by name).
-pub fn to_csv(rows: &[Row]) -> String {
-    let mut keys: Vec<&String> = rows.iter().flat_map(|r| r.metrics.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let mut s = format!("variant,{RATE_KEY},rep");
-    for k in &keys {
-        s.push(',');
-        s.push_str(k);
-    }
-    s.push('\n');
-    for r in rows {
-        s.push_str(&format!("{},{},{}", r.variant, r.rate_pps, r.rep));
-        for k in &keys {
-            match r.metrics.get(*k) {
-                Some(v) if v.is_finite() => s.push_str(&format!(",{v}")),
-                _ => s.push(','),
-            }
+impl Row {
+    /// As a point of results.csv: `variant`, the swept key, `rep`, then every metric.
+    pub fn point(&self) -> Point {
+        Point {
+            keys: vec![
+                ("variant".into(), self.variant.into()),
+                (RATE_KEY.into(), format!("{}", self.rate_pps)),
+                ("rep".into(), self.rep.to_string()),
+            ],
+            metrics: self.metrics.clone(),
         }
-        s.push('\n');
     }
-    s
+}
+
+/// One point as a line of progress.
+pub fn row_line(r: &Row) -> String {
+    let g = |k: &str| r.metrics.get(k).copied().unwrap_or(f64::NAN);
+    format!(
+        "rep {} flood {:>8.0} {:>3}: flood sent {:>8.0}  bw sent {:>6.0} rx {:>6.0}  flood rx {:>7.0}  drops xdp {:>7.0} backlog {:>7.0} socket {:>7.0}  cpu0 softirq {:>4.2} idle {:>4.2}  high load {:.2}",
+        r.rep,
+        r.rate_pps,
+        r.variant,
+        g("floodclients_sent_pps"),
+        g("bwclient_sent_pps"),
+        g("bw_rx_pps"),
+        g("flood_rx_pps"),
+        g("drop_xdp_pps"),
+        g("drop_backlog_pps"),
+        g("drop_socket_pps"),
+        g("cpu0_softirq_frac"),
+        g("cpu0_idle_frac"),
+        g("high_load_frac"),
+    )
 }

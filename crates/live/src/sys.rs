@@ -1,12 +1,9 @@
 //! Thin, checked wrappers around the system calls the live side needs: entering a network
-//! namespace, CPU affinity, nice values, and the SIGINT/SIGTERM flag that makes every wait
-//! loop unwind (so that the guards' `Drop` undo what the run changed).
+//! namespace, CPU affinity, nice values, process identity. (Stop signals: `signals.rs`.)
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 fn check(r: libc::c_int, what: &str) -> io::Result<()> {
     if r < 0 {
@@ -59,48 +56,6 @@ pub fn send_signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// Turn SIGINT and SIGTERM into a flag that [`stop_requested`] reports and [`sleep`] obeys.
-pub fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic (async-signal-safe).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
-
-/// The run was interrupted by SIGINT or SIGTERM.
-#[derive(Debug)]
-pub struct Interrupted;
-
-/// Sleep `d` in steps of at most 10 ms, returning early with `Interrupted` on SIGINT/SIGTERM.
-pub fn sleep(d: Duration) -> Result<(), Interrupted> {
-    let end = Instant::now() + d;
-    loop {
-        if stop_requested() {
-            return Err(Interrupted);
-        }
-        let now = Instant::now();
-        if now >= end {
-            return Ok(());
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(10)));
-    }
-}
-
 /// Is `pid` alive (a process we could signal)?
 pub fn pid_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks existence and permission.
@@ -116,4 +71,35 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
         return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface `{name}` in this namespace")));
     }
     Ok(i)
+}
+
+/// The CPUs process (or thread) `pid` may run on (0 = the calling thread).
+pub fn affinity(pid: libc::pid_t) -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data filled by the kernel.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set), "sched_getaffinity")?;
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
+/// Let `pid` (0 = the calling thread) run on `cpus` only.
+pub fn set_affinity(pid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (cpus beyond the set are skipped).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        check(libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set), "sched_setaffinity")
+    }
+}
+
+/// When process `pid` started (clock ticks since boot, `/proc/PID/stat` field 22): with the pid,
+/// it names one process for good (a pid alone is reused).
+pub fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses) start at field 3.
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }

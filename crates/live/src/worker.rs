@@ -13,7 +13,7 @@
 
 use crate::sys;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -37,7 +37,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 fn install_worker_signals() {
-    for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGTERM, libc::SIGINT] {
+    for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: the handler only touches atomics. No SA_RESTART: a blocked recv returns EINTR.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
@@ -66,12 +66,33 @@ fn report(errors: u64, extra: serde_json::Value) {
     if let (Some(o), serde_json::Value::Object(e)) = (j.as_object_mut(), extra) {
         o.extend(e);
     }
-    println!("{j}");
+    // The parent reads this line; if it has gone there is no one to tell (and no panic).
+    let _ = writeln!(std::io::stdout().lock(), "{j}");
+}
+
+/// The longest a worker runs (its `--secs`), seconds.
+pub const SECS_MAX: f64 = 600.0;
+/// The fastest a sender may be asked to send, packets per second (far above what one CPU can).
+pub const RATE_PPS_MAX: f64 = 1e8;
+/// The largest UDP payload of one unfragmented Ethernet frame.
+pub const PAYLOAD_MAX: usize = 1472;
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+fn check_secs(secs: f64) -> io::Result<()> {
+    if secs.is_finite() && (0.0..=SECS_MAX).contains(&secs) {
+        Ok(())
+    } else {
+        Err(invalid(format!("--secs: expected 0..={SECS_MAX} seconds, got {secs}")))
+    }
 }
 
 /// The sink: bind `port` on all addresses, receive one datagram per recv() (as the model's
 /// `udp_sink`), count, until SIGTERM or `secs`.
 pub fn run_sink(port: u16, secs: f64) -> io::Result<()> {
+    check_secs(secs)?;
     install_worker_signals();
     let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
     sock.set_read_timeout(Some(Duration::from_millis(100)))?;
@@ -128,6 +149,19 @@ fn eth0_tx_dropped() -> Option<u64> {
 /// cannot keep up it skips what it owes beyond 1 ms of packets rather than bursting, so its
 /// achieved rate (the count) is what it could send. Stops after `secs` or `count_max` packets.
 pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, secs: f64, batch: usize) -> io::Result<()> {
+    check_secs(secs)?;
+    if !(rate_pps.is_finite() && rate_pps > 0.0 && rate_pps <= RATE_PPS_MAX) {
+        return Err(invalid(format!("--rate-pps: expected a rate above 0 and at most {RATE_PPS_MAX:e} pkt/s, got {rate_pps}")));
+    }
+    if ports.is_empty() || ports.len() > 1024 || ports.contains(&0) {
+        return Err(invalid(format!("--ports: expected 1..=1024 ports in 1..=65535, got {ports:?}")));
+    }
+    if payload > PAYLOAD_MAX {
+        return Err(invalid(format!("--payload: expected at most {PAYLOAD_MAX} bytes, got {payload}")));
+    }
+    if !(1..=64).contains(&batch) {
+        return Err(invalid(format!("--batch: expected 1..=64 packets per sendmmsg, got {batch}")));
+    }
     install_worker_signals();
     // SAFETY: timer slack of 1 ns makes nanosleep wake on time (default 50 us).
     unsafe {
@@ -135,8 +169,8 @@ pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, s
     }
     let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
     let fd = sock.as_raw_fd();
+    // At most 1e8 pkt/s × 600 s × 1.05: well inside u64.
     let count_max = (rate_pps * secs * 1.05) as u64 + 1;
-    let batch = batch.clamp(1, 64);
     let addrs: Vec<libc::sockaddr_in> = ports
         .iter()
         .map(|&p| libc::sockaddr_in {

@@ -96,6 +96,17 @@ impl PbqXdp {
         Ok(())
     }
 
+    /// The kernel's id of the loaded program.
+    pub fn prog_id(&self) -> Option<u32> {
+        use std::os::fd::AsFd;
+        libbpf_rs::Program::id_from_fd(self.skel.progs.pbq_xdp.as_fd()).ok()
+    }
+
+    /// The attachments: (ifindex, bpf_link id).
+    pub fn links(&self) -> Vec<(u32, Option<u32>)> {
+        self.links.iter().map(|(i, l)| (*i, l.info().ok().map(|x| x.id))).collect()
+    }
+
     /// Detach from every interface.
     pub fn detach_all(&mut self) {
         self.links.clear();

@@ -61,10 +61,11 @@ fn json_to_toml(text: &str) -> PyResult<String> {
 }
 
 /// A fingerprint of everything a run's results depend on: its full configuration (profile with
-/// overrides, kernel, NICs, processes, traffic, times, seed), the metric aliases and this
-/// hostsim's version. A resumed sweep reuses a point file only if its fingerprint matches.
+/// overrides, kernel, NICs, processes, traffic, times, seed), the metric aliases and the model's
+/// sources (`MODEL_SOURCE_ID`: a rebuilt model is another model, whatever its version number).
+/// A resumed sweep reuses a point file only if its fingerprint matches.
 fn fingerprint(sc: &Scenario, cfg: &hostsim_host::HostConfig) -> String {
-    let canonical = format!("hostsim {}\n{cfg:?}\n{:?}", env!("CARGO_PKG_VERSION"), sc.metric_aliases);
+    let canonical = format!("hostsim model {}\n{cfg:?}\n{:?}", hostsim_scenario::MODEL_SOURCE_ID, sc.metric_aliases);
     let digest = Sha256::digest(canonical.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -76,8 +77,10 @@ fn fingerprint(sc: &Scenario, cfg: &hostsim_host::HostConfig) -> String {
 #[pyo3(signature = (path, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
 fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<String> {
     guard(|| {
-        // Loading validated every run's configuration (as `hostsim check` does).
+        // Loading validated every run's configuration, and the claims' and aliases' metrics are
+        // checked, as `hostsim check` does: a sweep that could not be evaluated never starts.
         let sc = load(path, text, &sets, max_runs)?;
+        sc.check_metrics().map_err(err)?;
         let mut runs: Vec<serde_json::Value> = Vec::with_capacity(sc.run_count());
         sc.for_each_point(|variant, point, config| {
             let point_json: serde_json::Map<String, serde_json::Value> =
@@ -123,16 +126,19 @@ fn scenario_info(path: &str, text: Option<&str>, sets: Sets, max_runs: u64) -> P
 }
 
 /// `hostsim run`: the base configuration (or a variant), as summary.json, timeseries.csv and
-/// run.json texts.
+/// run.json texts. With `trace_dir`, the trace is streamed into that directory as `hostsim run
+/// --trace` streams it (memory stays flat) and its path is returned.
 #[pyfunction]
-#[pyo3(signature = (path, text=None, sets=Vec::new(), variant=None, trace=false, max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
+#[pyo3(signature = (path, text=None, sets=Vec::new(), variant=None, trace_dir=None, trace_format="json", max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     path: &str,
     text: Option<&str>,
     sets: Sets,
     variant: Option<&str>,
-    trace: bool,
+    trace_dir: Option<&str>,
+    trace_format: &str,
     max_runs: u64,
 ) -> PyResult<(String, String, String, Option<String>)> {
     guard(|| {
@@ -141,12 +147,21 @@ fn run(
             Some(v) => sc.config_with(Some(v), &[]).map_err(err)?,
             None => sc.base_config().clone(),
         };
+        sc.check_aliases(&cfg, &format!("variant `{}`", variant.unwrap_or("base"))).map_err(err)?;
+        let format = match trace_format {
+            "json" => hostsim_cli::TraceFormat::Json,
+            "perfetto" => hostsim_cli::TraceFormat::Perfetto,
+            f => return Err(err(format!("trace_format: expected \"json\" or \"perfetto\", not {f:?}"))),
+        };
         let (mut out, info, tr) = py.allow_threads(|| {
-            guard(|| {
-                if trace {
-                    let (out, info, tr) = hostsim_cli::run_traced_json(cfg).map_err(err)?;
-                    Ok((out, info, Some(tr)))
-                } else {
+            guard(|| match trace_dir {
+                Some(d) => {
+                    let dir = Path::new(d);
+                    hostsim_cli::prepare_out(dir).map_err(err)?;
+                    let (out, info) = hostsim_cli::run_timed_traced(cfg, format, hostsim_host::TraceWindow::ALL, dir, |_| {}).map_err(err)?;
+                    Ok((out, info, Some(dir.join(format.file_name()).display().to_string())))
+                }
+                None => {
                     let (out, info) = hostsim_cli::run_timed(cfg).map_err(err)?;
                     Ok((out, info, None))
                 }

@@ -221,6 +221,13 @@ pub const SCENARIO: &[Bound] = &[
     ("expect.*.offset", finite(), ""),
     ("expect.*.tolerance_abs", float(0.0, 1e15), "an absolute tolerance, in the metric's unit"),
     ("expect.*.tolerance", float(0.0, 1e6), "a relative tolerance"),
+    // A condition's number: NaN would make every comparison false and a claim fail unseen.
+    ("expect.*.where", len(100), "conditions"),
+    ("expect.*.where.*.value", finite(), ""),
+    ("expect.*.where.*.factor", finite(), ""),
+    ("expect.*.rhs.where", len(100), "conditions"),
+    ("expect.*.rhs.where.*.value", finite(), ""),
+    ("expect.*.rhs.where.*.factor", finite(), ""),
     ("figure.*.marks", len(10_000), "marks"),
     ("figure.*.marks.*.x", finite(), ""),
     ("figure.*.marks.*.y", finite(), ""),

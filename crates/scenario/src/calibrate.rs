@@ -2,8 +2,10 @@
 //! fitted values.
 //!
 //! ```toml
-//! calibration = "ozaki-pbq"          # the overlay: calibration/ozaki-pbq.toml (next to or above
-//!                                    # the scenario, else built in), written by `hostsim calibrate`
+//! calibration = "ozaki-pbq"          # the overlay: calibration/ozaki-pbq.toml beside the scenario
+//!                                    # or in its project (the directory holding the `scenarios/`
+//!                                    # it is in), else built in; written by `hostsim calibrate`.
+//!                                    # A name, not a path: no `/`, no `..`.
 //! [[calibrate]]
 //! name = "client_stack_ns"           # the fitted quantity (scenarios sharing the overlay share it)
 //! key = "traffic.latudp.client_stack_ns"   # where it goes in THIS scenario (any key path)
@@ -105,28 +107,83 @@ pub struct Calibration {
     pub applied: Vec<String>,
 }
 
-/// Find `calibration/<name>.toml` in the scenario's directory or an ancestor, else a built-in
-/// one. Returns the path where it is (or would be written: next to the nearest `profiles/` or
-/// `scenarios/` ancestor, else beside the scenario) and its text if it exists.
-pub fn find_overlay(scenario_path: &Path, name: &str) -> (PathBuf, Option<(String, String)>) {
-    let start = scenario_path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let start = if start.as_os_str().is_empty() { PathBuf::from(".") } else { start };
-    let file = format!("{name}.toml");
-    let mut home = None;
-    for dir in start.ancestors() {
-        let p = dir.join("calibration").join(&file);
-        if let Ok(t) = std::fs::read_to_string(&p) {
-            return (p.clone(), Some((t, p.display().to_string())));
+/// Is `name` a plain overlay name (`calibration = "NAME"` names `calibration/NAME.toml`)? A
+/// path, absolute or with `..`, would read (and `hostsim calibrate` write) any `.toml` file.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if ok {
+        return Ok(());
+    }
+    let what = if std::path::Path::new(name).is_absolute() {
+        "an absolute path"
+    } else if name.split(['/', '\\']).any(|p| p == "..") {
+        "a path with `..`"
+    } else if name.contains(['/', '\\']) {
+        "a path"
+    } else {
+        "not a plain name"
+    };
+    Err(format!(
+        "expected the name of an overlay (letters, digits, `-`, `_`, `.`: calibration/NAME.toml beside the scenario or in its project), got {what}: {name:?}"
+    ))
+}
+
+/// The directory of the project a scenario belongs to: the one holding the `scenarios/`
+/// directory the scenario is in (`<project>/scenarios/…/x.toml`), if it is in one.
+fn project_of(scenario_dir: &Path) -> Option<PathBuf> {
+    scenario_dir.ancestors().find(|a| a.file_name().is_some_and(|n| n == "scenarios")).map(|s| {
+        let p = s.parent().unwrap_or(Path::new("."));
+        if p.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            p.to_path_buf()
         }
-        if home.is_none() && (dir.join("calibration").is_dir() || dir.join("profiles").is_dir()) {
-            home = Some(p);
+    })
+}
+
+/// Find overlay `name` (checked by [`check_name`]) for a scenario: `calibration/<name>.toml`
+/// beside the scenario, then in the project it belongs to (see [`project_of`]), else a
+/// built-in one; no other place on disk. Returns where it is (or where `hostsim calibrate`
+/// writes it: the project's `calibration/`, else beside the scenario) and its text and origin if
+/// it exists. A file that exists at a candidate path is read or refused (an error naming it),
+/// never skipped for the next candidate or the built-in.
+pub fn find_overlay(scenario_path: &Path, name: &str) -> Result<(PathBuf, Option<(String, String)>), String> {
+    let dir = scenario_path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    let file = format!("{name}.toml");
+    let project = project_of(&dir);
+    let mut candidates = vec![dir.join("calibration").join(&file)];
+    if let Some(p) = &project {
+        let c = p.join("calibration").join(&file);
+        if c != candidates[0] {
+            candidates.push(c);
         }
     }
-    let home = home.unwrap_or_else(|| start.join("calibration").join(&file));
-    match crate::builtin_calibrations().iter().find(|(n, _)| *n == name) {
+    for p in &candidates {
+        match crate::files::read_bytes(p, "calibration overlay", crate::FILE_BYTES_MAX) {
+            Ok(bytes) => {
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    let at = e.utf8_error().valid_up_to();
+                    let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+                    format!("{}:{line}: cannot read calibration overlay: not UTF-8 text (byte 0x{:02X}; save it as UTF-8)", p.display(), e.as_bytes()[at])
+                })?;
+                return Ok((p.clone(), Some((text, p.display().to_string()))));
+            }
+            Err(crate::files::ReadError::Missing) => {}
+            Err(crate::files::ReadError::Refused(m)) => return Err(format!("{}: {m}", p.display())),
+        }
+    }
+    let home = match &project {
+        Some(p) => p.join("calibration").join(&file),
+        None => candidates[0].clone(),
+    };
+    Ok(match crate::builtin_calibrations().iter().find(|(n, _)| *n == name) {
         Some((_, t)) => (home, Some((t.to_string(), format!("<built-in>/calibration/{file}")))),
         None => (home, None),
-    }
+    })
 }
 
 /// Parse an overlay's text.
@@ -143,8 +200,10 @@ pub fn parse_overlay(text: &str, origin: &str) -> Result<Overlay, String> {
         None => Table::new(),
     };
     for (k, v) in &values {
-        if num(v).is_none() {
-            return Err(format!("{origin}: key `values.{k}`: expected a number"));
+        match num(v) {
+            Some(x) if x.is_finite() => {}
+            Some(x) => return Err(format!("{origin}: key `values.{k}`: expected a finite number, got {x}")),
+            None => return Err(format!("{origin}: key `values.{k}`: expected a number")),
         }
     }
     let fit = t.get("fit").and_then(Value::as_table).cloned().unwrap_or_default();

@@ -22,13 +22,15 @@
 //! [lo, next lo)); one set of bars per value of the swept key `series` (or per variant), averaged
 //! over the other rows. Marks `{ x, y }` are the paper's counts at bin `x`; `{ x }` a line.
 //!
-//! `measured = "FILE.csv"` (a path relative to the scenario file) overlays measurements taken
+//! `measured = "FILE.csv"` (a path relative to the scenario file, inside its directory: no
+//! absolute path, no `..`, no link leading out; see `files::read_measured`) overlays measurements taken
 //! outside the model on the same axes, e.g. a `hostsim live` sweep: a CSV shaped like
 //! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
 //! drawn dashed with `measured_label` in its legend; `measured_x` names the CSV column to use as
 //! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce`
-//! copies the file next to the results so the report finds it (and `FILE.run.json`, the live run's
-//! record of the machine it ran on, if there is one: the report's summary shows it).
+//! copies the file (with its permission bits) next to the results so the report finds it (and
+//! `FILE.run.json`, the live run's record of the machine it ran on, if there is one: the report's
+//! summary shows it).
 //!
 //! `headline = true` picks the figure the report's summary draws small for the paper (default: the
 //! first figure of the paper's first scenario).

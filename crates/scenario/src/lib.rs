@@ -17,10 +17,12 @@
 
 pub mod bounds;
 mod calibrate;
+mod claims;
 mod error;
 mod expect;
 pub mod finding;
 mod figure;
+pub mod files;
 mod paths;
 mod validate;
 
@@ -254,9 +256,9 @@ pub fn load_with(path: &Path, overrides: &[(String, String)], opts: &Options) ->
 /// with the reason; only a path that does not exist at all may name a built-in scenario.
 fn read_source(path: &Path, what: &str, builtin: bool) -> Result<String, ScenarioError> {
     let err = |line: Option<usize>, msg: String| ScenarioError::new(path, line, "", msg);
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_err() => {
+    let bytes = match files::read_bytes(path, what, FILE_BYTES_MAX) {
+        Ok(b) => b,
+        Err(files::ReadError::Missing) => {
             if builtin {
                 if let Some(text) = builtin_scenario(path) {
                     return Ok(text.to_string());
@@ -265,22 +267,13 @@ fn read_source(path: &Path, what: &str, builtin: bool) -> Result<String, Scenari
             }
             return Err(err(None, format!("cannot read {what}: no such file")));
         }
-        Err(e) => return Err(err(None, format!("cannot read {what}: {e}"))),
+        Err(files::ReadError::Refused(m)) => return Err(err(None, m)),
     };
-    if meta.is_dir() {
-        return Err(err(None, format!("cannot read {what}: it is a directory, not a file")));
-    }
-    if meta.len() > FILE_BYTES_MAX {
-        return Err(err(None, format!("cannot read {what}: {} bytes; a {what} file is at most {} bytes", meta.len(), FILE_BYTES_MAX)));
-    }
-    let mut bytes = Vec::new();
-    let file = std::fs::File::open(path).map_err(|e| err(None, format!("cannot read {what}: {e}")))?;
-    // Not every file knows its length (a pipe, /dev/zero): never read past the limit.
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, FILE_BYTES_MAX + 1), &mut bytes)
-        .map_err(|e| err(None, format!("cannot read {what}: {e}")))?;
-    if bytes.len() as u64 > FILE_BYTES_MAX {
-        return Err(err(None, format!("cannot read {what}: more than {FILE_BYTES_MAX} bytes; a {what} file is at most that")));
-    }
+    utf8_text(path, bytes)
+}
+
+/// The bytes of an input file as text; invalid UTF-8 is an error at its line and column.
+fn utf8_text(path: &Path, bytes: Vec<u8>) -> Result<String, ScenarioError> {
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();
@@ -424,6 +417,7 @@ pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opt
     calibrate::validate(&sc)?;
     // Every variant at every point must itself be valid: check them all now, not mid-sweep.
     sc.for_each_point(|_, _, _| Ok(()))?;
+    claims::check_form(&sc)?;
     Ok(sc)
 }
 
@@ -622,7 +616,8 @@ fn apply_calibration(
     let Some(name) = &file.calibration else {
         return Ok(None);
     };
-    let (home, found) = calibrate::find_overlay(path, name);
+    calibrate::check_name(name).map_err(|m| err_at(path, src, &["calibration"], "calibration".into(), m))?;
+    let (home, found) = calibrate::find_overlay(path, name).map_err(|m| err_at(path, src, &["calibration"], "calibration".into(), m))?;
     let overlay = match found {
         Some((text, origin)) => Some(calibrate::parse_overlay(&text, &origin).map_err(|m| {
             err_at(path, src, &["calibration"], "calibration".into(), m)
@@ -637,7 +632,8 @@ fn apply_calibration(
                 continue;
             }
             if let Some((lo, hi)) = p.bounds() {
-                if v < lo || v > hi {
+                // NaN is in no range (a plain `v < lo || v > hi` lets it through).
+                if !(lo..=hi).contains(&v) {
                     let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("name".into())];
                     let msg = format!("{}: the fitted value {v} is outside min..=max ({lo}..={hi}): re-run `hostsim calibrate`", o.path);
                     return Err(err_segs(path, src, &segs, format!("calibrate.{}", p.name), msg));

@@ -356,6 +356,50 @@ fn port_ranges(c: &HostConfig) -> Vec<(u32, u32, ProgramKind, usize)> {
     r
 }
 
+/// Tender's regulation (paper 002) gives a process n of the T slots of each block: a speed is
+/// exactly n/T or it is not what runs (with 1 ms blocks of 1 ms slots, 1 %, 33 % and 100 %
+/// would all be 1 of 1). And a slot must be long enough to hold the context switches into and
+/// out of it many times over (1 µs slots charged CPU and made no progress).
+fn speed(c: &HostConfig, i: usize, s: u32) -> VResult {
+    let k = &c.kernel;
+    // Bounds: slot ≤ 1e6 us, block ≤ 3.6e6 ms: these products fit in u64.
+    let (slot_us, block_us) = (k.speed_slot_us.max(1), k.speed_block_ms.saturating_mul(1000));
+    if block_us % slot_us != 0 {
+        return fail(
+            key(&["kernel", "speed_block_ms"]),
+            format!("expected a block of a whole number of slots: {} ms is not a multiple of speed_slot_us = {slot_us} us", k.speed_block_ms),
+        );
+    }
+    let t = block_us / slot_us;
+    if u64::from(s) * t % 100 != 0 {
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let step = 100 / gcd(t, 100);
+        return fail(
+            elem("process", i, "speed_pct"),
+            format!(
+                "{s} % is not n of T = {t} slots per block exactly ({:.2} slots); with {t} slots per block the speeds are the multiples of {step} %: choose one, or more slots per block (kernel.speed_block_ms, speed_slot_us)",
+                u64::from(s) as f64 * t as f64 / 100.0
+            ),
+        );
+    }
+    let ctx_ns = c.profile.costs.context_switch_ns;
+    let min_us = (ctx_ns * 10).div_ceil(1000);
+    if slot_us * 1000 < ctx_ns * 10 {
+        return fail(
+            key(&["kernel", "speed_slot_us"]),
+            format!(
+                "expected a slot of at least {min_us} us, 10 context switches of this profile ({ctx_ns} ns each): a regulated process switched in and out of every slot would spend a fifth of it or more switching"
+            ),
+        );
+    }
+    Ok(())
+}
+
 fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     let mut pnames = BTreeSet::new();
     for (i, p) in c.processes.iter().enumerate() {
@@ -368,6 +412,9 @@ fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
         }
         check_cpu_list(&p.cpus, ncpu, machine, elem("process", i, "cpus"), false)?;
+        if let Some(s) = p.speed_pct {
+            speed(c, i, s)?;
+        }
         if p.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
             return fail(elem("process", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never run", c.duration_ns / 1_000_000));
         }
@@ -762,6 +809,9 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") }
     };
     for (i, f) in sc.figures.iter().enumerate() {
+        if let Some(m) = &f.measured {
+            crate::files::check_relative(m).map_err(|msg| at(elem("figure", i, "measured"), msg))?;
+        }
         if let Some(x) = &f.x {
             if !swept.contains(x.as_str()) {
                 return Err(at(elem("figure", i, "x"), format!("`{x}` is not a swept key ({have_swept})")));

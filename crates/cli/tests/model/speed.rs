@@ -30,9 +30,9 @@ speed_pct = {speed}
 
 #[test]
 fn a_regulated_process_never_runs_outside_its_slots_and_gets_n_of_t() {
-    // (speed, slot us, block ms): 100 % and 1 %, the paper's 50 and 80 %, 43 % of T = 7 slots
-    // (n = 3 does not divide 7), and 77 % of T = 1000.
-    for (speed, slot, block) in [(100, 1000, 1000), (1, 1000, 1000), (50, 1000, 1000), (80, 1000, 1000), (43, 1000, 7), (77, 1000, 1000)] {
+    // (speed, slot us, block ms): 100 % and 1 %, the paper's 50 and 80 %, 15 % of T = 20 slots
+    // (n = 3 does not divide 20), and 77 % of T = 1000.
+    for (speed, slot, block) in [(100, 1000, 1000), (1, 1000, 1000), (50, 1000, 1000), (80, 1000, 1000), (15, 1000, 20), (77, 1000, 1000)] {
         for dispatch in ["slot_boundary", "immediate"] {
             for rival in [false, true] {
                 let s = run(&load_text("speed-hog", &hog(speed, slot, block, dispatch, rival), &[]));
@@ -43,7 +43,7 @@ fn a_regulated_process_never_runs_outside_its_slots_and_gets_n_of_t() {
                 let share = process(&s, "hog").cpu_ns as f64 / s.sim_time_ns as f64;
                 if !rival {
                     // Alone on its CPU it runs in every allocated slot: n/T of the time, up to the
-                    // part of a block cut off by the run's end (3 s = 3 blocks of 1 s or 428 of 7 ms).
+                    // part of a block cut off by the run's end (3 s = 3 blocks of 1 s or 150 of 20 ms).
                     let want = n as f64 / t as f64;
                     assert!((share - want).abs() < 0.01, "{what}: CPU share {share:.4}, want {want:.4}");
                 } else {
