@@ -114,7 +114,7 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
             Ok(())
         });
     }
-    let child = cmd
+    let mut child = cmd
         .args(["live", "ozaki-pbq", "--modes", "on", "--reps", "1"])
         .args(args)
         .arg("--out")
@@ -133,6 +133,8 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
             return (child, entries_of(pid));
         }
         if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
             panic!("hostsim live recorded no XDP attachment within 20 s: {e:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
