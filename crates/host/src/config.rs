@@ -389,6 +389,13 @@ pub struct KernelConfig {
     /// Wake-up placement and load balancing follow it; `wake_policy = "goda_rfs"` wraps its
     /// placement.
     pub scheduler: Scheduler,
+    /// With `scheduler = "o1"`: each CPU's run queue is the O(1) scheduler's of Linux 2.5 up to
+    /// 2.5.21 (active and expired priority arrays, the `sleep_avg` bonus, `TASK_TIMESLICE`,
+    /// interactive reinsertion, its `sys_sched_yield` and `setscheduler`;
+    /// `kernel/sched/o1_rq.rs`) instead of the CFS-like pick of the fair class. Off by default:
+    /// the 2.4.18 scenarios (paper 000) keep the CFS-like pick, which orders their nice -19 and
+    /// 19 tasks the same way.
+    pub o1_runqueue: bool,
     /// CFS targeted preemption latency.
     pub sched_latency_us: u64,
     pub sched_min_granularity_us: u64,
@@ -501,6 +508,7 @@ impl Default for KernelConfig {
             skb_overhead_bytes: 256,
             wake_policy: WakePolicy::Linux,
             scheduler: Scheduler::Cfs,
+            o1_runqueue: false,
             sched_latency_us: 6000,
             sched_min_granularity_us: 750,
             sched_wakeup_granularity_us: 1000,

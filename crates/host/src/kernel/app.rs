@@ -221,6 +221,9 @@ impl Host {
 
     /// sched_setscheduler(0, SCHED_FIFO | SCHED_OTHER) by the running task `pid`.
     pub fn set_policy(&mut self, cpu: usize, pid: Pid, fifo: Option<u8>) {
+        if self.cfg.kernel.o1_runqueue {
+            return self.o1_setscheduler(pid, fifo);
+        }
         let minv = self.cpus[cpu].min_vruntime;
         let p = &mut self.procs[pid as usize];
         match fifo {
@@ -233,6 +236,25 @@ impl Host {
                 self.cpus[cpu].need_resched = true;
             }
             None => {}
+        }
+    }
+
+    /// 2.5 `setscheduler()` on the running task under `kernel.o1_runqueue` (`sched/o1_rq.rs`):
+    /// `deactivate_task`, the new policy and priority (`99 - rt_priority`, or `static_prio`),
+    /// `activate_task`: the tail of its list, and for a normal task the sleep credit of the
+    /// jiffies since it last left a CPU (for a running task, time it ran too). No reschedule.
+    fn o1_setscheduler(&mut self, pid: Pid, fifo: Option<u8>) {
+        self.sched.enq_seq += 1;
+        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let active = self.cpus[self.procs[pid as usize].cpu as usize].o1_active;
+        let p = &mut self.procs[pid as usize];
+        p.enq_seq = self.sched.enq_seq;
+        p.o1.array = active;
+        p.o1.requeue = false;
+        p.rt = fifo.map(|prio| prio.max(1));
+        if p.rt.is_none() {
+            p.o1.prio = p.o1.static_prio;
+            p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / self.tick_ns), hz);
         }
     }
 
