@@ -94,6 +94,14 @@ pub struct MechanismCosts {
     /// guards that the new holder then touches (device, queue, route and statistics lines last
     /// written by the other CPU).
     pub bkl_data_transfer_ns: u64,
+    /// `bkl`: extra per device interrupt for the SMP kernel's interrupt controller path: a
+    /// level-triggered PCI interrupt delivered through the IO-APIC is masked and acknowledged at
+    /// entry and unmasked at exit (Linux 2.2 `arch/i386/kernel/io_apic.c`,
+    /// `mask_and_ack_level_ioapic_irq` / `unmask_IO_APIC_irq`: IO-APIC register accesses across
+    /// the chipset), on top of the uniprocessor 8259A acknowledgement in `hardirq_entry_ns`. 0
+    /// where the SMP kernel leaves device interrupts on the 8259A (Linux 2.0: the boot CPU takes
+    /// them through virtual-wire mode).
+    pub bkl_irq_entry_ns: u64,
     /// `functional`: one bulk move of a local queue into or out of a global queue (Symbiose,
     /// paper 003 Fig. 2), under its lock, excluding the lock itself.
     pub symbiose_splice_ns: u64,
@@ -113,6 +121,7 @@ impl Default for MechanismCosts {
             lock_acquire_ns: 0,
             lock_line_transfer_ns: 0,
             bkl_data_transfer_ns: 0,
+            bkl_irq_entry_ns: 0,
             symbiose_splice_ns: 0,
         }
     }
