@@ -2,7 +2,9 @@
 # System packages the build and `hostsim live` need, from Debian's packages (apt), installed only
 # if missing: clang (compiles the XDP program, crates/live/src/bpf/), libelf and zlib headers,
 # pkg-config and make (libbpf-sys builds its vendored libbpf), iproute2 (`ip netns`, veth) and
-# bpftool (the live tests look for leaked programs). Idempotent; needs root or sudo to install.
+# bpftool (the live tests look for leaked programs), and a Japanese font (IPAex Gothic) that the
+# report builder subsets and embeds so that the papers' quotes render on any reader's machine
+# (python/hostsim/_fonts.py). Idempotent; needs root or sudo to install.
 set -euo pipefail
 need=()
 command -v clang >/dev/null || need+=(clang)
@@ -13,6 +15,7 @@ command -v bpftool >/dev/null || need+=(bpftool)
 [ -e /usr/include/gelf.h ] || need+=(libelf-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 [ -e /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)
+[ -e /usr/share/fonts/opentype/ipaexfont-gothic/ipaexg.ttf ] || need+=(fonts-ipaexfont-gothic)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

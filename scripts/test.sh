@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command. On a fresh machine it installs what the tests need: the build's
-# system packages (scripts/deps.sh: clang, libelf, zlib, iproute2, bpftool from apt), Debian's
-# chromium (the report is checked in a headless browser), the Python side (scripts/setup.sh:
+# system packages (scripts/deps.sh: clang, libelf, zlib, iproute2, bpftool and the IPAex Gothic
+# font the report embeds, from apt), Debian's chromium (the report is checked in a headless
+# browser, python/tests/browser.py), the Python side (scripts/setup.sh:
 # .venv from PyPI, hostsim built with maturin); then runs cargo test and pytest. As root, the
 # live tests (crates/cli/tests/live.rs, crates/live/tests/) run on this kernel in namespaces
 # they create; elsewhere they print why they skip.

@@ -5,29 +5,47 @@ usable in a notebook):
     hostsim.plot.figure(df, y="bw_rx_pps", x="traffic.floodclients.rate_pps",
                         marks=[{"x": 190000, "label": "crossover"}])
 
-Rows that differ only in other keys (e.g. seeds) are averaged; their min-max spread is drawn.
-``at={key: value}`` keeps only the rows at those sweep coordinates. ``kind="histogram"`` draws the
-column family ``<y>_h<lo>`` (counts per bin) as bars, one series per value of ``series`` (or per
-variant):
+Rows that differ only in other keys (e.g. seeds) are averaged; the band around a line is the
+range of those rows (min to max over the seeds), and the legend says so. ``at={key: value}``
+keeps only the rows at those sweep coordinates. ``kind="histogram"`` draws the column family
+``<y>_h<lo>`` (counts per bin) as bars, one series per value of ``series`` (or per variant):
 
     hostsim.plot.figure(df, y="sink_gap_us", kind="histogram", series="process.sender.speed_pct",
                         at={"process.sender.unit_bytes": 1024})
+
+What a figure does so that it cannot mislead (the report's tests check each on the rendered SVG):
+- a linear vertical axis of values that are never negative starts at 0 (a collapse or a ratio is
+  seen at its true size);
+- every mark (the paper's values) has an entry in the legend, which sits below the axes, so no
+  label is drawn over the data or over another label;
+- a point whose metric is undefined on any seed (NaN: e.g. no long gap to measure) is a gap in
+  its line, not a zero, and the legend says what a gap means;
+- a series identical to one drawn before it is drawn dashed with hollow markers and labelled
+  "same as ...", so that both show.
 """
 
 from __future__ import annotations
 
-import re
-
 import math
+import re
+import textwrap
 from typing import Any, Iterable, Mapping
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 PAPER_COLOR = "black"
+# The paper's marks: vertical lines and points are told apart by dash and marker, all in black.
+_VLINE_STYLES = ["--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
+_HLINE_STYLES = [":", (0, (1, 3)), (0, (8, 2)), "-."]
+_POINT_MARKERS = ["*", "D", "^", "s", "v", "P"]
+LEGEND_FONTSIZE = 7.5
 
 
 def _num(v: Any) -> float | None:
@@ -52,111 +70,231 @@ def histogram_columns(df: pd.DataFrame, y: str) -> list[tuple[float, str]]:
     return sorted(cols)
 
 
+def defined_mean(s: pd.Series) -> float:
+    """The mean over the rows (seeds) if the value is defined on every one of them, else NaN: a
+    mean over the seeds that happen to have a value would stand for a population it is not."""
+    return float(s.mean()) if len(s) and s.notna().all() else float("nan")
+
+
 def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[str] | None = None,
            title: str | None = None, marks: Iterable[Mapping[str, Any]] = (), xlabel: str | None = None,
            ylabel: str | None = None, paper: str | None = None, ax=None, kind: str | None = None,
            at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False,
            measured: pd.DataFrame | None = None, measured_label: str | None = None,
-           measured_x: str | None = None, **_ignored):
+           measured_x: str | None = None, thumbnail: bool = False, **_ignored):
     """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
     ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
     ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. ``measured`` (a frame
     shaped like results.csv, e.g. a live run) is drawn dashed on the same axes, each variant in
     its simulated line's colour, labelled ``measured_label``, against its column ``measured_x``
-    (default ``x``). Returns the Figure."""
+    (default ``x``). ``thumbnail`` draws the same data small and without any text (the report's
+    summary). Returns the Figure; save it with ``bbox_inches="tight"`` (the legend is below the
+    axes)."""
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=100)
+        size = (1.7, 0.75) if thumbnail else (7.0, 4.2)
+        fig, ax = plt.subplots(figsize=size, dpi=100)
     else:
         fig = ax.figure
     df = _at(df, at)
     allv = list(dict.fromkeys(df["variant"])) if "variant" in df else ["base"]
     vs = [v for v in (list(variants) if variants else allv) if v in allv]
+    marks = list(marks or [])
+    notes: list[Any] = []  # legend entries that explain the drawing (bands, gaps)
+    values: list[float] = []  # everything plotted, to decide where the axis starts
     if kind == "histogram":
-        _histogram(ax, df, y, vs, series, list(marks or []))
+        values += _histogram(ax, df, y, vs, series, marks, thumbnail)
         if log_y:
             ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_xlabel(xlabel or y)
-        ax.set_ylabel(ylabel or "count")
-        if title:
-            ax.set_title(title + (f"\n({paper})" if paper else ""), fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
-        fig.tight_layout()
-        return fig
-    if y not in df:
+        xlabel_default, ylabel_default = y, "count"
+    elif y not in df:
         ax.text(0.5, 0.5, f"no metric `{y}` in the results", ha="center", va="center", transform=ax.transAxes)
-        vs = []
-    marks = list(marks or [])
-    if x is not None:
-        colors = _lines(ax, df, x, y, vs, marks)
+        xlabel_default, ylabel_default = x or "variant", y
+    elif x is not None:
+        colors, v1, n1 = _lines(ax, df, x, y, vs, notes)
+        values += v1
         if measured is not None:
-            _measured(ax, measured, measured_x or x, x, y, vs, colors, measured_label or "measured")
-        ax.set_xlabel(xlabel or x)
+            values += _measured(ax, measured, measured_x or x, x, y, vs, colors, measured_label or "measured", notes)
+        values += _marks(ax, [_resolve_ratio(m, df, x, y) for m in marks])
+        xlabel_default, ylabel_default = x, y
     else:
-        _bars(ax, df, y, vs, marks)
-        ax.set_xlabel(xlabel or "variant")
-    ax.set_ylabel(ylabel or y)
-    if log_y:
+        values += _bars(ax, df, y, vs, marks, notes, thumbnail)
+        xlabel_default, ylabel_default = "variant", y
+    if log_y and kind != "histogram":
         ax.set_yscale("log")
+    _y_from_zero(ax, values, log_y)
+    if thumbnail:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for s in ("top", "right"):
+            ax.spines[s].set_visible(False)
+        fig.subplots_adjust(left=0.02, right=0.98, bottom=0.04, top=0.96)
+        return fig
+    ax.set_xlabel(xlabel or xlabel_default)
+    ax.set_ylabel(ylabel or ylabel_default)
     if title:
-        ax.set_title(title + (f"\n({paper})" if paper else ""), fontsize=10)
+        ax.set_title("\n".join(textwrap.wrap(title, 70) + ([f"({paper})"] if paper else [])), fontsize=9.5)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    handles, labels = ax.get_legend_handles_labels()
+    for n in notes:
+        handles.append(n)
+        labels.append(n.get_label())
     fig.tight_layout()
+    _unclash_ticks(fig, ax)
+    if handles:
+        # Below everything the x axis draws (tick labels, its label), so that it covers nothing.
+        fig.canvas.draw()
+        below = ax.xaxis.get_tightbbox(fig.canvas.get_renderer())
+        y0 = ax.transAxes.inverted().transform((0, below.y0))[1] if below is not None else -0.2
+        ncol = 2 if len(handles) > 3 and max(len(t) for t in labels) <= 48 else 1
+        ax.legend(handles, labels, fontsize=LEGEND_FONTSIZE, loc="upper center", bbox_to_anchor=(0.5, y0 - 0.02),
+                  ncol=ncol, frameon=False)
     return fig
 
 
-def _measured(ax, m, mx, x, y, vs, colors, label):
+def _y_from_zero(ax, values: list[float], log_y: bool) -> None:
+    """A linear axis of values that are never negative starts at 0."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if log_y or not finite or min(finite) < 0:
+        return
+    top = ax.get_ylim()[1]
+    if top <= 0:
+        top = 1.0
+    ax.set_ylim(0, top)
+
+
+def _unclash_ticks(fig, ax) -> None:
+    """Tilt the x tick labels if any two of them overlap as drawn (long variant names, long
+    numbers)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
+    if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+        for t in ax.get_xticklabels():
+            t.set_rotation(30)
+            t.set_horizontalalignment("right")
+        fig.tight_layout()
+
+
+def _band_note(n: int) -> Patch:
+    return Patch(facecolor="grey", alpha=0.25, label=f"band: range over the {n} seeds (min to max)")
+
+
+def _gap_note() -> Line2D:
+    return Line2D([], [], color="grey", ls="none", marker="", label="gap in a line: undefined on a seed (no value to average)")
+
+
+def _same_as(mean: pd.Series, drawn: list[tuple[str, pd.Series]]) -> str | None:
+    for name, other in drawn:
+        if list(other.index) == list(mean.index) and np.allclose(other.values, mean.values, rtol=1e-9, atol=0.0, equal_nan=True):
+            return name
+    return None
+
+
+def _lines(ax, df, x, y, vs, notes):
+    colors, values, drawn = {}, [], []
+    seeds_max, gaps = 1, False
+    for v in vs:
+        d = df[df["variant"] == v] if "variant" in df else df
+        g = d.groupby(x, sort=True)[y]
+        mean, lo, hi = g.apply(defined_mean), g.min(), g.max()
+        gaps |= bool(mean.isna().any() and g.count().gt(0).any())
+        twin = _same_as(mean, drawn)
+        style = dict(marker="o", ms=4)
+        label = f"simulated: {v}"
+        if twin is not None:
+            # Drawn over its twin: dashed with hollow, larger markers, so that both show.
+            style = dict(marker="o", ms=7, mfc="none", ls="--")
+            label += f" (same as {twin})"
+        (line,) = ax.plot(mean.index, mean.values, label=label, **style)
+        colors[v] = line.get_color()
+        drawn.append((v, mean))
+        values += [float(z) for z in mean.values]
+        n = int(g.count().max()) if len(g.count()) else 1
+        if n > 1:
+            seeds_max = max(seeds_max, n)
+            ok = mean.notna()
+            ax.fill_between(mean.index[ok], lo.values[ok], hi.values[ok], color=line.get_color(), alpha=0.2)
+            values += [float(z) for z in lo.values[ok]]
+    if seeds_max > 1:
+        notes.append(_band_note(seeds_max))
+    if gaps:
+        notes.append(_gap_note())
+    return colors, values, seeds_max
+
+
+def _measured(ax, m, mx, x, y, vs, colors, label, notes):
     """Measured rows averaged per point of the swept key ``x`` (repetitions), drawn at the mean
     of their column ``mx``."""
     if mx not in m or y not in m:
-        return
+        return []
     key = x if x in m else mx
     mv = list(dict.fromkeys(m["variant"])) if "variant" in m else ["base"]
+    values, reps = [], 1
     for v in [v for v in vs if v in mv] or mv:
         d = m[m["variant"] == v] if "variant" in m else m
         g = d.groupby(key, sort=True)
         pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values("x")
-        mean = pd.Series(pts["mean"].values, index=pts["x"].values)
-        lo, hi = pts["lo"], pts["hi"]
-        (line,) = ax.plot(mean.index, mean.values, ls="--", marker="s", ms=4, color=colors.get(v),
+        (line,) = ax.plot(pts["x"].values, pts["mean"].values, ls="--", marker="s", ms=4, color=colors.get(v),
                           label=f"{label}: {v}")
+        values += [float(z) for z in pts["lo"].values]
         if (g.size() > 1).any():
-            ax.fill_between(mean.index, lo.values, hi.values, color=line.get_color(), alpha=0.1, hatch="//")
+            reps = max(reps, int(g.size().max()))
+            ax.fill_between(pts["x"].values, pts["lo"].values, pts["hi"].values, color=line.get_color(), alpha=0.1, hatch="//")
+    if reps > 1:
+        notes.append(Patch(facecolor="white", edgecolor="grey", hatch="//", label=f"hatched: {label} range over {reps} repetitions"))
+    return values
 
 
-def _lines(ax, df, x, y, vs, marks):
-    colors = {}
-    for v in vs:
-        d = df[df["variant"] == v] if "variant" in df else df
-        g = d.groupby(x, sort=True)[y]
-        mean, lo, hi = g.mean(), g.min(), g.max()
-        (line,) = ax.plot(mean.index, mean.values, marker="o", ms=4, label=f"simulated: {v}")
-        colors[v] = line.get_color()
-        if (g.count() > 1).any():
-            ax.fill_between(mean.index, lo.values, hi.values, color=line.get_color(), alpha=0.2)
-    labelled = False
+def _resolve_ratio(m: Mapping[str, Any], df: pd.DataFrame, x: str, y: str) -> Mapping[str, Any]:
+    """A mark given as a ratio to another variant (`ratio`, `of`) as the point (or, without `x`,
+    the line) it stands for on these axes: the ratio times that variant's simulated mean at `x`
+    (or its maximum)."""
+    r, of = _num(m.get("ratio")), m.get("of")
+    if r is None or of is None or y not in df:
+        return m
+    d = df[df["variant"] == of] if "variant" in df else df
+    mx = _num(m.get("x"))
+    if mx is None:
+        base = d.groupby(x)[y].mean().max() if len(d) else float("nan")
+        return {"y": r * base, "label": m.get("label", "")}
+    at = d[d[x].astype(float) == mx][y]
+    return {"x": mx, "y": r * float(at.mean()) if len(at) else float("nan"), "label": m.get("label", "")}
+
+
+def _marks(ax, marks) -> list[float]:
+    """The paper's values, each with its own legend entry; none is written on the axes."""
+    values = []
+    nv = nh = npt = 0
+    last_v = None
     for m in marks:
         mx, my, label = _num(m.get("x")), _num(m.get("y")), m.get("label", "")
         tag = "paper: " + label if label else "paper"
         if mx is not None and my is not None:
-            ax.plot([mx], [my], marker="*", ms=14, color=PAPER_COLOR, ls="none",
-                    label=tag if not labelled or label else None, zorder=5)
-            labelled = True
+            # A point without a label is another point of the labelled one before it.
+            k = npt if label or npt == 0 else npt - 1
+            ax.plot([mx], [my], marker=_POINT_MARKERS[k % len(_POINT_MARKERS)], ms=11 if k == 0 else 7,
+                    color=PAPER_COLOR, ls="none", label=tag if label or npt == 0 else None, zorder=5)
+            npt = k + 1
+            values.append(my)
         elif mx is not None:
-            ax.axvline(mx, color=PAPER_COLOR, ls="--", lw=1)
-            ax.annotate(tag, (mx, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top",
-                        ha="right", fontsize=7)
+            # A mark without a label is the far edge of the labelled one before it (a range).
+            style = _VLINE_STYLES[nv % len(_VLINE_STYLES)] if label or last_v is None else last_v
+            ax.axvline(mx, color=PAPER_COLOR, ls=style, lw=1, label=tag if label else None)
+            if label or last_v is None:
+                nv += 1
+            last_v = style
         elif my is not None:
-            ax.axhline(my, color=PAPER_COLOR, ls=":", lw=1.2, label=tag)
-    return colors
+            ax.axhline(my, color=PAPER_COLOR, ls=_HLINE_STYLES[nh % len(_HLINE_STYLES)], lw=1.2, label=tag)
+            nh += 1
+            values.append(my)
+    return values
 
 
-def _histogram(ax, df, y, vs, series, marks):
+def _histogram(ax, df, y, vs, series, marks, thumbnail) -> list[float]:
     cols = histogram_columns(df, y)
     if not cols:
         ax.text(0.5, 0.5, f"no histogram `{y}_h*` in the results", ha="center", va="center", transform=ax.transAxes)
-        return
+        return []
     edges = [lo for lo, _ in cols]
     width = (edges[1] - edges[0]) if len(edges) > 1 else 1.0
     groups = []
@@ -169,50 +307,93 @@ def _histogram(ax, df, y, vs, series, marks):
         else:
             groups.append((v, d))
     n = max(len(groups), 1)
+    values = []
     for i, (label, d) in enumerate(groups):
         means = [d[c].mean() for _, c in cols]
         xs = [lo + width * (i + 0.5) / n for lo in edges]
-        ax.bar(xs, means, width=width / n, label=f"simulated: {label}", alpha=0.85)
-    labelled = False
+        ax.bar(xs, means, width=width / n, label=f"simulated: {label} (mean over {len(d)} runs)", alpha=0.85)
+        values += [float(z) for z in means]
+    # The paper's counts: one legend entry per group of marks (the label's part before ':'),
+    # which lists the group's values and their bins, so that no number is written on the axes.
+    points: dict[str, list[tuple[float, float]]] = {}
     for m in marks:
         mx, my, label = _num(m.get("x")), _num(m.get("y")), m.get("label", "")
         if mx is not None and my is not None:
-            ax.plot([mx + width / 2], [my], marker="*", ms=12, color=PAPER_COLOR, ls="none",
-                    label=None if labelled else "paper (published value)", zorder=5)
-            if label:
-                ax.annotate(label, (mx + width / 2, my), textcoords="offset points", xytext=(4, 4), fontsize=7)
-            labelled = True
+            points.setdefault(label.split(":")[0].strip() if label else "", []).append((mx, my))
+    for k, (group, pts) in enumerate(points.items()):
+        listed = ", ".join(f"{y:g} at {x:g}" for x, y in pts)
+        ax.plot([x + width / 2 for x, _ in pts], [y for _, y in pts], marker=_POINT_MARKERS[k % len(_POINT_MARKERS)],
+                ms=9, color=PAPER_COLOR, ls="none", zorder=5, label=f"paper: {group}: {listed}" if group else f"paper: {listed}")
+        values += [y for _, y in pts]
+    last_v = None
+    nv = 0
+    for m in marks:
+        mx, my, label = _num(m.get("x")), _num(m.get("y")), m.get("label", "")
+        if mx is not None and my is not None:
+            continue
         elif mx is not None:
-            ax.axvline(mx, color=PAPER_COLOR, ls="--", lw=1)
-            ax.annotate("paper: " + label if label else "paper", (mx, 1.0), xycoords=("data", "axes fraction"),
-                        rotation=90, va="top", ha="right", fontsize=7)
+            style = _VLINE_STYLES[nv % len(_VLINE_STYLES)] if label or last_v is None else last_v
+            ax.axvline(mx, color=PAPER_COLOR, ls=style, lw=1, label=("paper: " + label) if label else None)
+            if label or last_v is None:
+                nv += 1
+            last_v = style
+    return values
 
 
-def _bars(ax, df, y, vs, marks):
+def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
     pos = range(len(vs))
+    values, seeds_max, undefined = [], 1, False
+    labels: list[tuple[int, float]] = []  # (bar, mean) to print once the scale is known
     for i, v in enumerate(vs):
         d = df[df["variant"] == v][y] if "variant" in df else df[y]
-        mean = d.mean()
-        ax.bar([i], [mean], width=0.6, label="simulated" if i == 0 else None, color="C0", alpha=0.8)
+        mean = defined_mean(d)
+        if math.isnan(mean):
+            undefined = True
+            if not thumbnail:
+                ax.annotate("undefined", (i, 0), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7,
+                            color="grey")
+            continue
+        ax.bar([i], [mean], width=0.6, label="simulated (mean over seeds)" if i == 0 else None, color="C0", alpha=0.8)
+        values.append(mean)
         if len(d) > 1:
+            seeds_max = max(seeds_max, len(d))
             # The seeds' range around the mean; when they all agree, the float mean can fall a
             # rounding step outside it (ten times 0.1 averages to 0.0999...), and matplotlib
             # refuses a negative error.
             lo, hi = max(mean - d.min(), 0.0), max(d.max() - mean, 0.0)
             ax.errorbar([i], [mean], yerr=[[lo], [hi]], color="C0", capsize=4)
-        if _num(mean) is not None:
-            ax.annotate(f"{mean:.4g}", (i, mean), textcoords="offset points", xytext=(-14, 3), fontsize=8, color="C0")
+        if not thumbnail:
+            labels.append((i, mean))
     ax.set_xticks(list(pos), vs)
-    labelled = False
+    if seeds_max > 1:
+        notes.append(Line2D([], [], color="C0", marker="_", ms=10, ls="-", label=f"error bar: range over the {seeds_max} seeds (min to max)"))
+    if undefined:
+        notes.append(_gap_note())
+    labelled: set[str] = set()
+    nh = 0
     for m in marks:
         my, label = _num(m.get("y")), m.get("label", "")
         if my is None:
             continue
         if m.get("variant") in vs:
             i = vs.index(m["variant"])
+            tag = f"paper: {label}" if label else "paper (published value)"
             ax.plot([i - 0.35, i + 0.35], [my, my], color=PAPER_COLOR, lw=2.5,
-                    label=None if labelled else "paper (published value)", zorder=5)
-            ax.annotate(label or f"{my:g}", (i + 0.36, my), fontsize=8, va="center")
-            labelled = True
+                    label=None if tag in labelled else tag, zorder=5)
+            labelled.add(tag)
+            values.append(my)
         elif m.get("variant") is None:
-            ax.axhline(my, color=PAPER_COLOR, ls=":", lw=1.2, label="paper: " + (label or f"{my:g}"))
+            ax.axhline(my, color=PAPER_COLOR, ls=_HLINE_STYLES[nh % len(_HLINE_STYLES)], lw=1.2,
+                       label="paper: " + (label or f"{my:g}"))
+            nh += 1
+            values.append(my)
+    top = max([v for v in values if math.isfinite(v)] or [1.0])
+    for i, mean in labels:
+        if mean >= 0.15 * top:
+            # Inside a tall bar, where no paper mark or error bar is drawn.
+            ax.annotate(f"{mean:.4g}", (i, mean / 2), ha="center", va="center", fontsize=8, color="white", fontweight="bold")
+        else:
+            # A short bar: beside it, clear of the axis and of the tick label below.
+            ax.annotate(f"{mean:.4g}", (i, mean), textcoords="offset points", xytext=(22, 4), ha="left", va="bottom",
+                        fontsize=8, color="C0")
+    return values

@@ -1,13 +1,18 @@
-"""The HTML report of `hostsim reproduce`: for each paper, what its mechanism does, each of its
-figures and tables re-drawn from the simulation with the paper's values on the same axes, how its
-baseline was calibrated, and its claims in two tables, calibration claims (fitted to) apart from
-prediction claims (never tuned against), each with its verdict over seeds, 95% intervals, the
-fraction of seeds on which it holds, and what was found about it (failing claims shown, never
-hidden). Scenarios that carry a paper's experiment further (`extends = "<paper id>"`) are drawn
-apart, under "Extensions": they are not reproductions. Static files; opens from disk.
+"""The HTML report of `hostsim reproduce`. It opens with a summary (one row per paper, extension,
+reference and live experiment: the mechanism, calibration and prediction claims passed, the key
+claims with why they fail, a small headline figure, the live status; every number counted from
+expectations.json), then for each paper what its mechanism does, each of its figures and tables
+re-drawn from the simulation with the paper's values on the same axes, how its baseline was
+calibrated, and its claims in two tables, calibration claims apart from predictions, each with
+its verdict over seeds, 95% intervals, the fraction of seeds on which it holds, and what was
+found about it (failing claims shown, never hidden; a finding whose own numbers were measured on
+another model marked stale). Scenarios that carry a paper's experiment further (`extends = "<paper
+id>"`) are drawn apart, under "Extensions": they are not reproductions. Static files; opens from
+disk; Japanese quotes render from an embedded font subset (`_fonts.py`).
 
-    python -m hostsim.report out          # reads out/<scenario>/results.csv, out/expectations.json
-                                          # writes out/report/index.html and out/report/figures/*.svg
+    python -m hostsim.report out                      # reads out/<scenario>/results.csv, out/expectations.json
+                                                      # writes out/report/index.html and out/report/figures/*.svg
+    python -m hostsim.report out --readme README.md   # also rewrites the README's summary table
 """
 
 from __future__ import annotations
@@ -25,32 +30,52 @@ matplotlib.rcParams["svg.hashsalt"] = "hostsim"  # stable ids: equal results, eq
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import _native  # noqa: E402
+from . import _fonts, _native, _summary  # noqa: E402
 from . import plot  # noqa: E402
+from ._summary import VERDICT_MARK, Tally, verdict_of  # noqa: E402
 from .papers import PAPERS, paper_of  # noqa: E402
 
 CSS = """
-body { font-family: sans-serif; max-width: 1100px; margin: 1em auto; padding: 0 1em; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 2px solid #888; margin-top: 2em; } h3 { margin-top: 1.5em; }
+body { font-family: sans-serif, '{cjk}'; max-width: 1300px; margin: .6em auto; padding: 0 1em; color: #222; }
+h1 { font-size: 1.35em; margin: .2em 0; } h2 { border-bottom: 2px solid #888; margin-top: 2em; } h3 { margin-top: 1.5em; }
+p.intro { font-size: .86em; margin: .2em 0 .5em; }
 .mechanism { background: #f4f4f8; padding: .6em 1em; border-left: 4px solid #557; }
 figure { display: inline-block; margin: .5em; vertical-align: top; }
-figure img { width: 520px; border: 1px solid #ddd; }
-figcaption { font-size: .85em; max-width: 520px; }
+figure img { width: 560px; border: 1px solid #ddd; }
+figcaption { font-size: .85em; max-width: 560px; }
+table.summary { border-collapse: collapse; width: 100%; font-size: .78em; }
+table.summary th { background: #eee; text-align: left; padding: .2em .35em; font-weight: 600; }
+table.summary td { border-top: 1px solid #ccc; padding: .15em .35em; vertical-align: middle; }
+table.summary td.name { width: 150px; } table.summary td.name a { font-weight: bold; }
+table.summary .sub { color: #666; font-size: .9em; max-width: 150px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+table.summary td.line { max-width: 230px; }
+table.summary .clamp, table.summary .key { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; overflow: hidden; }
+table.summary td.keys { max-width: 420px; } table.summary .key { font-size: .95em; }
+table.summary .key.pass b { color: #1a7f1a; } table.summary .key.fail b { color: #c0392b; }
+table.summary .key.inconclusive b { color: #b7791f; }
+table.summary .alt { color: #555; font-size: .9em; }
+td.tally { text-align: center; font-weight: bold; white-space: nowrap; font-family: monospace; font-size: 1.05em; }
+td.tally.all { background: #d7f5d7; } td.tally.some { background: #fbeecb; } td.tally.zero { background: #f8d0d0; }
+img.thumb { width: 120px; height: 53px; display: block; border: 1px solid #ddd; }
+td.live { max-width: 170px; font-size: .92em; }
 table.claims { border-collapse: collapse; width: 100%; font-size: .85em; margin: .5em 0 1em; }
 table.claims th, table.claims td { border: 1px solid #ccc; padding: .25em .4em; text-align: left; vertical-align: top; }
 tr.pass td.verdict { background: #d7f5d7; font-weight: bold; }
 tr.fail td.verdict { background: #f8d0d0; font-weight: bold; }
 tr.inconclusive td.verdict { background: #fbeecb; font-weight: bold; }
 tr.not_applicable td.verdict { background: #e4e4e4; font-weight: bold; }
-td .finding { color: #444; font-size: .95em; }
+td .finding { color: #333; font-size: .95em; display: block; margin-top: .2em; }
+td details { font-size: .9em; color: #444; } td details summary { cursor: pointer; color: #557; }
+.stale { background: #fde2c4; color: #7a3e00; font-size: .85em; padding: 0 .3em; border-radius: 3px; }
 table.calib { border-collapse: collapse; font-size: .85em; margin: .3em 0 1em; }
 table.calib th, table.calib td { border: 1px solid #ccc; padding: .2em .4em; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-family: monospace; white-space: nowrap; }
-.summary { font-size: 1.1em; }
 """
 
 OPS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "approx": "≈", "outside": "≉"}
 EXTENSIONS = "extensions"  # the group of scenarios with `extends = "<paper id>"`
+LIVE = "live"  # the group of live experiments' model twins (`live-<paper id>`)
+VERDICTS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_applicable": "N/A"}
 
 
 def _fmt(v) -> str:
@@ -62,9 +87,21 @@ def _fmt(v) -> str:
         return html.escape(str(v))
     if f != f:
         return "NaN"
-    if 1e4 <= abs(f) < 1e15:
+    # As crates/scenario/src/finding.rs's fmt_num: whole numbers from 1,000 and anything from
+    # 10,000 with thousands separators, else 4 significant digits.
+    if 1e4 <= abs(f) < 1e15 or (1e3 <= abs(f) < 1e4 and f == round(f)):
         return f"{f:,.0f}"
     return f"{f:.4g}"
+
+
+def tally(claims: list[dict]) -> str:
+    t = Tally.of(claims)
+    s = f"{t.passed} pass, {t.failed} fail"
+    if t.inconclusive:
+        s += f", {t.inconclusive} inconclusive"
+    if t.not_applicable:
+        s += f", {t.not_applicable} not applicable"
+    return s
 
 
 def auto_figures(inf: dict) -> list[dict]:
@@ -87,42 +124,57 @@ def auto_figures(inf: dict) -> list[dict]:
     return list(figs.values())
 
 
-VERDICTS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_applicable": "N/A"}
+def figures_of(inf: dict) -> list[dict]:
+    return inf["figures"] or auto_figures(inf)
 
 
-def verdict_of(c: dict) -> str:
-    """A claim's verdict (older expectations.json files only have `pass`)."""
-    return c.get("verdict") or ("pass" if c.get("pass") else "fail")
+def censored(side: dict, inf: dict, value) -> str:
+    """"≥ " when `value` is a swept key's largest value reached by a `max` over it (the true value
+    lies at or beyond the end of the sweep), "≤ " for the smallest by a `min`; else ""."""
+    if value is None or not side:
+        return ""
+    sweep = dict((k, v) for k, v in inf["sweep"])
+    vals = [float(v) for v in sweep.get(side.get("metric"), []) if isinstance(v, (int, float))]
+    if not vals:
+        return ""
+    reduce = side.get("across") or side.get("reduce")
+    if reduce == "max" and float(value) >= max(vals):
+        return "≥ "
+    if reduce == "min" and float(value) <= min(vals):
+        return "≤ "
+    return ""
 
 
-def tally(claims: list[dict]) -> str:
-    n = {v: sum(verdict_of(c) == v for c in claims) for v in VERDICTS}
-    s = f"{n['pass']} pass, {n['fail']} fail"
-    if n["inconclusive"]:
-        s += f", {n['inconclusive']} inconclusive"
-    if n["not_applicable"]:
-        s += f", {n['not_applicable']} not applicable"
-    return s
-
-
-def _ci(v, ci, seeds) -> str:
+def _ci(v, ci, seeds, bound="") -> str:
     if v is None:
         return "–"
     if ci and (seeds or 1) > 1 and ci[0] != ci[1]:
-        return f"{_fmt(v)}<br><small>[{_fmt(ci[0])}, {_fmt(ci[1])}]</small>"
-    return _fmt(v)
+        return f"{bound}{_fmt(v)}<br><small>[{_fmt(ci[0])}, {_fmt(ci[1])}]</small>"
+    return bound + _fmt(v)
 
 
-def _claims_table(claims: list[dict], tid: str) -> str:
+def _finding_html(c: dict) -> str:
+    out = ""
+    v = verdict_of(c)
+    if c.get("finding"):
+        label = "why not applicable" if v == "not_applicable" else "finding"
+        stale = ""
+        if c.get("finding_stale"):
+            stale = (f' <span class="stale" title="its own numbers were measured on model {html.escape(c.get("finding_model") or "")}; '
+                     'the model has changed since: re-check them">stale</span>')
+        out += f'<span class="finding"><b>{label}:</b> {html.escape(c["finding"])}{stale}</span>'
+    if c.get("detail"):
+        out += f"<details><summary>detail</summary>{html.escape(c['detail'])}</details>"
+    if c.get("error"):
+        out += f"<i>{html.escape(c['error'])}</i>"
+    return out
+
+
+def _claims_table(claims: list[dict], tid: str, specs: dict) -> str:
     rows = []
     for c in claims:
         v = verdict_of(c)
-        notes = ""
-        if c.get("finding") and v != "pass":
-            label = "why not applicable" if v == "not_applicable" else "finding"
-            notes += f'<br><span class="finding"><b>{label}:</b> {html.escape(c["finding"])}</span>'
-        if c.get("error"):
-            notes += f"<br><i>{html.escape(c['error'])}</i>"
+        spec, inf = specs.get((c["scenario"], c["claim"]), ({}, None))
         op = OPS.get(c.get("op"), html.escape(str(c.get("op"))))
         if c.get("op") in ("approx", "outside") and c.get("tolerance") is not None:
             # An absolute tolerance is judged on sim - target, a relative one on the ratio.
@@ -135,19 +187,29 @@ def _claims_table(claims: list[dict], tid: str) -> str:
                       f"{_ci(c['judged_mean'], c.get('judged_ci'), seeds)}</small>")
         held = c.get("held")
         held_s = "–" if held is None else f"{held * 100:.0f}% of {seeds}"
+        reading = f" <small>[reading: {html.escape(c['reading'])}{'' if c.get('primary', True) else ', alternative'}]</small>" \
+            if c.get("reading") else ""
+        sim_b = censored(spec, inf, c.get("sim")) if inf else ""
+        rhs_b = censored(spec.get("rhs") or {}, inf, c.get("rhs")) if inf else ""
         rows.append(
             f'<tr class="{v}"><td class="verdict">{VERDICTS[v]}</td>'
-            f"<td>{html.escape(c['scenario'])}</td><td>{html.escape(c['claim'])}{notes}</td>"
+            f"<td>{html.escape(c['scenario'])}</td><td>{html.escape(c['claim'])}{reading}{_finding_html(c)}</td>"
             f"<td>{html.escape(c.get('paper') or '')}</td><td class=\"num\">{_fmt(c.get('paper_value'))}</td>"
-            f"<td class=\"num\">{_ci(c.get('sim'), c.get('sim_ci'), seeds)}</td>"
-            f"<td class=\"num\">{op} {_ci(c.get('rhs'), c.get('rhs_ci'), seeds)}{judged}</td>"
+            f"<td class=\"num\">{_ci(c.get('sim'), c.get('sim_ci'), seeds, sim_b)}</td>"
+            f"<td class=\"num\">{op} {_ci(c.get('rhs'), c.get('rhs_ci'), seeds, rhs_b)}{judged}</td>"
             f"<td class=\"num\">{held_s}</td></tr>"
         )
     return (
-        f'<table class="claims" id="{tid}"><thead><tr><th>verdict</th><th>scenario</th><th>claim</th>'
-        "<th>paper</th><th>paper value</th><th>simulated (mean [95% CI])</th><th>compared with</th>"
+        f'<table class="claims" id="{tid}"><thead><tr><th>verdict</th><th>scenario</th><th>claim and finding</th>'
+        "<th>paper</th><th>paper value</th><th>simulated (mean [95% interval])</th><th>compared with</th>"
         f"<th>holds on seeds</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
+
+
+def _overlay_name(ov: dict, cal: dict) -> str:
+    """The overlay as the repository names it (`calibration/NAME.toml`), never the absolute path
+    of the machine that built the report."""
+    return f"calibration/{Path(str(ov.get('path') or cal['name'])).stem}.toml"
 
 
 def _calibration_html(inf: dict) -> str:
@@ -170,7 +232,7 @@ def _calibration_html(inf: dict) -> str:
     if ov:
         how = ", ".join(f"{html.escape(str(k))}: {html.escape(str(fit[k]))}" for k in
                         ["date", "optimizer", "evaluations", "objective", "objective_start", "seeds"] if k in fit)
-        head = (f"<p><b>Calibration</b> (overlay <code>{html.escape(ov['path'])}</code>): fitted to this scenario's and "
+        head = (f"<p><b>Calibration</b> (overlay <code>{html.escape(_overlay_name(ov, cal))}</code>): fitted to this scenario's and "
                 f"its siblings' <i>calibration</i> claims only. {how}</p>")
     else:
         head = (f"<p><b>Calibration: not calibrated</b> (no overlay <code>calibration/{html.escape(cal['name'])}.toml</code>; "
@@ -179,11 +241,49 @@ def _calibration_html(inf: dict) -> str:
             f"<th>source of the bounds</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
+def fitted(inf: dict) -> bool:
+    """Were this scenario's parameters fitted (an overlay holds values for them)?"""
+    cal = inf.get("calibration") or {}
+    return bool(inf.get("calibrate")) and bool((cal.get("overlay") or {}).get("values"))
+
+
+def _calibration_note(names: list[str], infos_by_name: dict) -> str:
+    fit = [n for n in names if fitted(infos_by_name[n])]
+    if fit and len(fit) == len(names):
+        return ("about the baseline system; parameters were fitted to these (see each scenario's calibration table), "
+                "so agreement here is by construction, not a reproduction")
+    if fit:
+        return (f"about the baseline system; parameters were fitted to those of {', '.join(fit)} (agreement there is by "
+                "construction); nothing was fitted to the others")
+    return "about the baseline system; nothing was fitted to them (no calibrated parameters): each is a test of the model"
+
+
 def _scenario_info(d: Path) -> dict:
     f = d / "scenario.toml"
     if f.exists():
         return json.loads(_native.scenario_info(str(f.resolve())))
     return json.loads(_native.scenario_info(d.name))  # a built-in scenario of that name
+
+
+def group_of(d: Path, inf: dict) -> str:
+    if inf.get("extends"):
+        return EXTENSIONS
+    if d.name.startswith("live-"):
+        return LIVE
+    return paper_of(d.name) or ""
+
+
+def _save(fig, path: Path) -> None:
+    fig.savefig(path, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.08)
+    plt.close(fig)
+
+
+def _draw(d: Path, df: pd.DataFrame, spec: dict, path: Path, thumbnail: bool = False) -> dict:
+    spec = dict(spec)
+    meas = d / Path(spec["measured"]).name if spec.get("measured") else None
+    spec["measured"] = pd.read_csv(meas) if meas is not None and meas.exists() else None
+    _save(plot.figure(df, thumbnail=thumbnail, **spec), path)
+    return spec
 
 
 def build(out: str | Path, log=None) -> Path:
@@ -194,59 +294,52 @@ def build(out: str | Path, log=None) -> Path:
     figdir.mkdir(parents=True, exist_ok=True)
     for old in figdir.glob("*.svg"):
         old.unlink()
-    claims = json.loads((out / "expectations.json").read_text()) if (out / "expectations.json").exists() else []
-    scen_dirs = sorted(d for d in out.iterdir() if (d / "results.csv").exists())
-    infos = {d: _scenario_info(d) for d in scen_dirs}
-    groups: dict[str, list[Path]] = {}
+    claims, scen_dirs, infos, groups, live_runs = _load(out)
+    by_name = {d.name: infos[d] for d in scen_dirs}
+    # (scenario, claim) -> (the claim as written, its scenario's info): for censored values.
+    specs = {}
     for d in scen_dirs:
-        key = EXTENSIONS if infos[d].get("extends") else paper_of(d.name) or ""
-        groups.setdefault(key, []).append(d)
-    order = [p for p in PAPERS if p in groups] + [k for k in ("", EXTENSIONS) if k in groups]
+        for e in infos[d]["expects"]:
+            for name in (d.name, infos[d]["name"]):
+                specs.setdefault((name, e["claim"]), (e, infos[d]))
+    frames = {d: pd.read_csv(d / "results.csv") for d in scen_dirs}
+    rows = _summary.rows(groups, infos, claims, live_runs, figures_of)
+    thumbs = {}
+    for r in rows:
+        if r.headline:
+            sname, k = r.headline
+            d = out / sname
+            name = f"thumb-{r.key}.svg"
+            _draw(d, frames[d], figures_of(infos[d])[k], figdir / name, thumbnail=True)
+            thumbs[r.key] = f"figures/{name}"
+    order = [p for p in PAPERS if p in groups] + [k for k in (EXTENSIONS, "", LIVE) if k in groups]
     body = []
     nfig = 0
     for pid in order:
-        if pid == EXTENSIONS:
-            body.append('<section class="paper" id="extensions"><h2>Extensions: the papers\' experiments carried '
-                        "further (not reproductions)</h2>")
-            body.append('<p class="mechanism">Each of these runs a paper\'s experiment on another machine, kernel or '
-                        "mechanism than the paper had. No paper measured them: their claims state what the model "
-                        "predicts, and marks show only the paper's own inputs.</p>")
-        elif pid:
-            p = PAPERS[pid]
-            body.append(f'<section class="paper" id="paper-{pid}"><h2>paper {p["number"]} — {html.escape(p["title"])} '
-                        f"(<code>{pid}</code>)</h2>")
-            body.append(f'<p class="mechanism">{html.escape(p["mechanism"])}</p>')
-        else:
-            body.append('<section class="paper" id="paper-other"><h2>Reference experiments</h2>')
+        body.append(_section_head(pid))
         pclaims = []
         for d in groups[pid]:
             inf = infos[d]
-            df = pd.read_csv(d / "results.csv")
+            df = frames[d]
             ext = inf.get("extends")
             if ext:
                 paper = f"paper {PAPERS[ext]['number']} ({ext})" if ext in PAPERS else ext
-                body.append(f'<h3 class="extension">{html.escape(d.name)} <small>— extends {html.escape(paper)}, '
-                            "not a reproduction</small></h3>")
+                body.append(f'<h3 class="extension" id="scenario-{d.name}">{html.escape(d.name)} <small>— extends '
+                            f"{html.escape(paper)}, not a reproduction</small></h3>")
             else:
-                body.append(f"<h3>{html.escape(d.name)}</h3>")
+                body.append(f'<h3 id="scenario-{d.name}">{html.escape(d.name)}</h3>')
             body.append(f"<p>{html.escape(inf['description'])}</p>")
             body.append(_calibration_html(inf))
-            figs = inf["figures"] or auto_figures(inf)
-            for k, spec in enumerate(figs):
-                spec = dict(spec)
-                meas = d / Path(spec["measured"]).name if spec.get("measured") else None
-                spec["measured"] = pd.read_csv(meas) if meas is not None and meas.exists() else None
-                fig = plot.figure(df, **spec)
+            for k, spec in enumerate(figures_of(inf)):
                 name = f"{d.name}-{k + 1}.svg"
-                fig.savefig(figdir / name, format="svg", metadata={"Date": None})
-                plt.close(fig)
+                drawn = _draw(d, df, spec, figdir / name)
                 nfig += 1
                 cap = html.escape(spec["title"] + (f" — {spec['paper']}" if spec.get("paper") else ""))
                 body.append(
                     f'<figure class="fig"><img src="figures/{name}" alt="{cap}" '
-                    f"onload=\"this.dataset.loaded='1'\"><figcaption>{cap}. Lines/bars: simulated; "
-                    + ("dashed: measured (" + html.escape(spec.get("measured_label") or "measured") + "); "
-                       if spec["measured"] is not None else "")
+                    f"onload=\"this.dataset.loaded='1'\"><figcaption>{cap}. Colours: simulated; "
+                    + ("dashed squares: measured (" + html.escape(spec.get("measured_label") or "measured") + "); "
+                       if drawn["measured"] is not None else "")
                     + ("black: values taken from the paper (no paper measured this setting)." if ext
                        else "black: the paper's published values.")
                     + "</figcaption></figure>"
@@ -257,40 +350,100 @@ def build(out: str | Path, log=None) -> Path:
         if pclaims:
             tid = pid or "other"
             body.append(f'<h3 id="claims-{tid}">Claims: {tally(pclaims)}</h3>')
+            names = [d.name for d in groups[pid]]
             for role, title, note in [
-                ("calibration", "Calibration claims", "about the baseline system; the calibrated parameters were fitted to "
-                 "these, so agreement here is by construction, not a reproduction"),
+                ("calibration", "Calibration claims", _calibration_note(names, by_name)),
                 ("prediction", "Prediction claims", "everything else: nothing was tuned against these"),
             ]:
                 rc = [c for c in pclaims if c.get("role", "prediction") == role]
                 if rc:
-                    body.append(f"<h4>{title} ({tally(rc)})</h4><p><small>{note}.</small></p>")
-                    body.append(_claims_table(rc, f"claims-{tid}-{role}"))
+                    body.append(f"<h4>{title} ({tally(rc)})</h4><p><small>{html.escape(note)}.</small></p>")
+                    body.append(_claims_table(rc, f"claims-{tid}-{role}", specs))
         body.append("</section>")
-    pred = [c for c in claims if c.get("role", "prediction") == "prediction"]
-    cal = [c for c in claims if c.get("role") == "calibration"]
-    head = (
-        f"<h1>hostsim: the papers re-run</h1><p class=\"summary\" id=\"summary\">{len(scen_dirs)} experiments, "
-        f"{nfig} figures, {len(claims)} claims: <b>{tally(claims)}</b> "
-        f"(predictions: {tally(pred)}; calibration: {tally(cal)}). "
-        "Every claim the model does not reproduce is listed as failing. Claims are judged over seeds: "
-        "<i>inconclusive</i> means the 95% confidence interval straddles the claim's boundary.</p>"
-    )
+    head = _head(claims, len(scen_dirs), nfig, rows, thumbs)
+    text = head + "".join(body)
+    font_css, font = _fonts.font_face_css(text)
+    if font is None and any(_fonts.is_cjk(ch) for ch in text) and log:
+        log("  warning: no CJK font found (apt-get install fonts-ipaexfont-gothic): Japanese may show as boxes")
     page = (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>hostsim report</title>"
-        f"<style>{CSS}</style></head><body>{head}{''.join(body)}</body></html>\n"
+        f"<style>{font_css}{CSS.replace('{cjk}', _fonts.FAMILY)}</style></head><body>{text}</body></html>\n"
     )
     (rep / "index.html").write_text(page)
     return rep / "index.html"
 
 
+def _section_head(pid: str) -> str:
+    if pid == EXTENSIONS:
+        return ('<section class="paper" id="extensions"><h2>Extensions: the papers\' experiments carried '
+                "further (not reproductions)</h2><p class=\"mechanism\">Each of these runs a paper's experiment on "
+                "another machine, kernel or mechanism than the paper had. No paper measured them: their claims state "
+                "what the model predicts, and marks show only the paper's own inputs.</p>")
+    if pid == LIVE:
+        return ('<section class="paper" id="live"><h2>Live experiments: a mechanism on this machine\'s kernel, and '
+                "its model twin</h2><p class=\"mechanism\">The model twin runs on a profile of the machine the live "
+                "experiment ran on, calibrated on the live baseline only; dashed lines are the live measurements.</p>")
+    if pid:
+        p = PAPERS[pid]
+        return (f'<section class="paper" id="paper-{pid}"><h2>paper {p["number"]} — {html.escape(p["title"])} '
+                f'(<code>{pid}</code>)</h2><p class="mechanism">{html.escape(p["mechanism"])}</p>')
+    return '<section class="paper" id="paper-other"><h2>Reference experiments</h2>'
+
+
+def _head(claims, nscen, nfig, rows, thumbs) -> str:
+    prim = [c for c in claims if c.get("primary", True)]
+    cal = Tally.of([c for c in prim if c.get("role") == "calibration"])
+    pred = Tally.of([c for c in prim if c.get("role", "prediction") == "prediction"])
+    stale = sum(1 for c in claims if c.get("finding_stale"))
+    return (
+        "<h1>hostsim: the papers re-run</h1>"
+        f'<p class="intro" id="summary">{nscen} experiments, {nfig} figures, {len(claims)} claims. '
+        f'Calibration claims passed <b id="total-calibration">{cal.passed} / {cal.judged}</b>, prediction claims passed '
+        f'<b id="total-prediction">{pred.passed} / {pred.judged}</b> (passed / judged over seeds: <i>inconclusive</i> '
+        "means the 95% interval straddles the claim's boundary; claims the model cannot test are counted apart). "
+        "Every claim the model does not reproduce is listed as failing, with what was found about why"
+        + (f"; {stale} findings are marked stale (measured on another model)" if stale else "")
+        + ".</p>" + _summary.summary_html(rows, thumbs)
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hostsim.report", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="the directory `hostsim reproduce --out` wrote")
+    ap.add_argument("--readme", type=Path, help="rewrite this README's summary table from the same results")
     a = ap.parse_args(argv)
     index = build(a.out, log=lambda m: print(m, file=sys.stderr))
     print(f"report: {index}", file=sys.stderr)
+    if a.readme:
+        a.readme.write_text(readme_from(a.out, a.readme.read_text()))
+        print(f"readme: {a.readme}", file=sys.stderr)
     return 0
+
+
+def _load(out: Path):
+    """A reproduce directory's claims, scenario directories, their infos, their groups (paper id,
+    "extensions", "live" or "") and the live runs' records."""
+    claims = json.loads((out / "expectations.json").read_text()) if (out / "expectations.json").exists() else []
+    scen_dirs = sorted(d for d in out.iterdir() if (d / "results.csv").exists())
+    infos = {d: _scenario_info(d) for d in scen_dirs}
+    groups: dict[str, list[Path]] = {}
+    for d in scen_dirs:
+        groups.setdefault(group_of(d, infos[d]), []).append(d)
+    live_runs = {}
+    for d in groups.get(LIVE, []):
+        rec = next(iter(sorted(d.glob("*.run.json"))), None)
+        live_runs[d.name] = json.loads(rec.read_text()) if rec else None
+    return claims, scen_dirs, infos, groups, live_runs
+
+
+def summary_rows(out: str | Path) -> list:
+    """The summary's rows for a reproduce directory (without drawing anything)."""
+    claims, _, infos, groups, live_runs = _load(Path(out))
+    return _summary.rows(groups, infos, claims, live_runs, figures_of)
+
+
+def readme_from(out: str | Path, readme_text: str) -> str:
+    return _summary.replace_readme_block(readme_text, _summary.readme_table(summary_rows(out)))
 
 
 if __name__ == "__main__":

@@ -21,3 +21,22 @@ def cli(bin_: Path, *args, cwd=ROOT, env=None, timeout=600) -> subprocess.Comple
     r = subprocess.run([str(bin_), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"hostsim {args}: {r.stderr}"
     return r
+
+
+@pytest.fixture(scope="session")
+def reproduced(hostsim_bin, tmp_path_factory) -> Path:
+    """One full `hostsim reproduce` (every built-in experiment on its own seeds, ~80 s on two
+    cores) and its report, shared by every test that reads them (findings, summary, figures, the
+    browser test), so that CI runs it once."""
+    reuse = os.environ.get("HOSTSIM_TEST_REPRODUCED")
+    if reuse:
+        # While working on the report: an existing `hostsim reproduce --out DIR` (its report is
+        # redrawn). CI never sets it.
+        out = Path(reuse)
+    else:
+        out = tmp_path_factory.mktemp("repro") / "out"
+        cli(hostsim_bin, "reproduce", "--no-report", "--out", out, timeout=3600)
+    from hostsim import report
+
+    report.build(out)
+    return out

@@ -566,6 +566,12 @@ pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seed
                 let bytes = std::fs::read(&src).map_err(|e| format!("{}: {e}", src.display()))?;
                 write_atomic(&dir.join(&name), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?;
             }
+            // A live run's record of its machine (`hostsim live` writes it beside the CSV).
+            let record = src.with_extension("run.json");
+            if let (true, Some(rname)) = (record.exists(), record.file_name()) {
+                let bytes = std::fs::read(&record).map_err(|e| format!("{}: {e}", record.display()))?;
+                write_atomic(&dir.join(rname), &bytes).map_err(|e| format!("writing {}: {e}", dir.join(rname).display()))?;
+            }
         }
         all.extend(res.expectations);
     }

@@ -2,6 +2,7 @@
 //! Linux behaviour it models. These types derive `Deserialize` so the scenario crate can read them,
 //! but nothing here knows about files.
 
+use hostsim_tcp::{CcKind, Era};
 use hostsim_workload::{AccelConfig, HttpConfig, ProgramKind, SourceKind, ThreadConfig, WorkDist};
 use serde::{Deserialize, Serialize};
 
@@ -449,6 +450,25 @@ pub struct KernelConfig {
     pub sndbuf_bytes: u32,
     /// TCP maximum segment size of the host's connections (1460 on Ethernet without options).
     pub tcp_mss_bytes: u32,
+    /// The receiving TCP of `tcp_stream` sockets: `simple` (the default: out-of-order segments
+    /// are dropped and answered with a duplicate ACK, the ACKs advertise no window a sender must
+    /// respect, a read sends no window update; what the model did before issue 26, kept by the
+    /// 2.4-era scenarios) or `linux` (Linux 3.2's, `net/ipv4/input.rs` and
+    /// `net/ipv4/tcp_rcv_window.rs`: out-of-order segments held until the hole fills, every
+    /// segment acknowledged at once while any are held; an advertised window of 10 segments at
+    /// first, grown per segment, bounded by the receive buffer's free space; window updates after
+    /// reads; autotuning with `tcp_moderate_rcvbuf`). With `linux`, a socket's buffer starts at
+    /// `tcp_rmem[1]` unless its process sets `rcvbuf_bytes` (SO_RCVBUF, which turns autotuning off
+    /// for it).
+    pub tcp_receiver: TcpReceiver,
+    /// `net.ipv4.tcp_rmem` = [min, default, max], bytes (Linux 3.2 on a machine with enough
+    /// memory: 4096 87380 4194304; 3.4 raised the max to 6 MB).
+    pub tcp_rmem: [u32; 3],
+    /// `net.ipv4.tcp_moderate_rcvbuf` (on since 2.6.7): receive-buffer autotuning.
+    pub tcp_moderate_rcvbuf: bool,
+    /// `net.ipv4.tcp_adv_win_scale`: 1/2^n of the buffer is overhead, the rest window (2 up to
+    /// Linux 3.3, 1 from 3.4).
+    pub tcp_adv_win_scale: u8,
     /// How send() data is cut into segments: `stream` (Linux: fill segments to the MSS across
     /// calls) or `per_send` (each send() starts a new segment: a 2048 B send leaves as MSS +
     /// remainder).
@@ -468,6 +488,15 @@ pub struct KernelConfig {
 pub enum TcpSegmentation {
     Stream,
     PerSend,
+}
+
+/// The receiving TCP's model (`kernel.tcp_receiver`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpReceiver {
+    #[default]
+    Simple,
+    Linux,
 }
 
 /// Dispatch of a woken speed-regulated process (paper 002 does not say; notes 002 §5.4).
@@ -530,6 +559,10 @@ impl Default for KernelConfig {
             delack_ms: 40,
             sndbuf_bytes: 16384,
             tcp_mss_bytes: 1460,
+            tcp_receiver: TcpReceiver::Simple,
+            tcp_rmem: [4096, 87_380, 4_194_304],
+            tcp_moderate_rcvbuf: true,
+            tcp_adv_win_scale: 2,
             tcp_segmentation: TcpSegmentation::Stream,
             speed_slot_us: 1000,
             speed_block_ms: 1000,
@@ -803,10 +836,27 @@ pub struct TrafficConfig {
     pub client_stack_ns: u64,
     #[serde(default = "timeout")]
     pub timeout_ms: u64,
+    /// `tcp_window`: bytes each flow keeps unacknowledged. Without congestion control
+    /// (`tcp_cc = "none"`) the flow's fixed window; with it, a cap on the window (the sender's
+    /// socket buffer).
     #[serde(default = "window")]
     pub window_bytes: u32,
+    /// `tcp_window` without congestion control: the retransmission timeout (with it, RFC 6298's).
     #[serde(default = "rto")]
     pub rto_ms: u64,
+    /// `tcp_window`: the senders' congestion control: `none` (the default: a fixed window,
+    /// go-back-N on three duplicate ACKs or a timeout), `reno` or `cubic` (the `hostsim-tcp`
+    /// sender, `crates/tcp`).
+    #[serde(default)]
+    pub tcp_cc: TcpCc,
+    /// `tcp_window` with congestion control: whose rules the senders follow where the kernels
+    /// differ (`linux24`: initial window 2, initial RTO 3 s; `linux32`, the default: 10 and
+    /// 1 s, 3.2's `tcp_is_cwnd_limited`).
+    #[serde(default = "sender_era")]
+    pub tcp_era: Era,
+    /// `tcp_window` with congestion control: the senders' HZ (CUBIC's clock).
+    #[serde(default = "sender_hz")]
+    pub tcp_hz: u32,
     #[serde(default)]
     pub total_bytes: u64,
     /// Flow f goes to `dst_port + f` (one connection per receiving socket, e.g. iperf -P N
@@ -839,6 +889,34 @@ fn window() -> u32 {
 }
 fn rto() -> u64 {
     200
+}
+fn sender_era() -> Era {
+    Era::Linux32
+}
+fn sender_hz() -> u32 {
+    1000
+}
+
+/// The congestion control of a `tcp_window` source's senders.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpCc {
+    /// A fixed window without congestion control.
+    #[default]
+    None,
+    Reno,
+    Cubic,
+}
+
+impl TcpCc {
+    /// The `hostsim-tcp` algorithm, None for the fixed window.
+    pub fn kind(self) -> Option<CcKind> {
+        match self {
+            TcpCc::None => None,
+            TcpCc::Reno => Some(CcKind::Reno),
+            TcpCc::Cubic => Some(CcKind::Cubic),
+        }
+    }
 }
 
 /// A route: packets arriving on NIC `from` (any NIC if absent) that no local socket takes are

@@ -95,7 +95,8 @@ pub enum FigureKind {
 }
 
 /// A published value: a point (`x` and `y`), a vertical line (`x` only), a horizontal line (`y`
-/// only), or, with `variant` on a bar figure, the paper's value for that bar.
+/// only), with `variant` on a bar figure the paper's value for that bar, or a ratio to another
+/// variant's simulated value (`ratio`, `of`).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PaperMark {
@@ -107,4 +108,11 @@ pub struct PaperMark {
     pub variant: Option<String>,
     #[serde(default)]
     pub label: String,
+    /// A value the paper gives as a ratio to another variant (`of`): drawn at `ratio` x that
+    /// variant's simulated mean at `x`, or, without `x`, as a line at `ratio` x its maximum
+    /// (e.g. "dual-CPU load is 0.57x the single CPU's").
+    #[serde(default)]
+    pub ratio: Option<f64>,
+    #[serde(default)]
+    pub of: Option<String>,
 }

@@ -102,8 +102,8 @@ fn parse(text: &str) -> Result<Vec<Piece<'_>>, String> {
     Ok(out)
 }
 
-/// A number as the report prints it: integers with thousands separators from 10,000 on, else
-/// `digits` significant digits without trailing zeros.
+/// A number as the report prints it: with thousands separators from 10,000 on (rounded) and for
+/// whole numbers from 1,000, else `digits` significant digits without trailing zeros.
 pub fn fmt_num(v: f64, digits: usize) -> String {
     if v.is_nan() {
         return "NaN".into();
@@ -111,7 +111,7 @@ pub fn fmt_num(v: f64, digits: usize) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "∞".into() } else { "-∞".into() };
     }
-    if (1e4..1e15).contains(&v.abs()) {
+    if (1e4..1e15).contains(&v.abs()) || ((1e3..1e4).contains(&v.abs()) && v == v.round()) {
         let n = v.round() as i64;
         let s = n.unsigned_abs().to_string();
         let mut grouped = String::new();
@@ -319,6 +319,8 @@ mod tests {
         assert_eq!(fmt_num(-102549.0, 4), "-102,549");
         assert_eq!(fmt_num(0.2499, 4), "0.2499");
         assert_eq!(fmt_num(1.0, 4), "1");
+        assert_eq!(fmt_num(2800.0, 4), "2,800");
+        assert_eq!(fmt_num(2733.33, 4), "2733");
         assert_eq!(fmt_num(81.8649, 4), "81.86");
         assert_eq!(fmt_num(0.0004394, 2), "0.00044");
         assert_eq!(fmt_num(0.00001234, 3), "1.23e-5");

@@ -296,6 +296,9 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     if k.rfs && !k.rps {
         return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
     }
+    if !(k.tcp_rmem[0] <= k.tcp_rmem[1] && k.tcp_rmem[1] <= k.tcp_rmem[2]) {
+        return fail(key(&["kernel", "tcp_rmem"]), format!("expected [min, default, max] with min <= default <= max, got {:?}", k.tcp_rmem));
+    }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
@@ -490,6 +493,9 @@ fn traffic(c: &HostConfig) -> VResult {
         }
         if t.kind != SourceKind::Sink && t.dst_port == 0 {
             return fail(elem("traffic", i, "dst_port"), "this traffic sends: expected a destination port 1..=65535");
+        }
+        if t.tcp_cc != hostsim_host::TcpCc::None && t.kind != SourceKind::TcpWindow {
+            return fail(elem("traffic", i, "tcp_cc"), "congestion control applies to `tcp_window` traffic only: remove tcp_cc or set kind = \"tcp_window\"");
         }
         let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
             || t.protocol == hostsim_host::Protocol::Tcp;
@@ -779,14 +785,17 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         if f.kind == Some(crate::figure::FigureKind::Histogram) && f.x.is_some() {
             return Err(at(elem("figure", i, "x"), "a histogram's horizontal axis is its bins: give `series`, not `x`".into()));
         }
-        for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref())) {
+        for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref().or(m.of.as_ref()))) {
             if !known_variant(v) {
                 let key = if f.variants.contains(v) { "variants" } else { "marks" };
                 return Err(at(elem("figure", i, key), format!("no variant `{v}` (have: {})", have_variants())));
             }
         }
-        if let Some(k) = f.marks.iter().position(|m| m.x.is_none() && m.y.is_none()) {
+        if let Some(k) = f.marks.iter().position(|m| m.x.is_none() && m.y.is_none() && m.ratio.is_none()) {
             return Err(at(elem("figure", i, "marks"), format!("mark {} has neither `x` nor `y`", k + 1)));
+        }
+        if let Some(k) = f.marks.iter().position(|m| m.ratio.is_some() != m.of.is_some() || (m.ratio.is_some() && m.y.is_some())) {
+            return Err(at(elem("figure", i, "marks"), format!("mark {}: a ratio mark needs `ratio` and `of` (the variant it is a ratio to), and no `y`", k + 1)));
         }
     }
     Ok(())

@@ -31,6 +31,9 @@ const fn case(file: &'static str, line: usize, key: &'static str, message: &'sta
 const CASES: &[Case] = &[
     // Syntax.
     case("syntax_error.toml", 18, "name", "not valid TOML"),
+    // The receiving and sending TCP (issue 26).
+    case("tcp_rmem_unordered.toml", 10, "kernel.tcp_rmem", "min <= default <= max"),
+    case("tcp_cc_on_udp.toml", 30, "traffic[0].tcp_cc", "applies to `tcp_window` traffic only"),
     // Unknown keys, at every level.
     case("unknown_top_key.toml", 6, "duration_s", "unknown key `duration_s`, expected one of"),
     case("unknown_kernel_key.toml", 9, "kernel.napi", "unknown key `napi`, expected one of"),

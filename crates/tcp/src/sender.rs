@@ -13,17 +13,21 @@
 //!   send() calls. `PerSend`: every send() starts a new segment, so a 2048 B send with a 1460 B
 //!   MSS leaves as 1460 + 588 (paper 002's Table 1 shows one small packet per send; what
 //!   Tender's stack did is not published, see notes 002 §6).
-//! - **Windows.** In flight ≤ min(cwnd × MSS, the peer's advertised window). Reno: initial cwnd
-//!   2 (2.4 `tcp_init_cwnd`... `snd_cwnd = 2`), slow start by one segment per ACK, congestion
-//!   avoidance one segment per window, fast retransmit on the third duplicate ACK with
-//!   ssthresh = max(flight/2, 2) and cwnd = ssthresh + 3 inflated by further duplicates,
-//!   deflated to ssthresh when the hole is filled.
+//! - **Windows.** In flight ≤ min(cwnd × MSS, the peer's advertised window). The congestion
+//!   control is a policy (`cc/`: Reno, CUBIC) and the era's rules around it (`Era`: initial
+//!   window 2 or 10 segments; the window grows only on ACKs that find it limiting the sender,
+//!   2.4's `prior_in_flight >= snd_cwnd` or 3.2's `tcp_is_cwnd_limited`). Fast retransmit on the
+//!   third duplicate ACK with ssthresh from the policy (Reno: max(cwnd/2, 2), 2.4's
+//!   `tcp_recalc_ssthresh`) and cwnd = ssthresh + 3 inflated by further duplicates, deflated to
+//!   ssthresh when the hole is filled (NewReno's recovery, RFC 6582: a partial ACK retransmits the
+//!   next hole). Not modelled: SACK and 3.2's proportional rate reduction, so a window with
+//!   several losses recovers one hole per round trip.
 //! - **Nagle** (RFC 896, 2.4 `tcp_nagle_check`): a segment shorter than the MSS waits while
 //!   data is unacknowledged, unless `nodelay`.
 //! - **Retransmission timer.** RFC 6298 estimator (srtt, rttvar; Karn: no sample from a
-//!   retransmitted segment), RTO ≥ 200 ms (2.4 `TCP_RTO_MIN` = HZ/5), initial 3 s
-//!   (`TCP_TIMEOUT_INIT`), doubled per expiry up to 120 s. On expiry: ssthresh = max(flight/2,
-//!   2), cwnd = 1, go back to the first unacknowledged byte. The timer is armed only while data
+//!   retransmitted segment), RTO ≥ 200 ms (2.4 `TCP_RTO_MIN` = HZ/5), initial 3 s in 2.4, 1 s
+//!   in 3.2 (`TCP_TIMEOUT_INIT`), doubled per expiry up to 120 s. On expiry: ssthresh from the
+//!   policy, cwnd = 1, go back to the first unacknowledged byte. The timer is armed only while data
 //!   is outstanding, so an idle connection costs nothing.
 //! - **Restart after idle** (RFC 2861; 2.4/2.5 `tcp_event_data_sent` → `tcp_cwnd_restart`): new
 //!   data sent with nothing in flight more than an RTO after the last send halves cwnd per RTO
@@ -31,6 +35,7 @@
 //!   over 20 ms), with ssthresh raised to at least ¾ of the old cwnd. A persistent connection
 //!   that idles between requests starts each response in slow start.
 
+use crate::cc::{Cc, CcKind, Era, Window, CWND_CLAMP};
 use hostsim_engine::Time;
 use std::collections::VecDeque;
 
@@ -45,9 +50,14 @@ pub enum Segmentation {
 struct Seg {
     seq: u64,
     len: u32,
+    /// Sent at least twice (its ACK gives the congestion control no RTT sample: Karn).
+    retx: bool,
+    /// When it was last sent.
+    sent_at: Time,
 }
 
 pub const RTO_MIN_NS: u64 = 200_000_000;
+/// 2.4's initial RTO; see [`Era::rto_init_ns`].
 pub const RTO_INIT_NS: u64 = 3_000_000_000;
 pub const RTO_MAX_NS: u64 = 120_000_000_000;
 const DUPACK_THRESHOLD: u32 = 3;
@@ -71,6 +81,7 @@ pub struct TxSeg {
     pub retransmit: bool,
 }
 
+#[derive(Clone, Debug)]
 pub struct TcpSnd {
     pub mss: u32,
     pub sndbuf: u32,
@@ -86,10 +97,10 @@ pub struct TcpSnd {
     snd_max: u64,
     pub write_seq: u64,
     pub wmem_queued: u32,
-    /// Congestion window in segments, slow-start threshold in segments.
-    pub cwnd: u32,
-    pub ssthresh: u32,
-    cwnd_cnt: u32,
+    /// Congestion window and slow-start threshold in segments (`snd_cwnd`, `snd_ssthresh`).
+    pub w: Window,
+    cc: Cc,
+    era: Era,
     /// The peer's advertised window, bytes.
     pub rwnd: u64,
     dupacks: u32,
@@ -122,9 +133,9 @@ impl TcpSnd {
             snd_max: 0,
             write_seq: 0,
             wmem_queued: 0,
-            cwnd: 2,
-            ssthresh: u32::MAX / 2,
-            cwnd_cnt: 0,
+            w: Window { cwnd: Era::Linux24.initial_cwnd(), ssthresh: u32::MAX / 2, cwnd_cnt: 0 },
+            cc: Cc::Reno,
+            era: Era::Linux24,
             rwnd,
             dupacks: 0,
             recover: None,
@@ -137,6 +148,22 @@ impl TcpSnd {
             retransmits: 0,
             timeouts: 0,
         }
+    }
+
+    /// Run congestion control `kind` under `era`'s rules (`hz`: the sender's timer frequency),
+    /// from `now`: the initial window and RTO of the era. For a connection that has sent nothing.
+    pub fn with_cc(mut self, kind: CcKind, era: Era, hz: u32, now: Time) -> TcpSnd {
+        self.era = era;
+        self.w.cwnd = era.initial_cwnd();
+        self.rto_ns = era.rto_init_ns();
+        self.cc = Cc::new(kind, hz);
+        self.cc.init(now, self.snd_nxt);
+        self
+    }
+
+    /// The congestion control's state (CUBIC's W_max, HyStart), for tests and statistics.
+    pub fn cc(&self) -> &Cc {
+        &self.cc
     }
 
     /// Bytes a send() may still queue now (`tcp_memory_free`: a new segment may be started while
@@ -172,7 +199,7 @@ impl TcpSnd {
                 break;
             }
             let take = self.mss.min(left);
-            self.segs.push_back(Seg { seq: self.write_seq, len: take });
+            self.segs.push_back(Seg { seq: self.write_seq, len: take, retx: false, sent_at: Time::ZERO });
             self.wmem_queued += take + self.overhead;
             self.write_seq += u64::from(take);
             left -= take;
@@ -191,15 +218,17 @@ impl TcpSnd {
     }
 
     fn window_bytes(&self) -> u64 {
-        (u64::from(self.cwnd) * u64::from(self.mss)).min(self.rwnd)
+        (u64::from(self.w.cwnd) * u64::from(self.mss)).min(self.rwnd)
     }
 
     /// The next segment to transmit now, if any, and mark it sent.
     pub fn next_tx(&mut self, now: Time) -> Option<TxSeg> {
         if self.retx_head {
             self.retx_head = false;
-            if let Some(s) = self.segs.front() {
+            if let Some(s) = self.segs.front_mut() {
                 self.retransmits += 1;
+                s.retx = true;
+                s.sent_at = now;
                 return Some(TxSeg { seq: s.seq.max(self.snd_una), len: (s.seq + u64::from(s.len) - s.seq.max(self.snd_una)) as u32, retransmit: true });
             }
         }
@@ -215,8 +244,11 @@ impl TcpSnd {
         if !self.outstanding() {
             self.cwnd_restart(now);
         }
-        self.sent += 1;
         let retransmit = end <= self.snd_max;
+        let seg = &mut self.segs[self.sent];
+        seg.sent_at = now;
+        seg.retx |= retransmit;
+        self.sent += 1;
         self.snd_nxt = end;
         self.snd_max = self.snd_max.max(end);
         if retransmit {
@@ -236,10 +268,10 @@ impl TcpSnd {
         if delta <= rto {
             return;
         }
-        let restart = RESTART_CWND.min(self.cwnd);
+        let restart = RESTART_CWND.min(self.w.cwnd);
         // tcp_current_ssthresh: max(ssthresh, 3/4 cwnd).
-        self.ssthresh = self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2));
-        let mut cwnd = self.cwnd;
+        self.w.ssthresh = self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2));
+        let mut cwnd = self.w.cwnd;
         loop {
             delta -= rto;
             if delta <= 0 || cwnd <= restart {
@@ -247,8 +279,8 @@ impl TcpSnd {
             }
             cwnd >>= 1;
         }
-        self.cwnd = cwnd.max(restart);
-        self.cwnd_cnt = 0;
+        self.w.cwnd = cwnd.max(restart);
+        self.w.cwnd_cnt = 0;
     }
 
     fn rtt_sample(&mut self, r: u64) {
@@ -275,29 +307,38 @@ impl TcpSnd {
             if self.outstanding() && !win_changed {
                 self.dupacks += 1;
                 if self.dupacks == DUPACK_THRESHOLD && self.recover.is_none() {
-                    let flight = ((self.snd_nxt - self.snd_una) / u64::from(self.mss)) as u32;
-                    self.ssthresh = (flight / 2).max(2);
-                    self.cwnd = self.ssthresh + DUPACK_THRESHOLD;
+                    self.w.ssthresh = self.cc.ssthresh(&self.w);
+                    self.w.cwnd = self.w.ssthresh + DUPACK_THRESHOLD;
+                    self.w.cwnd_cnt = 0;
                     self.recover = Some(self.snd_nxt);
                     self.retx_head = true;
                     self.rtt_probe = None;
                     e.fast_retransmit = true;
                 } else if self.recover.is_some() {
-                    self.cwnd += 1;
+                    self.w.cwnd += 1;
                 }
             }
             return e;
         }
+        // `tcp_packets_in_flight` before this ACK, for the window-limited test: segments sent and
+        // not yet acknowledged, whatever their size (`packets_out`).
+        let prior_in_flight = self.sent as u32;
         e.acked = ack - self.snd_una;
         self.snd_una = ack;
         if self.snd_nxt < ack {
             self.snd_nxt = ack;
         }
         self.dupacks = 0;
+        // The newest segment this ACK fully covers gives the congestion control its RTT sample,
+        // unless retransmitted data was acknowledged (`FLAG_RETRANS_DATA_ACKED`).
+        let (mut pkts, mut newest, mut retx_acked) = (0u32, None, false);
         while let Some(s) = self.segs.front_mut() {
             let end = s.seq + u64::from(s.len);
             if end <= ack {
                 e.freed += s.len + self.overhead;
+                pkts += 1;
+                retx_acked |= s.retx;
+                newest = Some(s.sent_at);
                 self.segs.pop_front();
                 self.sent = self.sent.saturating_sub(1);
             } else {
@@ -321,35 +362,36 @@ impl TcpSnd {
                 self.rtt_probe = None;
             }
         }
+        let rtt = if retx_acked { None } else { newest.map(|at: Time| now.since(at).ns()) };
+        if pkts > 0 {
+            self.cc.pkts_acked(&mut self.w, now, pkts, rtt, self.recover.is_none());
+        }
         match self.recover {
             Some(r) if ack >= r => {
                 self.recover = None;
-                self.cwnd = self.ssthresh;
+                self.w.cwnd = self.w.ssthresh;
             }
-            Some(_) => self.retx_head = true, // partial ACK: the next hole (NewReno-like)
-            None if self.cwnd < self.ssthresh => self.cwnd += 1,
+            Some(_) => self.retx_head = true, // partial ACK: the next hole (NewReno)
             None => {
-                self.cwnd_cnt += 1;
-                if self.cwnd_cnt >= self.cwnd {
-                    self.cwnd_cnt = 0;
-                    self.cwnd += 1;
+                if self.era.cwnd_limited(self.w.cwnd, prior_in_flight) {
+                    self.cc.cong_avoid(&mut self.w, now, ack, self.snd_nxt);
                 }
             }
         }
-        self.cwnd = self.cwnd.min(65_535);
+        self.w.cwnd = self.w.cwnd.min(CWND_CLAMP);
         e
     }
 
     /// The retransmission timer expired: back off, collapse the window, go back to snd_una.
-    pub fn on_timeout(&mut self) {
+    pub fn on_timeout(&mut self, now: Time) {
         if !self.outstanding() {
             return;
         }
         self.timeouts += 1;
-        let flight = ((self.snd_nxt - self.snd_una) / u64::from(self.mss)) as u32;
-        self.ssthresh = (flight / 2).max(2);
-        self.cwnd = 1;
-        self.cwnd_cnt = 0;
+        self.w.ssthresh = self.cc.ssthresh(&self.w);
+        self.w.cwnd = 1;
+        self.w.cwnd_cnt = 0;
+        self.cc.enter_loss(now, self.snd_nxt);
         self.recover = None;
         self.dupacks = 0;
         self.rtt_probe = None;
@@ -397,13 +439,13 @@ mod tests {
         let e = t.on_ack(Time(100), 2000, 1 << 20);
         assert_eq!((e.freed, e.acked), (2000, 2000));
         assert!(t.writable());
-        assert_eq!(t.cwnd, 3, "slow start: +1 per ACK");
+        assert_eq!(t.w.cwnd, 3, "slow start: +1 per ACK");
     }
 
     #[test]
     fn three_dupacks_retransmit_the_head() {
         let mut t = TcpSnd::new(1000, 1 << 20, 0, Segmentation::Stream, true, 1 << 20);
-        t.cwnd = 10;
+        t.w.cwnd = 10;
         t.append(10_000, true);
         while t.next_tx(Time(0)).is_some() {}
         assert_eq!(t.snd_nxt, 10_000);
@@ -416,7 +458,7 @@ mod tests {
         assert_eq!((r.seq, r.len, r.retransmit), (1000, 1000, true));
         t.on_ack(Time(4), 10_000, 1 << 20);
         assert_eq!(t.unacked_bytes(), 0);
-        assert_eq!(t.cwnd, t.ssthresh);
+        assert_eq!(t.w.cwnd, t.w.ssthresh);
     }
 
     #[test]
@@ -425,8 +467,8 @@ mod tests {
         t.append(3000, true);
         t.next_tx(Time(0));
         t.next_tx(Time(0));
-        t.on_timeout();
-        assert_eq!((t.cwnd, t.snd_nxt), (1, 0));
+        t.on_timeout(Time(2));
+        assert_eq!((t.w.cwnd, t.snd_nxt), (1, 0));
         let r = t.next_tx(Time(5)).unwrap();
         assert_eq!((r.seq, r.retransmit), (0, true));
         assert!(t.next_tx(Time(5)).is_none(), "cwnd 1");
@@ -436,27 +478,29 @@ mod tests {
     #[test]
     fn cwnd_restarts_after_an_idle_rto() {
         let mut t = TcpSnd::new(1000, 1 << 20, 0, Segmentation::Stream, true, 1 << 20);
-        t.cwnd = 16;
+        t.w.cwnd = 16;
         t.append(1000, true);
         t.next_tx(Time(0));
         t.on_ack(Time(1_000_000), 1000, 1 << 20);
-        assert_eq!(t.cwnd, 17);
+        // One segment in flight did not fill the window (2.4: `prior_in_flight >= snd_cwnd`):
+        // no growth.
+        assert_eq!(t.w.cwnd, 16);
         // The 1 ms RTT sample sets the RTO to its 200 ms floor. Idle for 1.1 RTO: one halving,
-        // 17 -> 8; ssthresh >= 3/4 of 17.
+        // 16 -> 8; ssthresh >= 3/4 of 16.
         assert_eq!(t.rto_ns, RTO_MIN_NS);
         t.append(1000, true);
         t.next_tx(Time(221_000_000));
-        assert_eq!(t.cwnd, 8);
-        assert!(t.ssthresh >= 12);
+        assert_eq!(t.w.cwnd, 8);
+        assert!(t.w.ssthresh >= 12);
         t.on_ack(Time(222_000_000), 2000, 1 << 20);
         // Idle for ten RTOs: down to the restart window, 2.
         t.append(1000, true);
         t.next_tx(Time(40_000_000_000));
-        assert_eq!(t.cwnd, 2);
+        assert_eq!(t.w.cwnd, 2);
         // Sending while data is in flight is no restart.
         t.append(1000, true);
         t.next_tx(Time(80_000_000_000));
-        assert_eq!(t.cwnd, 2);
+        assert_eq!(t.w.cwnd, 2);
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub struct Emit {
 pub enum Feedback {
     /// A datagram reply echoing request `seq`.
     Reply { flow: u32, seq: u64 },
-    /// A cumulative TCP acknowledgement: every byte below `ack` has arrived.
-    Ack { flow: u32, ack: u64 },
+    /// A cumulative TCP acknowledgement: every byte below `ack` has arrived; `win`: the receive
+    /// window it advertises, bytes (`u32::MAX`: the host models no receive window).
+    Ack { flow: u32, ack: u64, win: u32 },
     /// A packet the host forwarded (IP routing): datagram `seq` of flow `flow` of its sender.
     Forwarded { flow: u32, seq: u64 },
     /// A TCP data segment of the host's sender: payload `len` bytes from `seq`, a frame of

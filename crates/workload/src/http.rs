@@ -666,7 +666,7 @@ impl HttpOrigin {
                     self.timers.push(Reverse((at, flow, 0, T_THINK)));
                 }
             }
-            Feedback::Ack { flow, ack } => {
+            Feedback::Ack { flow, ack, .. } => {
                 let c = self.conn(flow);
                 if ack > c.snd_una && ack <= c.snd_nxt {
                     c.snd_una = ack;
@@ -772,7 +772,7 @@ mod tests {
         let sent: u32 = out.iter().map(|e| e.payload_bytes).sum();
         assert!(sent <= 4000 && sent >= 2920, "window-limited: {sent}");
         out.clear();
-        o.feedback(Time(11_000_000), Feedback::Ack { flow: 3, ack: u64::from(sent) }, &mut out);
+        o.feedback(Time(11_000_000), Feedback::Ack { flow: 3, ack: u64::from(sent), win: u32::MAX }, &mut out);
         let more: u32 = out.iter().map(|e| e.payload_bytes).sum();
         assert_eq!(sent + more, 5000, "the response as tagged");
     }

@@ -29,6 +29,6 @@ pub use frame::{Emit, Feedback};
 pub use mechanisms::kawai_interval::{IntervalControl, IntervalPolicy};
 pub use program::{Action, Outcome, PollEvent, Program, ProgramConfig, ProgramKind, WorkDist, POLLIN, POLLOUT};
 pub use source::{
-    HttpState, SinkStats, Source, SourceConfig, SourceKind, SourceStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS,
+    HttpState, SenderTcp, SinkStats, Source, SourceConfig, SourceKind, SourceStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS,
     SIZE_BINS,
 };

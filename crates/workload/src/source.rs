@@ -3,6 +3,7 @@
 
 use crate::frame::{Emit, Feedback};
 use crate::http::{HttpClients, HttpConfig, HttpOrigin};
+use hostsim_tcp::{CcKind, Era, Segmentation, TcpSnd};
 use hostsim_engine::{round_u64, Histogram, Rng, Time};
 use serde::{Deserialize, Serialize};
 
@@ -16,8 +17,12 @@ pub enum SourceKind {
     Poisson,
     /// One request outstanding; the next leaves `client_stack_ns` after the reply (lat_udp).
     PingPong,
-    /// `flows` TCP senders, each keeping up to `window_bytes` unacknowledged; go-back-N from the
-    /// first unacknowledged byte on three duplicate ACKs (fast retransmit) or on timeout.
+    /// `flows` TCP senders. Without congestion control (`tcp`: None) each keeps up to
+    /// `window_bytes` unacknowledged and goes back to the first unacknowledged byte on three
+    /// duplicate ACKs (fast retransmit) or on timeout. With it, each flow is a `hostsim-tcp`
+    /// sender (`TcpSnd` with Reno or CUBIC and its era's rules: slow start, fast retransmit and
+    /// NewReno recovery, RFC 6298 timer), its window capped by `window_bytes` (the sender's
+    /// socket buffer) and by the window the host advertises.
     TcpWindow,
     /// The far end of a host's TCP sender: receives its data frames, records each one's arrival
     /// time (end of frame at its NIC) and size, and acknowledges like a Linux 2.4 receiver
@@ -64,6 +69,25 @@ pub struct SourceConfig {
     pub http: Option<HttpConfig>,
     /// Client machines behind the source (http_clients spreads its connections over them).
     pub clients: u32,
+    /// tcp_window: the senders' TCP (None: the fixed window without congestion control).
+    pub sender: Option<SenderTcp>,
+}
+
+/// The TCP of a `tcp_window` source's senders.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SenderTcp {
+    pub cc: CcKind,
+    pub era: Era,
+    /// The senders' timer frequency (CUBIC counts in jiffies).
+    pub hz: u32,
+}
+
+/// One flow of a `tcp_window` source with congestion control.
+#[derive(Clone, Debug)]
+struct CcFlow {
+    snd: TcpSnd,
+    /// When its retransmission timer fires (armed while data is outstanding).
+    rto_at: Option<u64>,
 }
 
 /// Resolution of the inter-arrival histogram a stream sink keeps.
@@ -149,6 +173,11 @@ pub struct Source {
     next_flow: u32,
     outstanding: Option<(u64, u64)>, // (seq, sent_at)
     tcp: Vec<TcpFlow>,
+    /// tcp_window with congestion control: its flows and their retransmission timers by due time.
+    cc: Vec<CcFlow>,
+    cc_due: std::collections::BTreeSet<(u64, u32)>,
+    /// The wake-up last asked of the host (tcp_window with congestion control).
+    cc_wake: Option<u64>,
     /// Poisson: mean gap in ns (`1e9 / rate_pps`, computed once; the same value every time).
     mean_gap_ns: f64,
     sink: Vec<SinkState>,
@@ -168,10 +197,22 @@ pub enum HttpState {
 
 impl Source {
     pub fn new(cfg: SourceConfig) -> Self {
-        let tcp = if cfg.kind == SourceKind::TcpWindow {
+        let tcp = if cfg.kind == SourceKind::TcpWindow && cfg.sender.is_none() {
             vec![TcpFlow::default(); cfg.flows.max(1) as usize]
         } else {
             Vec::new()
+        };
+        let cc = match (cfg.kind, cfg.sender) {
+            (SourceKind::TcpWindow, Some(s)) => (0..cfg.flows.max(1))
+                .map(|_| CcFlow {
+                    // No send-buffer limit: the writer keeps the queue full (`cc_pump`); the
+                    // window cap is applied to the advertised window instead.
+                    snd: TcpSnd::new(cfg.payload_bytes.max(1), u32::MAX, 0, Segmentation::Stream, false, u64::MAX)
+                        .with_cc(s.cc, s.era, s.hz, Time(cfg.start_ns)),
+                    rto_at: None,
+                })
+                .collect(),
+            _ => Vec::new(),
         };
         let mean_gap_ns = 1e9 / cfg.rate_pps;
         let sink = if cfg.kind == SourceKind::StreamSink {
@@ -196,7 +237,21 @@ impl Source {
             }
             _ => None,
         };
-        Source { cfg, k: 0, next_flow: 0, outstanding: None, tcp, sink, sink_due: Default::default(), http, mean_gap_ns, stats }
+        Source {
+            cfg,
+            k: 0,
+            next_flow: 0,
+            outstanding: None,
+            tcp,
+            cc,
+            cc_due: Default::default(),
+            cc_wake: None,
+            sink,
+            sink_due: Default::default(),
+            http,
+            mean_gap_ns,
+            stats,
+        }
     }
 
     /// The HTTP state of an http_clients / http_origin source.
@@ -406,6 +461,7 @@ impl Source {
                 self.emit(out, 0, seq, self.cfg.payload_bytes, self.cfg.tcp);
                 Some(Time(now_ns + self.cfg.timeout_ns))
             }
+            SourceKind::TcpWindow if self.cfg.sender.is_some() => self.cc_wake(now_ns, out),
             SourceKind::TcpWindow => {
                 for f in 0..self.tcp.len() {
                     let fl = &mut self.tcp[f];
@@ -474,7 +530,8 @@ impl Source {
                     _ => None, // a late reply to a request that already timed out
                 }
             }
-            Feedback::Ack { flow, ack } => {
+            Feedback::Ack { flow, ack, win } if self.cfg.sender.is_some() => self.cc_ack(now_ns, flow, ack, win, out),
+            Feedback::Ack { flow, ack, .. } => {
                 let Some(fl) = self.tcp.get_mut(flow as usize) else { return None };
                 if ack > fl.acked {
                     if now_ns < self.cfg.stop_ns {
@@ -508,6 +565,101 @@ impl Source {
         }
     }
 
+    /// tcp_window with congestion control, woken: the retransmission timers due fire, and at the
+    /// start every flow opens its initial window.
+    fn cc_wake(&mut self, now_ns: u64, out: &mut Vec<Emit>) -> Option<Time> {
+        self.cc_wake = None;
+        if now_ns == self.cfg.start_ns {
+            for f in 0..self.cc.len() {
+                self.cc_pump(f, now_ns, out);
+            }
+        }
+        while let Some(&(t, f)) = self.cc_due.first() {
+            if t > now_ns {
+                break;
+            }
+            self.cc_due.pop_first();
+            let fl = &mut self.cc[f as usize];
+            fl.rto_at = None;
+            fl.snd.on_timeout(Time(now_ns));
+            self.stats.timeouts += 1;
+            self.cc_pump(f as usize, now_ns, out);
+        }
+        self.cc_next_wake()
+    }
+
+    /// An ACK for flow `flow` of a tcp_window source with congestion control.
+    fn cc_ack(&mut self, now_ns: u64, flow: u32, ack: u64, win: u32, out: &mut Vec<Emit>) -> Option<Time> {
+        let cap = u64::from(self.cfg.window_bytes);
+        let f = flow as usize;
+        let Some(fl) = self.cc.get_mut(f) else { return None };
+        let win = if win == u32::MAX { u64::MAX } else { u64::from(win) };
+        let e = fl.snd.on_ack(Time(now_ns), ack, win.min(cap));
+        if e.acked > 0 {
+            if now_ns < self.cfg.stop_ns {
+                // Goodput counts what is acknowledged while the source is sending.
+                self.stats.acked_bytes += e.acked;
+            }
+            // An ACK of new data restarts the timer (`tcp_rearm_rto`), or stops it.
+            let outstanding = fl.snd.outstanding();
+            let rto = fl.snd.rto_ns;
+            self.cc_set_timer(f, outstanding.then_some(now_ns + rto));
+        }
+        self.cc_pump(f, now_ns, out);
+        let next = self.cc_next_wake();
+        // Ask for a wake-up only when the earliest timer moved earlier than the one asked for;
+        // a later one lets the host wake the source for nothing, which is harmless.
+        match (next, self.cc_wake) {
+            (Some(t), Some(w)) if t.ns() >= w => None,
+            _ => next,
+        }
+    }
+
+    /// Let flow `f` send what its windows allow, writing more data first (the sender's
+    /// application writes as fast as the socket takes it, `total_bytes` in all).
+    fn cc_pump(&mut self, f: usize, now_ns: u64, out: &mut Vec<Emit>) {
+        if now_ns >= self.cfg.stop_ns {
+            return;
+        }
+        let limit = if self.cfg.total_bytes > 0 { self.cfg.total_bytes } else { u64::MAX };
+        let chunk = 64 * u64::from(self.cfg.payload_bytes.max(1));
+        let was_outstanding = self.cc[f].snd.outstanding();
+        loop {
+            let snd = &mut self.cc[f].snd;
+            if snd.write_seq - snd.snd_nxt < chunk && snd.write_seq < limit {
+                let n = chunk.min(limit - snd.write_seq) as u32;
+                snd.append(n, true);
+            }
+            let Some(seg) = snd.next_tx(Time(now_ns)) else { break };
+            if seg.retransmit {
+                self.stats.retransmits += 1;
+            }
+            self.emit(out, f as u32, seg.seq, seg.len, true);
+        }
+        if !was_outstanding && self.cc[f].snd.outstanding() && self.cc[f].rto_at.is_none() {
+            let rto = self.cc[f].snd.rto_ns;
+            self.cc_set_timer(f, Some(now_ns + rto));
+        }
+    }
+
+    fn cc_set_timer(&mut self, f: usize, at: Option<u64>) {
+        if let Some(old) = self.cc[f].rto_at {
+            self.cc_due.remove(&(old, f as u32));
+        }
+        self.cc[f].rto_at = at;
+        if let Some(t) = at {
+            self.cc_due.insert((t, f as u32));
+        }
+    }
+
+    fn cc_next_wake(&mut self) -> Option<Time> {
+        let next = self.cc_due.first().map(|&(t, _)| t).filter(|&t| t < self.cfg.stop_ns);
+        if next.is_some() {
+            self.cc_wake = next;
+        }
+        next.map(Time)
+    }
+
     /// Is this a ping-pong request still waiting for its reply?
     pub fn outstanding(&self) -> bool {
         self.outstanding.is_some()
@@ -536,6 +688,7 @@ mod tests {
             record_from_ns: 0,
             http: None,
             clients: 1,
+            sender: None,
         }
     }
 
@@ -611,13 +764,13 @@ mod tests {
         let sent: u32 = out.iter().map(|e| e.payload_bytes).sum();
         assert!(sent <= 4096 && sent >= 4000, "sent {sent}");
         out.clear();
-        s.feedback(Time(10), Feedback::Ack { flow: 0, ack: 2000 }, &mut out);
+        s.feedback(Time(10), Feedback::Ack { flow: 0, ack: 2000, win: u32::MAX }, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].seq, 4000);
         // Three duplicate ACKs for 2000: fast retransmit from the hole.
         out.clear();
         for t in 11..14 {
-            s.feedback(Time(t), Feedback::Ack { flow: 0, ack: 2000 }, &mut out);
+            s.feedback(Time(t), Feedback::Ack { flow: 0, ack: 2000, win: u32::MAX }, &mut out);
         }
         assert_eq!(s.stats.retransmits, 1);
         assert_eq!(out.first().map(|e| e.seq), Some(2000));

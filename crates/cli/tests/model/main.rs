@@ -15,6 +15,7 @@ mod rfs;
 mod scheduler;
 mod seeds;
 mod speed;
+mod tcp_senders;
 mod transmit;
 
 use hostsim_host::Summary;

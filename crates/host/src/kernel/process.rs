@@ -205,8 +205,15 @@ impl Host {
             return None;
         }
         let (bytes, pkts, penalty) = self.sock_read(s, max_bytes, pid, cpu);
+        // Window updates the read calls for leave at its start (Linux sends them at its end,
+        // `tcp_cleanup_rbuf`: the copy's few microseconds earlier); the unit pays for them.
+        let updates = if self.net.socks[s].tcp { self.tcp_after_read(s, bytes) } else { 0 };
         let c = &self.cfg.profile.costs;
-        let cost = c.syscall_ns + c.recv_ns + round_u64(f64::from(bytes) * c.copy_per_byte_ns) + penalty;
+        let cost = c.syscall_ns
+            + c.recv_ns
+            + round_u64(f64::from(bytes) * c.copy_per_byte_ns)
+            + penalty
+            + u64::from(updates) * (c.tcp_ack_send_ns + c.driver_tx_frame_ns);
         let p = &mut self.procs[pid as usize];
         p.rx_packets += u64::from(pkts);
         p.rx_bytes += u64::from(bytes);

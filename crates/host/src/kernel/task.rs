@@ -3,12 +3,13 @@
 //! `kernel/process.rs` (a program's actions) and `kernel/app.rs` (a thread of a multi-threaded program); how it
 //! is scheduled is in `sched/`.
 
-use crate::config::{HostConfig, SchedPolicy};
+use crate::config::{HostConfig, KernelConfig, SchedPolicy, TcpReceiver};
 use crate::kernel::app_state::AppPending;
 use crate::kernel::sched::o1_rq::O1Task;
 use crate::mechanisms::tabata_speed::slots::SlotPlan;
 use crate::mechanisms::takeuchi_symbiose::{Stage, SymbioseThread};
 use crate::net::core::sock::Sock;
+use crate::net::ipv4::tcp_rcv_window::{RcvWindow, RcvWindowParams};
 use crate::types::*;
 use hostsim_engine::{Histogram, Rng, RngStreams, Time, Timer};
 use hostsim_workload::{Program, ProgramConfig};
@@ -229,7 +230,14 @@ pub fn spawn_tasks(cfg: &HostConfig, ncpu: usize, streams: &RngStreams) -> (Vec<
         if let (true, Some(port)) = (prog.uses_socket(), port) {
             if port_sock[port as usize] == NONE {
                 port_sock[port as usize] = socks.len() as u32;
-                socks.push(Sock::new(port, prog.is_tcp(), p.rcvbuf_bytes.unwrap_or(cfg.kernel.rcvbuf_bytes)));
+                let k = &cfg.kernel;
+                let mut sock = Sock::new(port, prog.is_tcp(), p.rcvbuf_bytes.unwrap_or(k.rcvbuf_bytes));
+                if prog.is_tcp() && k.tcp_receiver == TcpReceiver::Linux {
+                    // A TCP socket's buffer starts at tcp_rmem[1] unless SO_RCVBUF set it.
+                    sock.rcvbuf = p.rcvbuf_bytes.unwrap_or(k.tcp_rmem[1]);
+                    sock.rwin = Some(Box::new(RcvWindow::new(rcv_window_params(k), sock.rcvbuf, p.rcvbuf_bytes.is_some())));
+                }
+                socks.push(sock);
             }
             sock = port_sock[port as usize];
         }
@@ -277,4 +285,15 @@ pub fn spawn_tasks(cfg: &HostConfig, ncpu: usize, streams: &RngStreams) -> (Vec<
 /// The highest priority level among the processes bound to socket `s`.
 pub fn sock_level(procs: &[Proc], s: u32) -> u8 {
     procs.iter().filter(|p| p.sock == s).map(|p| level_of_nice(p.nice)).max().unwrap_or(0)
+}
+
+/// The receive-window parameters of `[kernel]`.
+pub fn rcv_window_params(k: &KernelConfig) -> RcvWindowParams {
+    RcvWindowParams {
+        mss: k.tcp_mss_bytes,
+        tcp_rmem_max: k.tcp_rmem[2],
+        adv_win_scale: k.tcp_adv_win_scale,
+        moderate: k.tcp_moderate_rcvbuf,
+        skb_overhead: k.skb_overhead_bytes,
+    }
 }

@@ -11,7 +11,7 @@ use crate::config::{HostConfig, Protocol};
 use crate::drivers::net::Nic;
 use crate::types::*;
 use hostsim_engine::{round_u64, Rng, RngStreams, Time, Timer};
-use hostsim_workload::{Emit, Feedback, Source, SourceConfig, SourceKind};
+use hostsim_workload::{Emit, Feedback, SenderTcp, Source, SourceConfig, SourceKind};
 
 pub mod link;
 
@@ -195,6 +195,7 @@ impl Wire {
                     record_from_ns: cfg.warmup_ns,
                     http: t.http.clone(),
                     clients: t.clients.max(1),
+                    sender: t.tcp_cc.kind().map(|cc| SenderTcp { cc, era: t.tcp_era, hz: t.tcp_hz }),
                 }),
                 nic,
                 dst_port: t.dst_port,

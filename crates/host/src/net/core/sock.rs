@@ -8,6 +8,7 @@
 //!   `fs/select.rs` poll(), `kernel/app.rs` the programs' system calls): connected sockets, poll
 //!   sets, listening sockets, and the table that finds a socket from a segment's (source, flow).
 
+use crate::net::ipv4::tcp_rcv_window::RcvWindow;
 use crate::types::*;
 use hostsim_engine::Time;
 use hostsim_engine::Timer;
@@ -18,6 +19,10 @@ use std::collections::{BTreeMap, VecDeque};
 pub struct TcpFlowState {
     pub rcv_nxt: u64,
     pub unacked_segs: u32,
+    /// The window last advertised (`rcv_wnd`) and `rcv_nxt` then (`rcv_wup`): what is still
+    /// open of it is `rcv_wup + rcv_wnd - rcv_nxt` (`tcp_receive_window`).
+    pub rcv_wnd: u32,
+    pub rcv_wup: u64,
 }
 
 // Field order (`repr(C)`, 64-byte aligned): what every datagram's enqueue and read touch comes
@@ -49,6 +54,10 @@ pub struct Sock {
     /// The CPU that armed `delack` (its callback sends from there, `Host::xmit_cpu`).
     pub delack_cpu: u32,
     pub flows: BTreeMap<(u32, u32), TcpFlowState>,
+    /// The advertised window's state (`kernel.tcp_receiver = "linux"`), None without it.
+    pub rwin: Option<Box<RcvWindow>>,
+    /// The Linux receiver's out-of-order queue: segments above a hole by (source, flow, seq).
+    pub ooo: BTreeMap<(u32, u32, u64), PktId>,
     /// Sending connections of this socket by (source, flow) of their far end.
     pub conns: BTreeMap<(u32, u32), u32>,
 }
@@ -66,6 +75,8 @@ impl Sock {
             waiters: VecDeque::new(),
             hash: 0,
             flows: BTreeMap::new(),
+            rwin: None,
+            ooo: BTreeMap::new(),
             level: 0,
             drops: 0,
             delack: Timer::new(),

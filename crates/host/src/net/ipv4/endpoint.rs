@@ -174,7 +174,7 @@ impl Host {
             let e = &mut self.net.eps.eps[ep as usize];
             e.unacked = 0;
             e.delack.cancel();
-            self.transmit(src, 0, true, Feedback::Ack { flow, ack });
+            self.transmit(src, 0, true, Feedback::Ack { flow, ack, win: u32::MAX });
         } else if !self.net.eps.eps[ep as usize].delack.is_armed() {
             let gen = self.net.eps.eps[ep as usize].delack.arm();
             self.net.eps.eps[ep as usize].delack_cpu = cpu as u32;
@@ -193,7 +193,7 @@ impl Host {
         e.unacked = 0;
         let (src, flow, ack) = (e.src, e.flow, e.rcv_nxt);
         self.net.xmit_cpu = e.delack_cpu;
-        self.transmit(src, 0, true, Feedback::Ack { flow, ack });
+        self.transmit(src, 0, true, Feedback::Ack { flow, ack, win: u32::MAX });
     }
 
     /// poll() events of an endpoint now (only those it asked for).

@@ -1,7 +1,12 @@
-//! Protocol input and sockets: UDP datagrams and a simplified TCP receiver (in-order stream per
-//! flow, out-of-order segments dropped and answered with a duplicate ACK, an ACK every second
-//! segment or when the delayed-ACK timer fires). Receive buffers limit queued truesize.
+//! Protocol input and sockets: UDP datagrams and a TCP receiver (an in-order stream per flow, an
+//! ACK every second segment or when the delayed-ACK timer fires). Receive buffers limit queued
+//! truesize. Out-of-order segments are dropped and answered with a duplicate ACK by the simple
+//! receiver (`kernel.tcp_receiver = "simple"`); Linux's (`"linux"`) holds them until the hole
+//! fills, acknowledges every segment at once while it holds any (3.2 `tcp_data_queue`,
+//! `tcp_ofo_queue`, `__tcp_ack_snd_check`), advertises its window and autotunes its buffer
+//! (`tcp_rcv_window.rs`).
 
+use crate::net::core::sock::{Sock, TcpFlowState};
 use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
@@ -11,8 +16,11 @@ impl Host {
     /// Would delivering `pkt` to TCP socket `s` send an ACK right away?
     pub fn tcp_will_ack(&self, s: usize, pkt: PktId) -> bool {
         let p = &self.skb.pkts[pkt as usize];
-        let st = self.net.socks[s].flows.get(&(p.src, p.flow)).copied().unwrap_or_default();
-        p.seq != st.rcv_nxt || st.unacked_segs + 1 >= 2
+        let sock = &self.net.socks[s];
+        let st = sock.flows.get(&(p.src, p.flow)).copied().unwrap_or_default();
+        p.seq != st.rcv_nxt
+            || st.unacked_segs + 1 >= 2
+            || (!sock.ooo.is_empty() && sock.ooo.range((p.src, p.flow, 0)..=(p.src, p.flow, u64::MAX)).next().is_some())
     }
 
     /// Softirq protocol processing finished for `pkt` on `cpu`: queue it on its socket (or,
@@ -35,13 +43,22 @@ impl Host {
         let s = s as usize;
         let truesize = p.bytes + self.cfg.kernel.skb_overhead_bytes;
         let (src, flow, seq, bytes, hash) = (p.src, p.flow, p.seq, p.bytes, p.hash);
+        let linux = self.net.socks[s].rwin.is_some();
         if self.net.socks[s].tcp {
-            let st = self.net.socks[s].flows.entry((src, flow)).or_default();
-            if seq != st.rcv_nxt {
-                // Out of order (a predecessor was dropped) or a retransmitted duplicate.
-                let ack = st.rcv_nxt;
+            let sock = &mut self.net.socks[s];
+            let st = sock.flows.entry((src, flow)).or_insert_with(|| {
+                // A new connection: its handshake advertised the initial window (Linux).
+                let rcv_wnd = sock.rwin.as_deref().map_or(0, |w| w.select(sock.used));
+                TcpFlowState { rcv_wnd, ..TcpFlowState::default() }
+            });
+            let rcv_nxt = st.rcv_nxt;
+            let held = self.net.socks[s].ooo.contains_key(&(src, flow, seq));
+            if seq != rcv_nxt && !(linux && seq > rcv_nxt && !held) {
+                // A retransmitted duplicate, or (simple receiver) out of order: dropped, with a
+                // duplicate ACK.
                 self.drop_pkt(pkt, DropPlace::TcpOutOfOrder);
-                self.transmit(src, 0, true, Feedback::Ack { flow, ack });
+                let win = self.tcp_ack_window(s, src, flow);
+                self.transmit(src, 0, true, Feedback::Ack { flow, ack: rcv_nxt, win });
                 return;
             }
         }
@@ -51,6 +68,16 @@ impl Host {
             return self.drop_pkt(pkt, DropPlace::Socket);
         }
         sock.used += truesize;
+        if sock.tcp && seq != sock.flows[&(src, flow)].rcv_nxt {
+            // Linux receiver: above a hole, held in the out-of-order queue (counted in the
+            // buffer) and answered at once with a duplicate ACK (`tcp_data_queue`).
+            sock.ooo.insert((src, flow, seq), pkt);
+            self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
+            let ack = sock.flows[&(src, flow)].rcv_nxt;
+            let win = self.tcp_ack_window(s, src, flow);
+            self.transmit(src, 0, true, Feedback::Ack { flow, ack, win });
+            return;
+        }
         self.sock_len_changed(s);
         let sock = &mut self.net.socks[s];
         sock.queue.push_back(pkt);
@@ -59,13 +86,32 @@ impl Host {
         self.skb.pkts[pkt as usize].t_sock = self.now;
         self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
         if sock.tcp {
-            let st = sock.flows.get_mut(&(src, flow)).expect("flow state created above");
+            let Sock { flows, rwin, used, ooo, queue, enqueued, .. } = sock;
+            let st = flows.get_mut(&(src, flow)).expect("flow state created above");
             st.rcv_nxt += u64::from(bytes);
             st.unacked_segs += 1;
-            if st.unacked_segs >= 2 {
+            if let Some(w) = rwin.as_deref_mut() {
+                w.rtt_measure(self.now.ns() / self.tick_ns, st.rcv_nxt, st.rcv_wnd);
+                w.grow(*used, bytes, truesize);
+            }
+            // A filled hole moves the held segments that now follow in order (`tcp_ofo_queue`);
+            // while any are held every segment is acknowledged at once (`__tcp_ack_snd_check`).
+            let mut had_ooo = false;
+            if !ooo.is_empty() {
+                had_ooo = ooo.range((src, flow, 0)..=(src, flow, u64::MAX)).next().is_some();
+                while let Some(next) = ooo.remove(&(src, flow, st.rcv_nxt)) {
+                    queue.push_back(next);
+                    *enqueued += 1;
+                    let p = &mut self.skb.pkts[next as usize];
+                    p.t_sock = self.now;
+                    st.rcv_nxt += u64::from(p.bytes);
+                }
+            }
+            if st.unacked_segs >= 2 || had_ooo {
                 st.unacked_segs = 0;
                 let ack = st.rcv_nxt;
-                self.transmit(src, 0, true, Feedback::Ack { flow, ack });
+                let win = self.tcp_ack_window(s, src, flow);
+                self.transmit(src, 0, true, Feedback::Ack { flow, ack, win });
             } else if !sock.delack.is_armed() {
                 let gen = sock.delack.arm();
                 sock.delack_cpu = cpu as u32;
@@ -88,8 +134,50 @@ impl Host {
             }
         }
         for (src, flow, ack) in acks {
-            self.transmit(src, 0, true, Feedback::Ack { flow, ack });
+            let win = self.tcp_ack_window(s, src, flow);
+            self.transmit(src, 0, true, Feedback::Ack { flow, ack, win });
         }
+    }
+
+    /// The window an ACK of flow (`src`, `flow`) of TCP socket `s` advertises now, recorded as
+    /// the flow's `rcv_wnd` (`tcp_select_window`); `u32::MAX` when the receiver's window is not
+    /// modelled (`kernel.tcp_receiver = "simple"`).
+    fn tcp_ack_window(&mut self, s: usize, src: u32, flow: u32) -> u32 {
+        let Sock { flows, rwin, used, .. } = &mut self.net.socks[s];
+        let Some(w) = rwin.as_deref() else { return u32::MAX };
+        let st = flows.get_mut(&(src, flow)).expect("a flow being acknowledged");
+        let open = (st.rcv_wup + u64::from(st.rcv_wnd)).saturating_sub(st.rcv_nxt);
+        let win = w.advertise(*used, open);
+        st.rcv_wnd = win;
+        st.rcv_wup = st.rcv_nxt;
+        win
+    }
+
+    /// After a read of TCP socket `s` (`tcp_recvmsg`): autotune its buffer
+    /// (`tcp_rcv_space_adjust`), then send a window update to each flow whose open window the
+    /// read has at least doubled (`tcp_cleanup_rbuf`). Returns the ACKs sent (the caller charges
+    /// them). Nothing without the receiver's window model.
+    pub fn tcp_after_read(&mut self, s: usize, bytes: u32) -> u32 {
+        let jiffies = self.now.ns() / self.tick_ns;
+        let sock = &mut self.net.socks[s];
+        let Some(w) = sock.rwin.as_deref_mut() else { return 0 };
+        w.copied += u64::from(bytes);
+        if let Some(buf) = w.space_adjust(jiffies) {
+            sock.rcvbuf = buf;
+        }
+        let mut updates: Vec<(u32, u32, u64)> = Vec::new();
+        for (&(src, flow), st) in sock.flows.iter_mut() {
+            let open = (st.rcv_wup + u64::from(st.rcv_wnd)).saturating_sub(st.rcv_nxt);
+            if w.update_due(sock.used, open) {
+                st.unacked_segs = 0;
+                updates.push((src, flow, st.rcv_nxt));
+            }
+        }
+        for &(src, flow, ack) in &updates {
+            let win = self.tcp_ack_window(s, src, flow);
+            self.transmit(src, 0, true, Feedback::Ack { flow, ack, win });
+        }
+        updates.len() as u32
     }
 
     /// Track the time-integral of the socket queue length (Little's law check).

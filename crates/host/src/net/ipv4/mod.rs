@@ -6,9 +6,11 @@
 //! - `tcp_output`: the sending TCP of in-host programs: send(), ACK input, retransmission timer.
 //! - `endpoint`: the connections of event-driven servers (accept queues, connected sockets, pipes).
 //! - `forward`: IP forwarding to a route's output device (`ip_forward.c`).
+//! - `tcp_rcv_window`: the receiving TCP's advertised window and buffer autotuning (Linux 3.2).
 
 pub mod endpoint;
 pub mod forward;
 pub mod input;
 pub mod tcp_conn;
 pub mod tcp_output;
+pub mod tcp_rcv_window;

@@ -123,7 +123,7 @@ impl Host {
 
     /// The retransmission timer fired: go back to the first unacknowledged byte.
     pub fn tcp_retransmit_timer(&mut self, conn: usize) {
-        self.net.conns[conn].snd.on_timeout();
+        self.net.conns[conn].snd.on_timeout(self.now);
         let n = self.tcp_mark_sendable(conn, u32::MAX);
         let pending = self.net.conns[conn].pending.len() as u32;
         // Segments marked by units still running go out with them; these go now.

@@ -1,0 +1,76 @@
+"""Japanese in the report renders on any machine: the characters the page uses (the papers'
+quotes) are cut out of a CJK font found on the machine that builds the report and embedded in the
+page as a WOFF data URL (fontTools' subsetter; a few tens of KB instead of megabytes).
+
+The font: IPAex Gothic (Debian's `fonts-ipaexfont-gothic`, which scripts/deps.sh installs for
+`scripts/reproduce.sh` and `scripts/test.sh`), else Noto Sans CJK, else whatever fontconfig
+offers for Japanese. Without one the report is still written, without the embedded font (a reader
+without a CJK font of their own then sees boxes), and the builder says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+FAMILY = "hostsim-cjk"
+CANDIDATES = [
+    "/usr/share/fonts/opentype/ipaexfont-gothic/ipaexg.ttf",
+    "/usr/share/fonts/truetype/ipaexfont-gothic/ipaexg.ttf",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+]
+
+
+def is_cjk(ch: str) -> bool:
+    """Characters a Latin font lacks that the papers' quotes use: CJK punctuation, kana, kanji,
+    full-width forms (U+2E80 on)."""
+    return ord(ch) >= 0x2E80
+
+
+def find_font() -> Path | None:
+    for c in CANDIDATES:
+        if Path(c).exists():
+            return Path(c)
+    if shutil.which("fc-match"):
+        r = subprocess.run(["fc-match", "-f", "%{file}", ":lang=ja"], capture_output=True, text=True)
+        p = Path(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip() else None
+        if p and p.exists() and p.suffix.lower() in (".ttf", ".otf", ".ttc"):
+            return p
+    return None
+
+
+def subset_woff(font: Path, chars: str) -> bytes:
+    """The glyphs of `chars` from `font`, as a WOFF file (deterministic: equal input, equal bytes)."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    opts = subset.Options()
+    opts.flavor = "woff"
+    opts.name_IDs = ["*"]  # keep the font's name and licence records
+    # A collection (.ttc) holds several fonts: the first is the Japanese one in Noto's.
+    f = TTFont(str(font), fontNumber=0 if font.suffix.lower() == ".ttc" else -1, lazy=True)
+    s = subset.Subsetter(opts)
+    s.populate(text=chars)
+    s.subset(f)
+    buf = io.BytesIO()
+    subset.save_font(f, buf, opts)
+    return buf.getvalue()
+
+
+def font_face_css(text: str) -> tuple[str, str | None]:
+    """The @font-face rule embedding the CJK characters of `text` (empty if there are none), and
+    the font's file name (None if none was found)."""
+    chars = "".join(sorted({c for c in text if is_cjk(c)}))
+    if not chars:
+        return "", None
+    font = find_font()
+    if font is None:
+        return "", None
+    data = base64.b64encode(subset_woff(font, chars)).decode("ascii")
+    ranges = ",".join(f"U+{ord(c):04X}" for c in chars)
+    css = (f"@font-face {{ font-family: '{FAMILY}'; src: url(data:font/woff;base64,{data}) format('woff'); "
+           f"unicode-range: {ranges}; }}\n")
+    return css, font.name
