@@ -1,18 +1,23 @@
-//! Compiles the XDP program (src/bpf/pbq_xdp.bpf.c) with clang and generates its libbpf-rs
-//! skeleton. Needs clang and, for libbpf-sys, libelf and zlib headers: `scripts/deps.sh`
-//! installs them from Debian's packages.
+//! Compiles the BPF programs (src/bpf/*.bpf.c) with clang and generates their libbpf-rs
+//! skeletons: the ozaki-pbq XDP program and tabata-speed's arrival recorder. Needs clang and,
+//! for libbpf-sys, libelf and zlib headers: `scripts/deps.sh` installs them from Debian's
+//! packages.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 use std::process::Command;
 
-const SRC: &str = "src/bpf/pbq_xdp.bpf.c";
+/// (source, skeleton file, headers it includes).
+const PROGS: [(&str, &str, &str); 2] = [
+    ("src/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", "src/bpf/pbq.h"),
+    ("src/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", "src/bpf/arrivals.h"),
+];
 
 fn main() {
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("pbq_xdp.skel.rs");
+    let dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     if Command::new("clang").arg("--version").output().is_err() {
         panic!(
-            "hostsim-live: `clang` not found. It compiles the XDP program {SRC}. \
+            "hostsim-live: `clang` not found. It compiles the BPF programs in src/bpf/. \
              Install the build dependencies with `bash scripts/deps.sh` (Debian: clang libelf-dev zlib1g-dev pkg-config make)."
         );
     }
@@ -20,11 +25,13 @@ fn main() {
     // which clang's BPF target does not search by itself.
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = format!("/usr/include/{arch}-linux-gnu");
-    SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args(["-I", &multiarch, "-I", "src/bpf", "-mcpu=v3", "-Wall", "-Werror"])
-        .build_and_generate(&out)
-        .unwrap_or_else(|e| panic!("hostsim-live: building {SRC}: {e:#}"));
-    println!("cargo:rerun-if-changed={SRC}");
-    println!("cargo:rerun-if-changed=src/bpf/pbq.h");
+    for (src, skel, header) in PROGS {
+        SkeletonBuilder::new()
+            .source(src)
+            .clang_args(["-I", &multiarch, "-I", "src/bpf", "-mcpu=v3", "-Wall", "-Werror"])
+            .build_and_generate(dir.join(skel))
+            .unwrap_or_else(|e| panic!("hostsim-live: building {src}: {e:#}"));
+        println!("cargo:rerun-if-changed={src}");
+        println!("cargo:rerun-if-changed={header}");
+    }
 }

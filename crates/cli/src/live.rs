@@ -3,6 +3,7 @@
 
 use hostsim_live::harness::{progress, LiveError, LiveRun};
 use hostsim_live::ozaki::{self, OzakiConfig};
+use hostsim_live::tabata::{self, GateKind, TabataConfig};
 use std::path::Path;
 
 /// Options of `hostsim live ozaki-pbq` (None = the experiment's default).
@@ -82,6 +83,88 @@ pub fn ozaki_pbq(o: &OzakiOptions, out: &Path) -> Result<(), LiveError> {
         out.join("results.csv").display()
     ));
     let outcome = ozaki::run(&cfg, &mut run);
+    let n = run.points().len();
+    run.finish(outcome)?;
+    progress(format!("{n} points -> {}", out.join("results.csv").display()));
+    Ok(())
+}
+
+/// Options of `hostsim live tabata-speed` (None = the experiment's default).
+#[derive(Clone, Debug, Default)]
+pub struct TabataOptions {
+    pub quick: bool,
+    pub reps: Option<u32>,
+    pub speeds_pct: Option<Vec<u32>>,
+    pub units_bytes: Option<Vec<usize>>,
+    pub sndbuf_bytes: Option<i32>,
+    pub gate: Option<String>,
+    pub no_off: bool,
+}
+
+/// The configuration a command line asks for; `--quick` is the short run of the tests.
+pub fn tabata_config(o: &TabataOptions) -> Result<TabataConfig, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding the hostsim binary: {e}"))?;
+    let mut c = TabataConfig::new(exe, vec!["live-worker".into()]);
+    if o.quick {
+        c.speeds_pct = vec![100, 50];
+        c.units_bytes = vec![1024];
+        c.reps = 1;
+    }
+    if let Some(r) = o.reps {
+        c.reps = r.clamp(1, 20);
+    }
+    if let Some(v) = &o.speeds_pct {
+        if v.is_empty() || v.iter().any(|&x| !(1..=100).contains(&x)) {
+            return Err("--speeds: each speed must be in 1..=100 percent".into());
+        }
+        c.speeds_pct = v.clone();
+    }
+    if let Some(v) = &o.units_bytes {
+        if v.is_empty() || v.iter().any(|&x| !(1..=65536).contains(&x)) {
+            return Err("--units: each unit must be in 1..=65536 bytes".into());
+        }
+        c.units_bytes = v.clone();
+    }
+    if let Some(b) = o.sndbuf_bytes {
+        if !(1024..=1 << 24).contains(&b) {
+            return Err("--sndbuf: expected 1024..=16777216 bytes".into());
+        }
+        c.sndbuf_bytes = b;
+    }
+    match o.gate.as_deref() {
+        None | Some("freeze") => c.gate = GateKind::Freeze,
+        Some("signal") => c.gate = GateKind::Signal,
+        Some(g) => return Err(format!("--gate: `{g}`, expected `freeze` or `signal`")),
+    }
+    c.off = !o.no_off;
+    Ok(c)
+}
+
+/// `hostsim live tabata-speed --out DIR`: the sweep through the live harness.
+pub fn tabata_speed(o: &TabataOptions, out: &Path) -> Result<(), LiveError> {
+    let cfg = tabata_config(o).map_err(LiveError::Failed)?;
+    let mut run = LiveRun::start("tabata-speed", out)?;
+    let points = (cfg.speeds_pct.len() + usize::from(cfg.off)) * cfg.units_bytes.len() * cfg.reps as usize;
+    run.set_info("points", points.into());
+    run.set_info(
+        "config",
+        serde_json::json!({
+            "speeds_pct": cfg.speeds_pct, "units_bytes": cfg.units_bytes, "reps": cfg.reps, "off": cfg.off,
+            "total_bytes": cfg.total_bytes, "sndbuf_bytes": cfg.sndbuf_bytes, "rate_mbit": cfg.rate_mbit,
+            "slot_us": cfg.slot_us, "block_ms": cfg.block_ms, "sender_cpu": cfg.sender_cpu, "sink_cpu": cfg.sink_cpu,
+            "fifo_prio": cfg.fifo_prio, "gate": cfg.gate.name(), "point_timeout_s": cfg.point_timeout_s,
+        }),
+    );
+    run.progress(format!(
+        "hostsim live tabata-speed ({}): {points} points, 1 MB each over {} Mbit/s, sender CPU {}, sink CPU {}, gate {} -> {}",
+        run.name(),
+        cfg.rate_mbit,
+        cfg.sender_cpu,
+        cfg.sink_cpu,
+        cfg.gate.name(),
+        out.join("results.csv").display()
+    ));
+    let outcome = tabata::run(&cfg, &mut run);
     let n = run.points().len();
     run.finish(outcome)?;
     progress(format!("{n} points -> {}", out.join("results.csv").display()));

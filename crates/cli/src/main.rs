@@ -193,6 +193,37 @@ enum LiveCmd {
         #[arg(long, value_delimiter = ',')]
         modes: Option<Vec<String>>,
     },
+    /// Paper 002's Fig. 1-3 and Table 1 on this kernel: a bulk TCP sender (1 MB in 1024 and
+    /// 2048 B writes) over a 100 Mbit/s shaped veth, its speed regulated by a SCHED_FIFO slot
+    /// regulator (n of 1000 1-ms slots, cgroup.freeze); the receiver's kernel timestamps every
+    /// frame. Writes DIR/results.csv (the model's metric names), DIR/frames/ and DIR/run.json.
+    #[command(name = "tabata-speed")]
+    TabataSpeed {
+        #[arg(long)]
+        out: PathBuf,
+        /// The short run of the tests: 1024 B units, unregulated, 100 % and 50 %, once.
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of the whole sweep (default 3).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Regulated speeds, percent, comma-separated (default 10,20,...,100).
+        #[arg(long, value_delimiter = ',')]
+        speeds: Option<Vec<u32>>,
+        /// send() units, bytes, comma-separated (default 1024,2048).
+        #[arg(long, value_delimiter = ',')]
+        units: Option<Vec<usize>>,
+        /// SO_SNDBUF given to the sender, bytes (default 8192; the kernel doubles it).
+        #[arg(long)]
+        sndbuf: Option<i32>,
+        /// How the regulator stops the sender: `freeze` (cgroup v2, default) or `signal`
+        /// (SIGSTOP/SIGCONT).
+        #[arg(long)]
+        gate: Option<String>,
+        /// Skip the unregulated baseline.
+        #[arg(long)]
+        no_off: bool,
+    },
     /// Delete what runs killed with SIGKILL left behind (namespaces named hsl-<dead pid>-*).
     Clean,
 }
@@ -218,6 +249,28 @@ enum WorkerCmd {
         secs: f64,
         #[arg(long, default_value_t = 32)]
         batch: usize,
+    },
+    TcpSink {
+        #[arg(long)]
+        port: u16,
+        #[arg(long)]
+        secs: f64,
+    },
+    TcpSend {
+        #[arg(long)]
+        dst: std::net::Ipv4Addr,
+        #[arg(long)]
+        port: u16,
+        #[arg(long)]
+        unit: usize,
+        #[arg(long)]
+        total: usize,
+        #[arg(long)]
+        sndbuf: i32,
+        #[arg(long)]
+        start_ns: u64,
+        #[arg(long)]
+        secs: f64,
     },
 }
 
@@ -468,6 +521,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
+            LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {
+                let o = hostsim_cli::live::TabataOptions { quick, reps, speeds_pct: speeds, units_bytes: units, sndbuf_bytes: sndbuf, gate, no_off };
+                live_exit(hostsim_cli::live::tabata_speed(&o, &out))
+            }
             LiveCmd::Clean => match hostsim_cli::live::clean() {
                 Ok(true) => Ok(ExitCode::SUCCESS),
                 Ok(false) => Ok(ExitCode::from(1)),
@@ -480,6 +537,11 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs),
                 WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
                     hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
+                }
+                WorkerCmd::TcpSink { port, secs } => hostsim_live::tcp_worker::run_tcp_sink(port, secs),
+                WorkerCmd::TcpSend { dst, port, unit, total, sndbuf, start_ns, secs } => {
+                    let spec = hostsim_live::tcp_worker::SendSpec { dst, port, unit_bytes: unit, total_bytes: total, sndbuf_bytes: sndbuf, start_ns, secs };
+                    hostsim_live::tcp_worker::run_tcp_sender(&spec)
                 }
             };
             r.map_err(|e| format!("live-worker: {e}"))?;

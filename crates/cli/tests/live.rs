@@ -67,7 +67,7 @@ fn exists(e: &Entry) -> bool {
                 && Command::new("ip").args(ns.iter().flat_map(|n| ["-n", n.as_str()])).args(["link", "show", "dev", dev]).output().unwrap().status.success()
         }
         Entry::Cgroup { path } => path.exists(),
-        Entry::Xdp { prog_id, .. } => {
+        Entry::Xdp { prog_id, .. } | Entry::Tcx { prog_id, .. } => {
             Command::new("bpftool").args(["prog", "show", "id", &prog_id.to_string()]).output().is_ok_and(|o| o.status.success())
         }
         // A value in a namespace that is gone is gone with it; elsewhere it must be back.

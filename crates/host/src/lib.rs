@@ -62,6 +62,9 @@ pub use metrics::summary::{
     CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, SpeedSummary, Summary,
     TcpSummary, TrafficSummary, HttpTotals,
 };
+/// A stream sink's metrics (bandwidth, inter-arrival histograms) from its [`hostsim_workload::SinkStats`]:
+/// also filled from a live run's frames (crates/live/src/tabata.rs), so both use one definition.
+pub use metrics::sink::insert as insert_sink_metrics;
 pub use metrics::trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
 

@@ -269,6 +269,25 @@ impl LiveRun {
         self.record(Entry::Xdp { ns: ns.map(|n| n.name.clone()), dev: dev.to_string(), prog_id, link_id })
     }
 
+    /// Record a tc program attached at `dev`'s tcx ingress in `ns` through bpf_link `link_id`
+    /// (recorded after attaching, as [`LiveRun::record_xdp`]).
+    pub fn record_tcx(&self, ns: Option<&Netns>, dev: &str, prog_id: u32, link_id: u32) -> Result<(), LiveError> {
+        self.record(Entry::Tcx { ns: ns.map(|n| n.name.clone()), dev: dev.to_string(), prog_id, link_id })
+    }
+
+    /// Create cgroup v2 group `<run>-<role>` (for its `cgroup.freeze`: tabata-speed's
+    /// regulator); `Unsupported` where no cgroup v2 hierarchy is mounted.
+    pub fn freeze_group(&self, role: &str) -> Result<PathBuf, LiveError> {
+        let root = crate::cgroup::v2_root().ok_or_else(|| LiveError::Unsupported("no cgroup v2 hierarchy is mounted (for cgroup.freeze)".into()))?;
+        let path = root.join(format!("{}-{role}", self.name));
+        self.record(Entry::Cgroup { path: path.clone() })?;
+        std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        if !path.join("cgroup.freeze").exists() {
+            return Err(LiveError::Unsupported(format!("{}: no cgroup.freeze (cgroup v2 freezer: Linux 5.2+)", path.display())));
+        }
+        Ok(path)
+    }
+
     /// Pin a process the run did not start to `cpus`, recording its affinity for clean-up.
     /// (The run's own workers are placed at spawn, `worker::Placement`, and die with it.)
     pub fn set_affinity(&self, pid: u32, cpus: &[usize]) -> Result<(), LiveError> {
@@ -329,7 +348,7 @@ impl LiveRun {
         for (e, r) in self.ledger.undo_all() {
             if let Err(m) = r {
                 left.push(format!("{e}: {m}"));
-            } else if r == Ok(Undone::Removed) && matches!(e, Entry::Xdp { .. }) {
+            } else if r == Ok(Undone::Removed) && matches!(e, Entry::Xdp { .. } | Entry::Tcx { .. }) {
                 // Something still held the link: worth a line.
                 progress(format!("hostsim live: clean-up: {} {e}", e.undo_verb()));
             }

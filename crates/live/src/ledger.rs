@@ -40,6 +40,9 @@ pub enum Entry {
     /// with the last descriptor on it (the run's), so after any exit this checks that the link
     /// and the program are gone, detaching the link if something still holds it.
     Xdp { ns: Option<String>, dev: String, prog_id: u32, link_id: Option<u32> },
+    /// A tc program attached at `dev`'s tcx ingress in `ns` through bpf_link `link_id`
+    /// (tabata-speed's arrival recorder); undone like [`Entry::Xdp`].
+    Tcx { ns: Option<String>, dev: String, prog_id: u32, link_id: u32 },
     /// A value written to a file (an RPS mask, a sysctl, an IRQ's affinity) in `ns` (None: the
     /// root namespace), and the value it had, which undoing writes back.
     File { ns: Option<String>, path: String, old: String },
@@ -59,6 +62,7 @@ impl std::fmt::Display for Entry {
                 write!(f, "XDP program id {prog_id} on {dev}{}", ns(n))?;
                 link_id.map_or(Ok(()), |l| write!(f, " (bpf_link id {l})"))
             }
+            Entry::Tcx { ns: n, dev, prog_id, link_id } => write!(f, "tc program id {prog_id} at tcx ingress of {dev}{} (bpf_link id {link_id})", ns(n)),
             Entry::File { ns: n, path, old } => write!(f, "{path}{} (value {old:?})", ns(n)),
             Entry::Affinity { pid, cpus, .. } => write!(f, "CPU affinity of pid {pid} (CPUs {cpus:?})"),
         }
@@ -70,7 +74,7 @@ impl Entry {
     pub fn undo_verb(&self) -> &'static str {
         match self {
             Entry::File { .. } | Entry::Affinity { .. } => "restored",
-            Entry::Xdp { .. } => "detached",
+            Entry::Xdp { .. } | Entry::Tcx { .. } => "detached",
             _ => "removed",
         }
     }
@@ -345,6 +349,7 @@ pub fn undo(e: &Entry) -> Result<Undone, String> {
         }
         Entry::Cgroup { path } => remove_cgroup(path),
         Entry::Xdp { prog_id, link_id, .. } => undo_xdp(*prog_id, *link_id),
+        Entry::Tcx { prog_id, link_id, .. } => undo_xdp(*prog_id, Some(*link_id)),
         Entry::File { ns, path, old } => {
             if ns.as_ref().is_some_and(|n| !netns_exists(n)) {
                 return Ok(Undone::AlreadyGone);
@@ -366,10 +371,16 @@ pub fn undo(e: &Entry) -> Result<Undone, String> {
 }
 
 /// Remove a cgroup once its processes have left: an exiting thread may take a moment to leave
-/// (on a loaded machine that once exceeded 1 s), so wait up to 5 s.
+/// (on a loaded machine that once exceeded 1 s), so wait up to 5 s. A cgroup v2 group a
+/// regulator froze (tabata-speed) is thawed first, so that a process still in it can run to
+/// its exit (a frozen task does die of SIGKILL, but a thawed one also of the SIGTERM it got).
 fn remove_cgroup(path: &Path) -> Result<Undone, String> {
     if !path.exists() {
         return Ok(Undone::AlreadyGone);
+    }
+    let freeze = path.join("cgroup.freeze");
+    if fs::read_to_string(&freeze).is_ok_and(|v| v.trim() == "1") {
+        let _ = fs::write(&freeze, "0");
     }
     let end = Instant::now() + Duration::from_secs(5);
     loop {

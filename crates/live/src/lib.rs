@@ -121,13 +121,17 @@
 //! root namespace, no global sysctl and no pinned BPF object is touched.
 
 pub mod agent;
+pub mod arrivals;
 pub mod cgroup;
 pub mod harness;
 pub mod ledger;
 pub mod netns;
 pub mod ozaki;
 pub mod procfs;
+pub mod regulator;
 pub mod signals;
 pub mod sys;
+pub mod tabata;
+pub mod tcp_worker;
 pub mod worker;
 pub mod xdp;

@@ -350,6 +350,34 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Has it exited (it is reaped then; its report waits on its stdout)?
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Its report as JSON, for workers with their own fields (tabata-speed's TCP sender and
+    /// sink): SIGTERM if it still runs, wait (SIGKILL after `grace`), parse its one line.
+    pub fn finish_json(mut self, grace: Duration) -> Result<serde_json::Value, String> {
+        if !self.exited() {
+            self.signal(libc::SIGTERM);
+        }
+        let end = Instant::now() + grace;
+        while !self.exited() {
+            if Instant::now() >= end {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(format!("worker {} did not stop within {grace:?}", self.name));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = self.child.stdout.take().ok_or("worker stdout")?;
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).map_err(|e| e.to_string())?;
+        serde_json::from_str(line.trim()).map_err(|e| format!("worker {} report `{}`: {e} (its errors are on stderr above)", self.name, line.trim()))
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         // Reached on error paths (finish() consumes the worker): never leave a child behind.

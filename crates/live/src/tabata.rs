@@ -1,0 +1,537 @@
+//! `hostsim live tabata-speed`: paper 002's Fig. 1-3 and Table 1 experiment on this machine's
+//! kernel: a slot regulator (`regulator.rs`) controls a real bulk TCP sender's execution speed,
+//! and the receiver's kernel timestamps every frame (`arrivals.rs`).
+//!
+//! ```text
+//!  ns snd                                                 ns rcv
+//!  sender (CPU 1, regulated) ── eth0 ═══ veth ═══ eth0 ── tcx ingress: bpf_ktime_get_ns → ring
+//!    SO_SNDBUF, TCP_NODELAY     TSO/GSO off                 sink (CPU 0): read until EOF
+//!    tcp_timestamps 0 (MSS 1460) tbf 100 Mbit/s + 24 B/frame
+//!  regulator thread (CPU 1, SCHED_FIFO): cgroup.freeze of the sender's group, per 1 ms slot
+//! ```
+//!
+//! The paper's sender wrote 1 MB in 1024 or 2048 B units over 100 Mbit/s Ethernet and the
+//! receiver timestamped frames in its driver. Here the wire is a veth shaped to 100 Mbit/s by
+//! tbf (`overhead 24`: preamble, SFD, FCS and inter-frame gap, so a 1514 B frame takes the
+//! 123 µs it takes on Ethernet), with segmentation offloads off so that every frame is one
+//! segment of at most an MSS, as on the paper's NIC. A veth has no line rate of its own and
+//! carries 64 KB GSO packets otherwise (issue 30's probes). Per-netns `tcp_timestamps = 0` in the
+//! sender's namespace gives the paper's MSS of 1460 B.
+//!
+//! **Which side is the bottleneck.** The mechanism acts on the sender, so the receiver must not
+//! limit the transfer: the sender's `TCP_INFO` says how long the connection was limited by the
+//! receiver's window (`rwnd_limited_us`, must stay ~0) and by its own send buffer
+//! (`sndbuf_limited_us`); the sink's CPU share is reported. Unregulated, the 100 Mbit/s shaper
+//! is the limit, as the paper's Ethernet was; regulated, the sender's slots are.
+//!
+//! **What a run changes, and how it is undone** (all in the run's ledger, see `harness.rs`):
+//! two namespaces `hsl-<pid>-<n>-{snd,rcv}` holding the veth pair, its tbf qdisc, its offload
+//! settings and the sender namespace's `tcp_timestamps` (all gone with the namespaces); a tc
+//! program attached through a tcx bpf_link (gone with the run's descriptor); a cgroup v2 group
+//! `hsl-<pid>-<n>-sender` for the freezer (thawed and removed); the v1 CPU group of the largest
+//! weight (removed). The regulator's SCHED_FIFO policy and affinity belong to a thread of the run
+//! that ends with each point; the workers die with the run (PR_SET_PDEATHSIG).
+
+use crate::arrivals::{Arrival, Recorder};
+use crate::cgroup::CpuGroup;
+pub use crate::harness::LiveError;
+use crate::harness::{failed, LiveRun, Netns, Point};
+use crate::netns::Veth;
+use crate::regulator::{self, FreezeGate, Gate, Regulation, RegulatorConfig, SignalGate};
+use crate::worker::{self, Placement};
+use hostsim_workload::{SinkStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS, SIZE_BINS};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The swept keys, named as in `scenarios/tabata-speed-bandwidth.toml`.
+pub const SPEED_KEY: &str = "process.sender.speed_pct";
+pub const UNIT_KEY: &str = "process.sender.unit_bytes";
+pub const PORT: u16 = 5001;
+pub const SENDER_ADDR: &str = "198.18.2.1";
+pub const SINK_ADDR: &str = "198.18.2.2";
+/// Ethernet's per-frame bytes on the wire besides the frame tbf sees (skb->len): FCS 4,
+/// preamble + SFD 8, inter-frame gap 12 (IEEE 802.3).
+pub const WIRE_OVERHEAD_BYTES: u32 = 24;
+/// FCS, added to skb->len for the model's frame size (`wire_bytes` − 20, crates/host/src/wire.rs).
+pub const FCS_BYTES: u16 = 4;
+
+/// How the regulator stops the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateKind {
+    /// cgroup v2 `cgroup.freeze`.
+    Freeze,
+    /// SIGSTOP / SIGCONT.
+    Signal,
+}
+
+impl GateKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            GateKind::Freeze => "freeze",
+            GateKind::Signal => "signal",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TabataConfig {
+    /// Regulated speeds, percent (n = speed × T / 100 slots of each block).
+    pub speeds_pct: Vec<u32>,
+    pub units_bytes: Vec<usize>,
+    pub reps: u32,
+    /// Also run the unregulated sender (variant `off`, once per unit and repetition).
+    pub off: bool,
+    /// Paper 002 §3.2: 1 MB.
+    pub total_bytes: usize,
+    /// Given to SO_SNDBUF; the kernel doubles it.
+    pub sndbuf_bytes: i32,
+    pub rate_mbit: u32,
+    pub slot_us: u64,
+    pub block_ms: u64,
+    pub sender_cpu: usize,
+    pub sink_cpu: usize,
+    pub fifo_prio: i32,
+    pub gate: GateKind,
+    /// A point's time limit (workers and regulator stop by themselves after it).
+    pub point_timeout_s: f64,
+    /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
+    pub cgroup: bool,
+    /// Write every point's frames to `frames/` in the output directory.
+    pub frames: bool,
+    pub worker_exe: PathBuf,
+    pub worker_args: Vec<String>,
+}
+
+impl TabataConfig {
+    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> TabataConfig {
+        TabataConfig {
+            speeds_pct: vec![10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
+            units_bytes: vec![1024, 2048],
+            reps: 3,
+            off: true,
+            total_bytes: 1 << 20,
+            // sk_sndbuf = 16384 B: Linux 2.4's tcp_wmem[1], the model scenario's stand-in for
+            // Tender's unpublished buffer (scenarios/tabata-speed-bandwidth.toml).
+            sndbuf_bytes: 8192,
+            rate_mbit: 100,
+            slot_us: 1000,
+            block_ms: 1000,
+            sender_cpu: 1,
+            sink_cpu: 0,
+            fifo_prio: 50,
+            gate: GateKind::Freeze,
+            point_timeout_s: 30.0,
+            cgroup: true,
+            frames: true,
+            worker_exe,
+            worker_args,
+        }
+    }
+}
+
+/// Run a command in namespace `ns` (`ip netns exec`), its stderr as the error.
+fn ns_cmd(ns: &Netns, args: &[&str]) -> Result<String, LiveError> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.name])
+        .args(args)
+        .output()
+        .map_err(|e| failed(format!("running `ip netns exec {} {}`: {e}", ns.name, args.join(" "))))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let hint = if err.contains("No such file") || out.status.code() == Some(255) && err.is_empty() { " (install it: bash scripts/deps.sh)" } else { "" };
+        return Err(failed(format!("`{}` in {}: {}{hint}", args.join(" "), ns.name, err.trim())));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The namespaces, shaper, recorder and groups of one run.
+pub struct Setup {
+    pub snd: Netns,
+    pub rcv: Netns,
+    pub recorder: Recorder,
+    /// The freezer group (gate `freeze`).
+    pub freeze: Option<PathBuf>,
+    pub group: Option<CpuGroup>,
+    group_procs: Option<File>,
+    /// What the setup found, for run.json: offloads, qdisc.
+    pub facts: serde_json::Value,
+}
+
+/// Create the namespaces and the shaped veth, turn offloads off, attach the recorder, create the
+/// groups, all through `run` (recorded in its ledger).
+pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cfg.sender_cpu >= ncpu || cfg.sink_cpu >= ncpu {
+        return Err(LiveError::Unsupported(format!("needs CPUs {} and {}; this machine has {ncpu}", cfg.sender_cpu, cfg.sink_cpu)));
+    }
+    let (snd, rcv) = (run.netns("snd")?, run.netns("rcv")?);
+    run.veth(&Veth {
+        ns_a: snd.name.clone(),
+        a: "eth0".into(),
+        addr_a: format!("{SENDER_ADDR}/24"),
+        ns_b: rcv.name.clone(),
+        b: "eth0".into(),
+        addr_b: format!("{SINK_ADDR}/24"),
+    })?;
+    // The paper's MSS (1460: no TCP options on the wire besides the SYN's).
+    run.write_value(Some(&snd), "/proc/sys/net/ipv4/tcp_timestamps", "0")?;
+    // One segment per frame: no TSO/GSO on the sender's veth, no GRO on the sink's.
+    ns_cmd(&snd, &["ethtool", "-K", "eth0", "tso", "off", "gso", "off"])?;
+    ns_cmd(&rcv, &["ethtool", "-K", "eth0", "gro", "off"])?;
+    let feature = |ns: &Netns, name: &str| -> Result<String, LiveError> {
+        let text = ns_cmd(ns, &["ethtool", "-k", "eth0"])?;
+        Ok(text.lines().find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string())).unwrap_or_default())
+    };
+    let (tso, gso, gro) = (feature(&snd, "tcp-segmentation-offload")?, feature(&snd, "generic-segmentation-offload")?, feature(&rcv, "generic-receive-offload")?);
+    if !tso.starts_with("off") || !gso.starts_with("off") {
+        return Err(failed(format!("the sender's veth kept its offloads (tso {tso}, gso {gso})")));
+    }
+    // 100 Mbit/s: burst of two full frames (tbf needs at least one), a queue limit far above
+    // the send buffer, so the shaper delays and never drops.
+    let rate = format!("{}mbit", cfg.rate_mbit);
+    let overhead = WIRE_OVERHEAD_BYTES.to_string();
+    let tbf = ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "3028", "limit", "4194304", "overhead", &overhead];
+    ns_cmd(&snd, &tbf)?;
+    let qdisc = ns_cmd(&snd, &["tc", "qdisc", "show", "dev", "eth0"])?.trim().to_string();
+    let mut recorder = Recorder::load(PORT).map_err(|e| LiveError::Unsupported(e.0))?;
+    let (prog_id, link_id) = recorder.attach(&rcv.file()?, "eth0").map_err(|e| LiveError::Unsupported(e.0))?;
+    run.record_tcx(Some(&rcv), "eth0", prog_id, link_id)?;
+    let freeze = match cfg.gate {
+        GateKind::Freeze => Some(run.freeze_group("sender")?),
+        GateKind::Signal => None,
+    };
+    let group = if cfg.cgroup {
+        match run.cpu_group() {
+            Ok(g) => Some(g),
+            Err(LiveError::Unsupported(e)) => {
+                run.progress(format!("hostsim live: running without a CPU cgroup: {e}"));
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
+    };
+    let group_procs = match &group {
+        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?),
+        None => None,
+    };
+    let facts = serde_json::json!({
+        "sender_veth": { "tcp-segmentation-offload": tso, "generic-segmentation-offload": gso, "qdisc": qdisc },
+        "sink_veth": { "generic-receive-offload": gro, "tcx_ingress_prog_id": prog_id },
+        "sender_tcp_timestamps": 0,
+    });
+    Ok(Setup { snd, rcv, recorder, freeze, group, group_procs, facts })
+}
+
+/// The regulator's thread; dropping it stops it (and so opens the gate) on every path.
+struct RegThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<Regulation, String>>>,
+}
+
+impl RegThread {
+    fn start(cfg: RegulatorConfig, mut gate: Box<dyn Gate>, target: u32, origin_ns: u64) -> RegThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("regulator".into())
+            .spawn(move || regulator::regulate(&cfg, gate.as_mut(), target, origin_ns, &s))
+            .expect("spawning the regulator thread");
+        RegThread { stop, handle: Some(handle) }
+    }
+
+    fn finish(mut self) -> Result<Regulation, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().expect("joined once").join().map_err(|_| "the regulator thread panicked".to_string())?
+    }
+}
+
+impl Drop for RegThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The model's stream-sink statistics from the frames the receiver's kernel recorded: data
+/// frames only (payload > 0), in arrival order; bytes in order; a frame at or below the highest
+/// sequence seen is a retransmission (`out_of_order`), as `SinkStats` counts them.
+pub fn sink_stats(frames: &[Arrival]) -> SinkStats {
+    let mut s = SinkStats { gaps: vec![0; GAP_BINS], short_gap_sizes: vec![0; SIZE_BINS], ..Default::default() };
+    let mut prev: Option<u64> = None;
+    let mut high: Option<u32> = None;
+    for f in frames.iter().filter(|f| f.payload > 0) {
+        let frame_bytes = u64::from(f.len) + u64::from(FCS_BYTES);
+        s.frames += 1;
+        s.frame_bytes += frame_bytes;
+        s.first_ns.get_or_insert(f.ts_ns);
+        s.last_ns = f.ts_ns;
+        if let Some(p) = prev {
+            let gap = f.ts_ns.saturating_sub(p);
+            s.gaps[((gap / GAP_BIN_NS) as usize).min(GAP_BINS - 1)] += 1;
+            if gap < SHORT_GAP_NS {
+                s.short_gap_sizes[((frame_bytes / 100) as usize).min(SIZE_BINS - 1)] += 1;
+            }
+        }
+        prev = Some(f.ts_ns);
+        let end = f.seq.wrapping_add(u32::from(f.payload));
+        match high {
+            // Sequence arithmetic (RFC 793): `end` after `h`.
+            Some(h) if (end.wrapping_sub(h) as i32) <= 0 => s.out_of_order += 1,
+            Some(h) => {
+                s.bytes += u64::from(end.wrapping_sub(h).min(u32::from(f.payload)));
+                high = Some(end);
+            }
+            None => {
+                s.bytes += u64::from(f.payload);
+                high = Some(end);
+            }
+        }
+    }
+    s
+}
+
+fn loadavg() -> (f64, String) {
+    let t = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    (t.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN), t.trim().to_string())
+}
+
+/// One point; `speed_pct` None = the unregulated sender (variant `off`).
+pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option<u32>, unit: usize, rep: u32) -> Result<(BTreeMap<String, f64>, Vec<Arrival>, u64), LiveError> {
+    let secs = cfg.point_timeout_s;
+    let _ = s.recorder.drain().map_err(failed)?; // anything left from before: not this point's
+    let lost0 = s.recorder.lost();
+    let cg = s.group_procs.as_ref();
+    let rcv = s.rcv.file()?;
+    let snd = s.snd.file()?;
+    let mut args = cfg.worker_args.clone();
+    args.extend(["tcp-sink".into(), "--port".into(), PORT.to_string(), "--secs".into(), format!("{secs}")]);
+    let sink = worker::spawn("sink", &cfg.worker_exe, &args, &Placement { netns: &rcv, cpu: Some(cfg.sink_cpu), nice: 0, cgroup: cg }).map_err(failed)?;
+    let slot_ns = cfg.slot_us * 1000;
+    // The grid starts 150 ms ahead (time to start the sender and put it in its group); the
+    // sender's first write falls at a phase of the slot that differs per repetition (the model's
+    // start_jitter_us: the paper's runs differ in it).
+    let now = regulator::monotonic_ns();
+    let origin = (now + 150_000_000).div_ceil(slot_ns) * slot_ns;
+    let phase_ns = (u64::from(rep - 1) * 370_000) % slot_ns;
+    let start = origin + phase_ns;
+    let mut args = cfg.worker_args.clone();
+    args.extend([
+        "tcp-send".into(),
+        "--dst".into(),
+        SINK_ADDR.into(),
+        "--port".into(),
+        PORT.to_string(),
+        "--unit".into(),
+        unit.to_string(),
+        "--total".into(),
+        cfg.total_bytes.to_string(),
+        "--sndbuf".into(),
+        cfg.sndbuf_bytes.to_string(),
+        "--start-ns".into(),
+        start.to_string(),
+        "--secs".into(),
+        format!("{secs}"),
+    ]);
+    let mut sender = worker::spawn("sender", &cfg.worker_exe, &args, &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, cgroup: cg }).map_err(failed)?;
+    let pid = sender.pid();
+    if let Some(f) = &s.freeze {
+        let p = f.join("cgroup.procs");
+        std::fs::write(&p, pid.to_string()).map_err(|e| failed(format!("{}: {e}", p.display())))?;
+    }
+    if regulator::monotonic_ns() >= start {
+        return Err(failed("the sender could not be started within the 150 ms before its start (an overloaded machine)"));
+    }
+    let reg_cfg = RegulatorConfig {
+        speed_pct: speed_pct.unwrap_or(100),
+        slot_ns,
+        block_ns: cfg.block_ms * 1_000_000,
+        cpu: Some(cfg.sender_cpu),
+        fifo_prio: Some(cfg.fifo_prio),
+        slots_max: (secs * 1e9) as u64 / slot_ns + 1000,
+    };
+    let reg = speed_pct.map(|_| {
+        let gate: Box<dyn Gate> = match &s.freeze {
+            Some(f) => match std::fs::OpenOptions::new().write(true).open(f.join("cgroup.freeze")) {
+                Ok(file) => Box::new(FreezeGate(file)),
+                Err(_) => Box::new(SignalGate(pid)),
+            },
+            None => Box::new(SignalGate(pid)),
+        };
+        RegThread::start(reg_cfg.clone(), gate, pid, origin)
+    });
+    // Until the sender has sent everything and seen it acknowledged (it exits then), bounded
+    // by its own time limit plus a margin.
+    let end = std::time::Instant::now() + Duration::from_secs_f64(secs + 5.0);
+    while !sender.exited() {
+        if std::time::Instant::now() > end {
+            return Err(failed(format!("the sender did not finish within {} s", secs + 5.0)));
+        }
+        run.sleep(Duration::from_millis(5))?;
+    }
+    let regulation = match reg {
+        Some(t) => Some(t.finish().map_err(failed)?),
+        None => None,
+    };
+    let sent = sender.finish_json(Duration::from_secs(3)).map_err(failed)?;
+    let got = sink.finish_json(Duration::from_secs(3)).map_err(failed)?;
+    let mut frames = s.recorder.drain().map_err(failed)?;
+    frames.sort_by_key(|f| f.ts_ns);
+    let lost = s.recorder.lost() - lost0;
+    let mut m = BTreeMap::new();
+    let st = sink_stats(&frames);
+    hostsim_host::insert_sink_metrics(&mut m, "receiver", &st);
+    m.insert("bw_mbps".into(), m["receiver_bw_mbps"]);
+    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let busy = num(&sent, "busy_us");
+    m.insert("sender_bytes".into(), num(&sent, "bytes"));
+    m.insert("sender_busy_us".into(), busy);
+    m.insert("sender_rwnd_limited_frac".into(), num(&sent, "rwnd_limited_us") / busy);
+    m.insert("sender_sndbuf_limited_frac".into(), num(&sent, "sndbuf_limited_us") / busy);
+    m.insert("sender_retransmits".into(), num(&sent, "total_retrans"));
+    m.insert("sender_partial_writes".into(), num(&sent, "partial_writes"));
+    m.insert("sender_sndbuf_bytes".into(), num(&sent, "sndbuf_effective"));
+    m.insert("sender_mss_bytes".into(), num(&sent, "snd_mss"));
+    m.insert("sender_acked".into(), if sent["acked"].as_bool() == Some(true) { 1.0 } else { 0.0 });
+    let span_s = st.first_ns.map_or(f64::NAN, |f| (st.last_ns - f) as f64 * 1e-9);
+    m.insert("receiver_span_ms".into(), span_s * 1e3);
+    m.insert("sink_bytes".into(), num(&got, "bytes"));
+    m.insert("sink_cpu_frac".into(), num(&got, "cpu_us") * 1e-6 / span_s);
+    m.insert("arrivals_lost".into(), lost as f64);
+    m.insert("start_phase_us".into(), phase_ns as f64 / 1e3);
+    m.insert("loadavg_1m".into(), loadavg().0);
+    if let Some(r) = &regulation {
+        let acc = regulator::accuracy(r, &reg_cfg.plan());
+        m.insert("regulator_slots".into(), acc.slots as f64);
+        m.insert("regulator_allocated_frac".into(), acc.allocated as f64 / acc.slots.max(1) as f64);
+        m.insert("regulator_schedule_errors".into(), acc.schedule_errors as f64);
+        m.insert("regulator_gate_errors".into(), r.gate_errors as f64);
+        m.insert("regulator_late_us_p50".into(), acc.late_us_p50);
+        m.insert("regulator_late_us_p99".into(), acc.late_us_p99);
+        m.insert("regulator_late_us_max".into(), acc.late_us_max);
+        m.insert("regulator_switch_us_p50".into(), acc.switch_us_p50);
+        m.insert("regulator_switch_us_p99".into(), acc.switch_us_p99);
+        let total = (acc.runtime_in_ns + acc.runtime_out_ns) as f64;
+        m.insert("sender_runtime_ms".into(), total / 1e6);
+        m.insert("sender_runtime_out_frac".into(), if total > 0.0 { acc.runtime_out_ns as f64 / total } else { f64::NAN });
+    }
+    if lost > 0 {
+        return Err(failed(format!("the recorder's ring buffer lost {lost} frames: the point's gaps would be wrong")));
+    }
+    Ok((m, frames, origin))
+}
+
+/// A point's key columns: `variant`, speed, unit, `rep` (the model's names).
+pub fn point_keys(variant: &str, speed: u32, unit: usize, rep: u32) -> Vec<(String, String)> {
+    vec![
+        ("variant".into(), variant.into()),
+        (SPEED_KEY.into(), speed.to_string()),
+        (UNIT_KEY.into(), unit.to_string()),
+        ("rep".into(), rep.to_string()),
+    ]
+}
+
+fn frames_csv(frames: &[Arrival], origin_ns: u64) -> String {
+    let mut t = String::from("t_us,len_bytes,payload_bytes,seq\n");
+    for f in frames {
+        t += &format!("{:.3},{},{},{}\n", (f.ts_ns as f64 - origin_ns as f64) / 1e3, f.len, f.payload, f.seq);
+    }
+    t
+}
+
+/// The whole sweep (repetitions outermost, so a drift of the machine spreads over all points);
+/// each point is written to results.csv as it is measured. The caller ends `run`.
+pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
+    let s = setup(cfg, run)?;
+    run.set_info("setup", s.facts.clone());
+    let frames_dir = run.out().join("frames");
+    if cfg.frames {
+        std::fs::create_dir_all(&frames_dir).map_err(|e| failed(format!("{}: {e}", frames_dir.display())))?;
+    }
+    for rep in 1..=cfg.reps {
+        for &unit in &cfg.units_bytes {
+            let mut plan: Vec<Option<u32>> = Vec::new();
+            if cfg.off {
+                plan.push(None);
+            }
+            plan.extend(cfg.speeds_pct.iter().map(|&v| Some(v)));
+            for speed in plan {
+                run.check()?;
+                let (m, frames, origin) = run_point(cfg, run, &s, speed, unit, rep)?;
+                let variant = if speed.is_some() { "regulated" } else { "off" };
+                let sp = speed.unwrap_or(100);
+                if cfg.frames {
+                    let p = frames_path(run.out(), variant, unit, sp, rep);
+                    let name = p.file_name().expect("a file name").to_string_lossy();
+                    crate::harness::write_atomic(&frames_dir, &name, frames_csv(&frames, origin).as_bytes()).map_err(failed)?;
+                }
+                run.progress(row_line(variant, sp, unit, rep, &m));
+                run.push(Point { keys: point_keys(variant, sp, unit, rep), metrics: m })?;
+            }
+        }
+    }
+    drop(s);
+    Ok(())
+}
+
+/// One point as a line of progress.
+pub fn row_line(variant: &str, speed: u32, unit: usize, rep: u32, m: &BTreeMap<String, f64>) -> String {
+    let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
+    format!(
+        "rep {rep} {unit:>4} B {variant:>9} {speed:>3} %: {:>6.2} Mbit/s  frames {:>4.0}  gaps>=400us {:>4.0} >=1ms {:>4.0}  rwnd-lim {:.3} sndbuf-lim {:.2}  late p50/p99 {:.0}/{:.0} us  run outside slots {:.3}  load {:.2}",
+        g("bw_mbps"),
+        g("receiver_frames"),
+        g("receiver_long_gaps"),
+        g("receiver_lengthened_gaps"),
+        g("sender_rwnd_limited_frac"),
+        g("sender_sndbuf_limited_frac"),
+        g("regulator_late_us_p50"),
+        g("regulator_late_us_p99"),
+        g("sender_runtime_out_frac"),
+        g("loadavg_1m"),
+    )
+}
+
+/// Where the frames of a point are written.
+pub fn frames_path(out: &Path, variant: &str, unit: usize, speed: u32, rep: u32) -> PathBuf {
+    out.join("frames").join(format!("{variant}-{unit}-{speed}-{rep}.csv"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(ts_us: u64, seq: u32, payload: u16) -> Arrival {
+        Arrival { ts_ns: ts_us * 1000, seq, len: payload + 54, payload }
+    }
+
+    #[test]
+    fn sink_stats_count_gaps_sizes_and_retransmissions_as_the_model() {
+        // SYN (no payload), 3 full frames 123 us apart, a remainder 40 us later, a 1 ms gap, a
+        // retransmission of the first frame.
+        let f = [a(0, 0, 0), a(10, 1, 1460), a(133, 1461, 1460), a(256, 2921, 1460), a(296, 4381, 588), a(1296, 4969, 1460), a(1400, 1, 1460)];
+        let s = sink_stats(&f);
+        assert_eq!(s.frames, 6);
+        assert_eq!(s.bytes, 1460 * 4 + 588);
+        assert_eq!(s.out_of_order, 1);
+        assert_eq!((s.first_ns, s.last_ns), (Some(10_000), 1_400_000));
+        assert_eq!(s.gaps[12], 2); // 123 us
+        assert_eq!(s.gaps[4], 1); // 40 us
+        assert_eq!(s.gaps[100], 1); // 1000 us
+        assert_eq!(s.gaps[10], 1); // 104 us
+        assert_eq!(s.short_gap_sizes[(588 + 54 + 4) / 100], 1);
+        let mut m = BTreeMap::new();
+        hostsim_host::insert_sink_metrics(&mut m, "receiver", &s);
+        assert_eq!(m["receiver_lengthened_gaps"], 1.0);
+        assert_eq!(m["receiver_long_gaps"], 1.0);
+    }
+}
