@@ -106,7 +106,7 @@ pub fn tabata_config(o: &TabataOptions) -> Result<TabataConfig, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding the hostsim binary: {e}"))?;
     let mut c = TabataConfig::new(exe, vec!["live-worker".into()]);
     if o.quick {
-        c.speeds_pct = vec![100, 50];
+        c.speeds_pct = vec![100, 20];
         c.units_bytes = vec![1024];
         c.reps = 1;
     }

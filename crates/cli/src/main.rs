@@ -201,7 +201,7 @@ enum LiveCmd {
     TabataSpeed {
         #[arg(long)]
         out: PathBuf,
-        /// The short run of the tests: 1024 B units, unregulated, 100 % and 50 %, once.
+        /// The short run of the tests: 1024 B units, unregulated, 100 % and 20 %, once.
         #[arg(long)]
         quick: bool,
         /// Repetitions of the whole sweep (default 3).
@@ -213,7 +213,8 @@ enum LiveCmd {
         /// send() units, bytes, comma-separated (default 1024,2048).
         #[arg(long, value_delimiter = ',')]
         units: Option<Vec<usize>>,
-        /// SO_SNDBUF given to the sender, bytes (default 8192; the kernel doubles it).
+        /// SO_SNDBUF given to the sender, bytes (default 2304, Linux's smallest: the kernel
+        /// doubles it to 4608).
         #[arg(long)]
         sndbuf: Option<i32>,
         /// How the regulator stops the sender: `freeze` (cgroup v2, default) or `signal`

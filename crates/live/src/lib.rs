@@ -82,6 +82,23 @@
 //!   procfs.rs, sys.rs       /proc parsers; setns, affinity, nice, process identity
 //! ```
 //!
+//! ## `tabata-speed` on today's Linux
+//!
+//! Paper 002 regulates a program's execution speed: n of every T = 1000 slots of 1 ms, the i-th
+//! at ⌊T·(i−1)/n⌋, so that a sender's bandwidth follows its share of the CPU. Here a SCHED_FIFO
+//! thread wakes on absolute slot boundaries and freezes or thaws the sender's cgroup
+//! (`cgroup.freeze`), with the model's own slot arithmetic; the receiver's kernel timestamps
+//! every frame. Both sides' accuracy is measured; see `tabata.rs` for the topology and what is
+//! undone, and `docs/live-tabata-speed.md` for the measurements against the model.
+//!
+//! ```text
+//!   regulator.rs             the slot regulator: a Gate (cgroup.freeze, SIGSTOP), lateness, runtime
+//!   src/bpf/arrivals_tc.bpf.c  tcx ingress program: per-frame ktime into a ring buffer
+//!   arrivals.rs              load/attach (a tcx bpf_link from inside the namespace), drain
+//!   tcp_worker.rs            the 1 MB bulk sender (SO_SNDBUF, TCP_INFO chrono stats) and the sink
+//!   tabata.rs                the experiment: namespaces, 100 Mbit/s tbf, offloads off, sweep
+//! ```
+//!
 //! ## The mechanism, and where it differs from the PBQs of `crates/host/src/mechanisms/ozaki_pbq/pbq.rs`
 //!
 //! | paper 000 (PBQs in the 2.4 backlog)                         | here (XDP at veth's NAPI poll)                                   |

@@ -116,9 +116,13 @@ impl TabataConfig {
             reps: 3,
             off: true,
             total_bytes: 1 << 20,
-            // sk_sndbuf = 16384 B: Linux 2.4's tcp_wmem[1], the model scenario's stand-in for
-            // Tender's unpublished buffer (scenarios/tabata-speed-bandwidth.toml).
-            sndbuf_bytes: 8192,
+            // The smallest send buffer Linux allows (sk_sndbuf = 2 × 2304 = 4608 B =
+            // SOCK_MIN_SNDBUF, net/core/sock.c; two full segments with their skbs). A frozen
+            // sender's buffer keeps draining onto the wire (the stack transmits from softirq),
+            // so the bandwidth follows the speed only as far as the buffer drains within an
+            // unallocated slot; the model's fit of Tender's buffer found 7,093 B
+            // (calibration/tabata-speed.toml). Measured with 4096 and 8192 too (docs).
+            sndbuf_bytes: 2304,
             rate_mbit: 100,
             slot_us: 1000,
             block_ms: 1000,
@@ -192,11 +196,16 @@ pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     if !tso.starts_with("off") || !gso.starts_with("off") {
         return Err(failed(format!("the sender's veth kept its offloads (tso {tso}, gso {gso})")));
     }
-    // 100 Mbit/s: burst of two full frames (tbf needs at least one), a queue limit far above
-    // the send buffer, so the shaper delays and never drops.
+    // 100 Mbit/s. tbf sends a frame once the bucket holds its length (+ overhead), so with a
+    // bucket of one full frame a frame leaves the time of its *own* length after the previous
+    // one when they queue: the gap a receiver timestamping at the end of each frame sees on a
+    // wire. A bucket of two frames (the first try) let full frames arrive back to back, gaps
+    // a wire cannot make. 1600 B: one 1538 B frame plus tc's rounding of the burst to time
+    // (net/sched/sch_tbf.c drops a frame above the bucket's size). The queue limit is far above
+    // the send buffer: the shaper delays and never drops.
     let rate = format!("{}mbit", cfg.rate_mbit);
     let overhead = WIRE_OVERHEAD_BYTES.to_string();
-    let tbf = ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "3028", "limit", "4194304", "overhead", &overhead];
+    let tbf = ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "1600", "limit", "4194304", "overhead", &overhead];
     ns_cmd(&snd, &tbf)?;
     let qdisc = ns_cmd(&snd, &["tc", "qdisc", "show", "dev", "eth0"])?.trim().to_string();
     let mut recorder = Recorder::load(PORT).map_err(|e| LiveError::Unsupported(e.0))?;
