@@ -61,6 +61,12 @@ pub const WIRE_OVERHEAD_BYTES: u32 = 24;
 /// FCS, added to skb->len for the model's frame size (`wire_bytes` − 20, crates/host/src/wire.rs).
 pub const FCS_BYTES: u16 = 4;
 
+/// A point whose sender was limited by the receiver's window for more than this share of its
+/// busy time is measured again (the receiver, not the regulated sender, set its pace).
+pub const RWND_LIMITED_MAX: f64 = 0.05;
+/// At most this many attempts per point.
+pub const ATTEMPTS_MAX: u32 = 3;
+
 /// How the regulator stops the sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GateKind {
@@ -392,7 +398,19 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
         None => None,
     };
     let sent = sender.finish_json(Duration::from_secs(3)).map_err(failed)?;
+    // The sink ends at the stream's end (the sender's FIN, which follows its close): give it
+    // that time rather than stopping it first.
+    let mut sink = sink;
+    // A starved sink (a neighbour's softirq load on its CPU) may take seconds: up to the
+    // point's own limit.
+    let sink_end = std::time::Instant::now() + Duration::from_secs_f64(secs);
+    while !sink.exited() && std::time::Instant::now() < sink_end {
+        run.sleep(Duration::from_millis(5))?;
+    }
     let got = sink.finish_json(Duration::from_secs(3)).map_err(failed)?;
+    if got["eof"].as_bool() != Some(true) {
+        return Err(failed(format!("the sink did not see the end of the stream within {secs} s of the sender's exit: {got}")));
+    }
     let mut frames = s.recorder.drain().map_err(failed)?;
     frames.sort_by_key(|f| f.ts_ns);
     let lost = s.recorder.lost() - lost0;
@@ -475,7 +493,21 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
             plan.extend(cfg.speeds_pct.iter().map(|&v| Some(v)));
             for speed in plan {
                 run.check()?;
-                let (m, frames, origin) = run_point(cfg, run, &s, speed, unit, rep)?;
+                // A point the receiver limited (its window closed for more than
+                // RWND_LIMITED_MAX of the busy time: the sink starved of CPU by other work on
+                // the machine) does not measure the sender's regulation: measured again, at
+                // most ATTEMPTS_MAX times; the attempts are a column, and the last is kept.
+                let mut attempt = 1;
+                let (mut m, frames, origin) = loop {
+                    let r = run_point(cfg, run, &s, speed, unit, rep)?;
+                    let limited = r.0.get("sender_rwnd_limited_frac").is_some_and(|&x| x > RWND_LIMITED_MAX);
+                    if !limited || attempt >= ATTEMPTS_MAX {
+                        break r;
+                    }
+                    run.progress(format!("  (receiver-limited: measured again) {}", row_line("", speed.unwrap_or(100), unit, rep, &r.0)));
+                    attempt += 1;
+                };
+                m.insert("attempts".into(), f64::from(attempt));
                 let variant = if speed.is_some() { "regulated" } else { "off" };
                 let sp = speed.unwrap_or(100);
                 if cfg.frames {

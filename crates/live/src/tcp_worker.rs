@@ -13,7 +13,28 @@
 
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// SIGTERM, SIGINT, SIGHUP, SIGQUIT end the loop and the report is still written (no
+/// SA_RESTART: a blocked read returns EINTR).
+fn install_stop_signals() {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
 
 fn last_err(what: &str) -> io::Error {
     let e = io::Error::last_os_error();
@@ -199,13 +220,16 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
 /// The sink: accept one connection on `port`, read until its end (or `secs`), report.
 pub fn run_tcp_sink(port: u16, secs: f64) -> io::Result<()> {
     check_secs(secs)?;
+    install_stop_signals();
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let l = std::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))?;
     l.set_nonblocking(true)?;
     let mut conn = loop {
         match l.accept() {
             Ok((c, _)) => break c,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline && !STOP.load(Ordering::Relaxed) => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
             Err(e) => return Err(io::Error::new(e.kind(), format!("accept on port {port}: {e}"))),
         }
     };
@@ -213,7 +237,7 @@ pub fn run_tcp_sink(port: u16, secs: f64) -> io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_millis(100)))?;
     let mut buf = vec![0u8; 65536];
     let (mut bytes, mut eof) = (0u64, false);
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !STOP.load(Ordering::Relaxed) {
         match io::Read::read(&mut conn, &mut buf) {
             Ok(0) => {
                 eof = true;
