@@ -123,6 +123,7 @@
 pub mod agent;
 pub mod cgroup;
 pub mod harness;
+pub mod kawai;
 pub mod ledger;
 pub mod netns;
 pub mod ozaki;

@@ -359,3 +359,32 @@ impl Drop for Worker {
         }
     }
 }
+
+impl Worker {
+    /// SIGTERM, then wait (SIGKILL after `grace`) and return the JSON line the worker printed
+    /// (the kawai-interval workers report more than [`WorkerReport`] holds).
+    pub fn finish_json(mut self, grace: Duration) -> Result<serde_json::Value, String> {
+        self.signal(libc::SIGTERM);
+        let end = Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Err(format!("worker {} did not stop within {grace:?}", self.name));
+                }
+            }
+        }
+        let out = self.child.stdout.take().ok_or("worker stdout")?;
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).map_err(|e| e.to_string())?;
+        serde_json::from_str(line.trim()).map_err(|e| format!("worker {} report `{}`: {e}", self.name, line.trim()))
+    }
+
+    /// Has it exited (and with what status)?
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
