@@ -125,7 +125,7 @@ pub fn kawai_config(o: &KawaiOptions) -> Result<hostsim_live::kawai::experiment:
         c.ramp_ms = 300;
         c.warmup_s = 0.7;
         c.window_s = 1.5;
-        c.drain_s = 1.0;
+        c.drain_s = 2.0;
     }
     if let Some(r) = o.reps {
         c.reps = r.clamp(1, 20);

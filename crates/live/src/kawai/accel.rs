@@ -48,6 +48,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Descriptors wanted: the clients' connections (thousands) and the origin's (the soft limit is
+/// raised to the hard one; a client connection refused with EMFILE is retried by the listen thread).
+const NOFILE_NEED: u64 = 16384;
+
 /// How the accelerator runs (`hostsim live-worker kawai-accel`'s arguments).
 #[derive(Clone, Debug)]
 pub struct AccelArgs {
@@ -99,7 +103,7 @@ struct Shared {
 /// Run the accelerator until SIGTERM or `secs`; print the counters' JSON on stdout.
 pub fn run(a: &AccelArgs) -> std::io::Result<()> {
     marks::install(Some(counters::mark));
-    os::raise_nofile(65536)?;
+    os::raise_nofile(NOFILE_NEED)?;
     let lfd = os::listen(a.port, 4096)?;
     let origin = connect_all(a.origin, a.origin_port, a.origin_conns)?;
     let sh = Arc::new(Shared {

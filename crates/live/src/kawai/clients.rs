@@ -118,7 +118,7 @@ const OUT: u32 = libc::EPOLLOUT as u32;
 /// Run the clients until SIGTERM or `secs`; print the window's statistics as JSON.
 pub fn run(a: &ClientArgs) -> std::io::Result<()> {
     marks::install(Some(on_mark));
-    os::raise_nofile(65536)?;
+    os::raise_nofile(u64::from(a.conns) + 64)?;
     let streams = RngStreams::new(a.seed);
     let mut rng = streams.stream("live/kawai/clients");
     let mut conn_rng = streams.stream("live/kawai/clients/conns");

@@ -252,6 +252,9 @@ struct Snap {
     accel: BTreeMap<String, u64>,
     accel_ticks: (u64, u64),
     soak_ns: u64,
+    /// The soaker's user ticks (/proc/PID/stat): its spinning alone; a tick that lands in a
+    /// softirq run on top of it counts as system time (no IRQ time accounting here).
+    soak_utime: u64,
     clients_ns: u64,
     origin_ns: u64,
 }
@@ -265,6 +268,7 @@ fn snap(accel: u32, soak: Option<u32>, clients: u32, origin: u32) -> Snap {
         accel: thread_ns(accel),
         accel_ticks: st.map_or((0, 0), |s| (s.utime, s.stime)),
         soak_ns: soak.map_or(0, total),
+        soak_utime: soak.and_then(procfs::read_pid_stat).map_or(0, |s| s.utime),
         clients_ns: total(clients),
         origin_ns: total(origin),
     }
@@ -414,11 +418,19 @@ fn metrics(a: &Snap, b: &Snap, cj: &serde_json::Value, aj: &serde_json::Value, o
     };
     let s0 = share(scpu);
     let s1 = share(ccpu);
-    // The accelerator's CPU in the model's names (the model's host is this one CPU): busy =
-    // everything but idle and the soaker's spinning; kernel = system + softirq + hardirq.
+    // The accelerator's CPU in the model's names (the model's host is this one CPU), all from
+    // the same tick samples: busy = everything but idle, steal and the soaker's own spinning
+    // (its user ticks; the softirqs that ran on top of it are the accelerator's network work and
+    // count); kernel = system + softirq + hardirq. (The soaker's run time from schedstat,
+    // `soak_cpu_frac`, includes those softirqs, so 1 − it would undercount.)
     let g0 = |k: &str| s0.get(k).copied().unwrap_or(f64::NAN);
-    let util = 1.0 - g0("idle") - g0("steal") - if soaked { soak } else { 0.0 };
+    let soak_user = match (b.stat.get(scpu), a.stat.get(scpu)) {
+        (Some(x), Some(y)) if soaked => b.soak_utime.saturating_sub(a.soak_utime) as f64 / x.since(y).total().max(1) as f64,
+        _ => 0.0,
+    };
+    let util = 1.0 - g0("idle") - g0("steal") - soak_user;
     let kernel = g0("system") + g0("softirq") + g0("hardirq");
+    m.insert("soak_user_frac".into(), if soaked { soak_user } else { f64::NAN });
     m.insert("cpu_util".into(), util);
     m.insert("cpu_kernel_frac".into(), kernel);
     m.insert("cpu_user_frac".into(), (util - kernel).max(0.0));

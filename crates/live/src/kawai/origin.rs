@@ -12,6 +12,9 @@ use std::collections::BinaryHeap;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
+/// Descriptors wanted (the accelerator's origin connections, up to 10,000).
+const NOFILE_NEED: u64 = 10_064;
+
 #[derive(Clone, Debug)]
 pub struct OriginArgs {
     pub port: u16,
@@ -33,7 +36,7 @@ struct Conn {
 /// Serve until SIGTERM or `secs`; print `{"served": N, "errors": E}`.
 pub fn run(a: &OriginArgs) -> std::io::Result<()> {
     marks::install(None);
-    os::raise_nofile(65536)?;
+    os::raise_nofile(NOFILE_NEED)?;
     let lfd = os::listen(a.port, 4096)?;
     os::set_nonblocking(lfd)?;
     let mut ep = Epoll::new(4096)?;

@@ -69,11 +69,21 @@ pub fn set_thread_name(name: &str) {
     unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Raise RLIMIT_NOFILE to `n` (root may; ~7,000 sockets are held).
-pub fn raise_nofile(n: u64) -> io::Result<()> {
-    let r = libc::rlimit { rlim_cur: n, rlim_max: n };
+/// Raise the soft RLIMIT_NOFILE to `need` descriptors, within the hard limit (raising that
+/// needs CAP_SYS_RESOURCE, which a container's root may lack); an error if `need` does not fit.
+pub fn raise_nofile(need: u64) -> io::Result<u64> {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: valid pointer.
-    cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) }, "setrlimit(RLIMIT_NOFILE)").map(|_| ())
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) }, "getrlimit(RLIMIT_NOFILE)")?;
+    if r.rlim_max < need {
+        return Err(io::Error::other(format!("{need} descriptors needed; the hard RLIMIT_NOFILE is {} (ulimit -Hn)", r.rlim_max)));
+    }
+    if r.rlim_cur < need {
+        r.rlim_cur = r.rlim_max;
+        // SAFETY: valid pointer.
+        cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) }, "setrlimit(RLIMIT_NOFILE)")?;
+    }
+    Ok(r.rlim_cur)
 }
 
 pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
