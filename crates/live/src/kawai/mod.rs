@@ -4,8 +4,9 @@
 //! pass measures itself and sleeps for the rest of a static cycle or for a multiple of its own
 //! length, at SCHED_OTHER, and does its I/O at SCHED_FIFO (Fig. 5). Nothing in it needs a
 //! patched kernel, so here it runs on this machine's kernel as a real HTTP/1.1 server, loaded by
-//! real clients, and is measured with the model's metric names, so that the model twin
-//! (`scenarios/live-kawai-interval.toml`) can be checked against it.
+//! real clients, and is measured with the model's metric names, so that a model twin can be
+//! checked against it (not built yet: this machine's profile `veth-2cpu-linux6` has no costs for
+//! poll(), epoll or TCP serving; see the README's `hostsim live kawai-interval` section).
 //!
 //! ```text
 //!   interval.rs     the rules: the model's decision (static / dynamic k×), SCHED_FIFO or not,
