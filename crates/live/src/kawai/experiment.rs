@@ -37,6 +37,8 @@ const ACC_ADDR: &str = "198.18.2.1";
 const ORG_ADDR: &str = "198.18.3.2";
 /// The largest share of each rt_period the run's group takes for its SCHED_FIFO threads.
 pub const RT_SHARE_MAX: f64 = 0.9;
+/// How long the RT budget write is retried while a removed group's budget is being released.
+const RT_RETRY_S: u64 = 5;
 
 #[derive(Clone, Debug)]
 pub struct KawaiConfig {
@@ -164,8 +166,23 @@ fn give_rt_budget(group: &CpuGroup) -> Result<Option<(u64, u64)>, LiveError> {
     }
     let period = read_num(&path.join("cpu.rt_period_us")).unwrap_or(1_000_000) as u64;
     let us = rt_budget(pr, pp, &sib, period).map_err(LiveError::Unsupported)?;
-    std::fs::write(&file, us.to_string()).map_err(|e| failed(format!("{}: {e}", file.display())))?;
-    Ok(Some((us, period)))
+    // A group removed a moment ago (the last run's, or another experiment's) keeps its budget in
+    // its parent's sum until its release, which the kernel does after rmdir returns (css release
+    // work): EINVAL until then. Retry for a while rather than take less.
+    let end = Instant::now() + Duration::from_secs(RT_RETRY_S);
+    loop {
+        match std::fs::write(&file, us.to_string()) {
+            Ok(()) => return Ok(Some((us, period))),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && Instant::now() < end => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                return Err(failed(format!(
+                    "{}: {e} (writing {us} of {period} us; the parent's budget is taken by groups not listed in {})",
+                    file.display(),
+                    parent.display()
+                )))
+            }
+        }
+    }
 }
 
 /// Create the namespaces, veths, RPS masks, the clients' port range, and the CPU group with its
