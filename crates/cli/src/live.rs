@@ -180,3 +180,102 @@ pub fn clean() -> Result<bool, LiveError> {
     }
     Ok(all)
 }
+
+/// Options of `hostsim live kawai-interval` (None = the experiment's default).
+#[derive(Clone, Debug, Default)]
+pub struct KawaiOptions {
+    pub quick: bool,
+    pub reps: Option<u32>,
+    pub rates_rps: Option<Vec<f64>>,
+    pub variants: Option<Vec<String>>,
+    pub window_s: Option<f64>,
+    pub conns: Option<u32>,
+    pub origin_conns: Option<u32>,
+    pub no_soak: bool,
+}
+
+/// The configuration a command line asks for; `--quick` is the short run of the tests: a few
+/// hundred requests at 300 req/s over 200 connections, the paper's static 20 ms control.
+pub fn kawai_config(o: &KawaiOptions) -> Result<hostsim_live::kawai::experiment::KawaiConfig, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding the hostsim binary: {e}"))?;
+    let mut c = hostsim_live::kawai::experiment::KawaiConfig::new(exe, vec!["live-worker".into()]);
+    if o.quick {
+        c.rates_rps = vec![300.0];
+        c.reps = 1;
+        c.variants = vec!["static-20".into()];
+        c.conns = 200;
+        c.origin_conns = 100;
+        c.ramp_ms = 300;
+        c.warmup_s = 0.7;
+        c.window_s = 1.5;
+        c.drain_s = 2.0;
+    }
+    if let Some(r) = o.reps {
+        c.reps = r.clamp(1, 20);
+    }
+    if let Some(r) = &o.rates_rps {
+        if r.is_empty() || r.iter().any(|&x| !(1.0..=200_000.0).contains(&x)) {
+            return Err("--rates: each rate must be in 1..=200,000 req/s".into());
+        }
+        c.rates_rps = r.clone();
+    }
+    if let Some(v) = &o.variants {
+        c.variants = v.clone();
+    }
+    if let Some(w) = o.window_s {
+        if !(0.2..=120.0).contains(&w) {
+            return Err("--window-s: expected 0.2..=120".into());
+        }
+        c.window_s = w;
+    }
+    if let Some(n) = o.conns {
+        if !(1..=30_000).contains(&n) {
+            return Err("--conns: expected 1..=30,000".into());
+        }
+        c.conns = n;
+    }
+    if let Some(n) = o.origin_conns {
+        if !(1..=10_000).contains(&n) {
+            return Err("--origin-conns: expected 1..=10,000".into());
+        }
+        c.origin_conns = n;
+    }
+    c.soak = !o.no_soak;
+    c.check()?;
+    Ok(c)
+}
+
+/// `hostsim live kawai-interval --out DIR`: the sweep through the live harness (results.csv
+/// point by point, run.json), everything undone at the end.
+pub fn kawai_interval(o: &KawaiOptions, out: &Path) -> Result<(), LiveError> {
+    let cfg = kawai_config(o).map_err(LiveError::Failed)?;
+    let mut run = LiveRun::start("kawai-interval", out)?;
+    let points = cfg.rates_rps.len() * cfg.variants.len() * cfg.reps as usize;
+    run.set_info("points", points.into());
+    run.set_info(
+        "config",
+        serde_json::json!({
+            "rates_rps": cfg.rates_rps, "reps": cfg.reps, "variants": cfg.variants, "conns": cfg.conns,
+            "origin_conns": cfg.origin_conns, "hit_ratio": cfg.hit_ratio, "think_ms_mean": cfg.think_ms_mean,
+            "think_ms_sd": cfg.think_ms_sd, "ramp_ms": cfg.ramp_ms, "warmup_s": cfg.warmup_s, "window_s": cfg.window_s,
+            "drain_s": cfg.drain_s, "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu, "soak": cfg.soak,
+            "fifo_priority": hostsim_live::kawai::interval::FIFO_PRIORITY, "load_generator": "hostsim live-worker kawai-clients (open-loop Poisson, crates/live/src/kawai/clients.rs)",
+            "timer_slack_ns": std::fs::read_to_string("/proc/self/timerslack_ns").ok().and_then(|s| s.trim().parse::<u64>().ok()),
+            "sched_rt_runtime_us": std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").ok().map(|s| s.trim().to_string()),
+        }),
+    );
+    run.progress(format!(
+        "hostsim live kawai-interval ({}): {points} points of {:.1} s (+{:.1} s ramp and warm-up), accelerator on CPU {}, clients and origin on CPU {} -> {}",
+        run.name(),
+        cfg.window_s,
+        cfg.ramp_ms as f64 / 1e3 + cfg.warmup_s,
+        cfg.server_cpu,
+        cfg.client_cpu,
+        out.join("results.csv").display()
+    ));
+    let outcome = hostsim_live::kawai::experiment::run(&cfg, &mut run);
+    let n = run.points().len();
+    run.finish(outcome)?;
+    progress(format!("{n} points -> {}", out.join("results.csv").display()));
+    Ok(())
+}

@@ -225,6 +225,40 @@ enum LiveCmd {
         #[arg(long)]
         no_off: bool,
     },
+    /// Paper 004's Figs. 7-10 on this kernel: a real HTTP/1.1 accelerator (listen, I/O and
+    /// retrieve threads; the Fig. 5 loop) under open-loop clients with an origin, request rate
+    /// swept past saturation, interval control none / static / dynamic, with and without
+    /// SCHED_FIFO and with 2.5's tick-quantised sleep, 3 repetitions. Writes DIR/results.csv
+    /// (the model's metric names) and DIR/run.json.
+    #[command(name = "kawai-interval")]
+    KawaiInterval {
+        #[arg(long)]
+        out: PathBuf,
+        /// The short run of the tests: static 20 ms, 300 req/s over 200 connections, 1.5 s.
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of the whole sweep (default 3).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Request rates, req/s, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        rates: Option<Vec<f64>>,
+        /// Variants, comma-separated (none, none-fifo, static-N[-nofifo|-hzH], dynamic-Kx[-nofifo|-hzH]).
+        #[arg(long, value_delimiter = ',')]
+        variants: Option<Vec<String>>,
+        /// Measurement window per point, seconds (default 3).
+        #[arg(long)]
+        window_s: Option<f64>,
+        /// Client connections held open (default 6000).
+        #[arg(long)]
+        conns: Option<u32>,
+        /// Accelerator-to-origin connections (default 1000).
+        #[arg(long)]
+        origin_conns: Option<u32>,
+        /// No idle soaker on the accelerator's CPU.
+        #[arg(long)]
+        no_soak: bool,
+    },
     /// Delete what runs killed with SIGKILL left behind (namespaces named hsl-<dead pid>-*).
     Clean,
 }
@@ -234,6 +268,54 @@ enum WorkerCmd {
     Sink {
         #[arg(long)]
         port: u16,
+        #[arg(long)]
+        secs: f64,
+    },
+    KawaiAccel {
+        #[arg(long)]
+        variant: String,
+        #[arg(long, default_value_t = 80)]
+        port: u16,
+        #[arg(long)]
+        origin: std::net::Ipv4Addr,
+        #[arg(long, default_value_t = 3128)]
+        origin_port: u16,
+        #[arg(long)]
+        origin_conns: u32,
+        #[arg(long)]
+        secs: f64,
+    },
+    KawaiOrigin {
+        #[arg(long, default_value_t = 3128)]
+        port: u16,
+        #[arg(long)]
+        think_ms_mean: f64,
+        #[arg(long)]
+        think_ms_sd: f64,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        secs: f64,
+    },
+    KawaiClients {
+        #[arg(long)]
+        dst: std::net::Ipv4Addr,
+        #[arg(long, default_value_t = 80)]
+        port: u16,
+        #[arg(long)]
+        conns: u32,
+        #[arg(long)]
+        rate_rps: f64,
+        #[arg(long)]
+        hit_ratio: f64,
+        #[arg(long, default_value_t = 1000)]
+        ramp_ms: u64,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        secs: f64,
+    },
+    KawaiSoak {
         #[arg(long)]
         secs: f64,
     },
@@ -526,6 +608,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 let o = hostsim_cli::live::TabataOptions { quick, reps, speeds_pct: speeds, units_bytes: units, sndbuf_bytes: sndbuf, gate, no_off };
                 live_exit(hostsim_cli::live::tabata_speed(&o, &out))
             }
+            LiveCmd::KawaiInterval { out, quick, reps, rates, variants, window_s, conns, origin_conns, no_soak } => {
+                let o = hostsim_cli::live::KawaiOptions { quick, reps, rates_rps: rates, variants, window_s, conns, origin_conns, no_soak };
+                live_exit(hostsim_cli::live::kawai_interval(&o, &out))
+            }
             LiveCmd::Clean => match hostsim_cli::live::clean() {
                 Ok(true) => Ok(ExitCode::SUCCESS),
                 Ok(false) => Ok(ExitCode::from(1)),
@@ -544,6 +630,16 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     let spec = hostsim_live::tcp_worker::SendSpec { dst, port, unit_bytes: unit, total_bytes: total, sndbuf_bytes: sndbuf, start_ns, secs };
                     hostsim_live::tcp_worker::run_tcp_sender(&spec)
                 }
+                WorkerCmd::KawaiAccel { variant, port, origin, origin_port, origin_conns, secs } => {
+                    hostsim_live::kawai::worker_accel(&variant, port, origin, origin_port, origin_conns, secs)
+                }
+                WorkerCmd::KawaiOrigin { port, think_ms_mean, think_ms_sd, seed, secs } => {
+                    hostsim_live::kawai::worker_origin(port, think_ms_mean, think_ms_sd, seed, secs)
+                }
+                WorkerCmd::KawaiClients { dst, port, conns, rate_rps, hit_ratio, ramp_ms, seed, secs } => {
+                    hostsim_live::kawai::worker_clients(dst, port, conns, rate_rps, hit_ratio, ramp_ms, seed, secs)
+                }
+                WorkerCmd::KawaiSoak { secs } => hostsim_live::kawai::worker_soak(secs),
             };
             r.map_err(|e| format!("live-worker: {e}"))?;
             Ok(ExitCode::SUCCESS)

@@ -563,3 +563,136 @@ fn the_worker_refuses_bad_numbers_without_panicking() {
         assert!(err.contains("error: live-worker: --"), "{args:?}: {err}");
     }
 }
+
+// ---------------------------------------------------------------- kawai-interval (issue 29)
+
+/// The processes `pid` started (its threads' `children`), read while it runs.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut v: Vec<u32> = rd
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| s.split_whitespace().filter_map(|x| x.parse().ok()).collect::<Vec<u32>>())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Is `pid` still a process (not a zombie)?
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
+}
+
+/// `hostsim live kawai-interval --quick`: a few hundred requests through the real accelerator
+/// (static 20 ms control, SCHED_FIFO during I/O), every response checked byte by byte by the
+/// clients, all of them answered, the loop at no more passes than its cycle allows, and nothing
+/// left behind.
+#[test]
+fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, SCHED_FIFO)");
+    }
+    let out = tmp("kawai-quick");
+    let t0 = Instant::now();
+    let child = hostsim().args(["live", "kawai-interval", "--quick", "--out"]).arg(&out).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let res = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    if res.status.code() == Some(2) {
+        return skip(err.trim());
+    }
+    assert!(res.status.success(), "hostsim live kawai-interval --quick failed: {err}");
+    // Bounded: ramp + warm-up + window + drain + set-up is ~6 s; a minute means something hung.
+    assert!(t0.elapsed() < Duration::from_secs(60), "took {:?}", t0.elapsed());
+    assert_eq!(ledgers_of(pid), Vec::<PathBuf>::new(), "ledger left after a normal exit");
+    assert_eq!(hostsim_live::netns::netns_of(pid), Vec::<String>::new(), "namespaces left after a normal exit");
+    let rj = run_json(&out);
+    assert_eq!(rj["status"], "complete");
+    let m = csv_row(&out.join("results.csv"));
+    let offered = m["clients_offered_count"];
+    assert!(offered >= 300.0, "a few hundred requests: {offered} offered in the window\n{err}");
+    assert_eq!(m["clients_errors_count"], 0.0, "responses that were wrong or cut\n{err}");
+    assert_eq!(m["chamomile_bad_count"], 0.0, "requests the accelerator refused\n{err}");
+    assert_eq!(m["clients_no_conn_per_s"], 0.0, "requests that found no idle connection\n{err}");
+    assert_eq!(m["clients_completed_count"], offered, "every request of the window answered (incomplete: {})\n{err}", m["clients_incomplete_count"]);
+    assert_eq!(m["origin_errors_count"], 0.0);
+    // Misses went through the origin: the hit ratio is 0.72.
+    assert!(m["chamomile_misses_per_s"] > 0.0 && m["chamomile_fetched_per_s"] > 0.0, "{err}");
+    // Static 20 ms: a pass never starts sooner than a cycle after the last (at most
+    // window/cycle + 1 passes in the window), and the loop did sleep and go back to FIFO.
+    let w = m["window_s"];
+    let max_loops = (w / 0.020 + 1.0) / w;
+    assert!(m["chamomile_io_loops_per_s"] <= max_loops, "{} passes/s > {max_loops}\n{err}", m["chamomile_io_loops_per_s"]);
+    assert!(m["chamomile_io_sleeps_per_s"] > 0.0 && m["chamomile_sched_frac"] > 0.0, "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT during a kawai-interval point: the namespaces, veths,
+/// RPS masks, sysctls and the CPU group with its RT budget are undone, and the accelerator,
+/// origin, soaker and clients are gone.
+#[test]
+fn every_stop_signal_undoes_a_kawai_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, SCHED_FIFO)");
+    }
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+        let out = tmp(&format!("kawai-signal-{sig}"));
+        let mut cmd = hostsim();
+        // SAFETY: signal() between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                    libc::signal(s, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .args(["live", "kawai-interval", "--quick", "--window-s", "30", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Wait until the four workers run (origin, accelerator, soaker, clients).
+        let end = Instant::now() + Duration::from_secs(30);
+        let workers = loop {
+            let k = children_of(pid);
+            if k.len() >= 4 {
+                break k;
+            }
+            if let Some(s) = child.try_wait().unwrap() {
+                let mut e = String::new();
+                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut e);
+                if s.code() == Some(2) {
+                    return skip(e.trim());
+                }
+                panic!("the run ended before its workers started ({s}): {e}");
+            }
+            assert!(Instant::now() < end, "the workers did not start within 30 s");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let entries = entries_of(pid);
+        // SAFETY: our child.
+        unsafe { libc::kill(pid as i32, sig) };
+        let res = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(128 + sig), "exit after {name}: {err}");
+        for kind in ["netns", "veth", "file"] {
+            assert!(entries.iter().any(|e| serde_json::to_value(e).unwrap()["kind"] == kind), "the run recorded no {kind}: {entries:?}");
+        }
+        assert_undone(pid, &entries, name);
+        // The workers die with the run (PR_SET_PDEATHSIG, then their own time limit).
+        let end = Instant::now() + Duration::from_secs(5);
+        while workers.iter().any(|&w| alive(w)) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let left: Vec<u32> = workers.iter().copied().filter(|&w| alive(w)).collect();
+        assert!(left.is_empty(), "workers left after {name}: {left:?}");
+        assert_eq!(run_json(&out)["status"], format!("interrupted ({name})"));
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

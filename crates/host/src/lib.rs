@@ -56,6 +56,8 @@ mod wire;
 pub use net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;
 pub use kernel::irq::route::IrqRouter;
+// 2.4/2.5's nanosleep rule, also what `hostsim live kawai-interval`'s quantised sleeps follow.
+pub use kernel::time::nanosleep::{nanosleep_jiffies, Nanosleep};
 pub use wire::wire_bytes;
 pub use run::RunError;
 pub use metrics::summary::{

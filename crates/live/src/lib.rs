@@ -99,6 +99,16 @@
 //!   tabata.rs                the experiment: namespaces, 100 Mbit/s tbf, offloads off, sweep
 //! ```
 //!
+//! ## `kawai-interval` on today's Linux
+//!
+//! Paper 004's mechanism is user-level code (a poll() loop that sleeps between passes and does
+//! its I/O at SCHED_FIFO), so here it is a real HTTP/1.1 accelerator with the paper's three
+//! threads, loaded by the project's own open-loop clients, with an origin whose delay is made
+//! in user space; see [`kawai`] (its module page maps the files). Its one change beyond
+//! namespaces and the CPU group: the group's `cpu.rt_runtime_us` (cgroup v1 gives a child group
+//! no real-time time, and SCHED_FIFO then fails with EPERM), sized to fit its parent
+//! (`kawai::experiment::rt_budget`) and removed with the group.
+//!
 //! ## The mechanism, and where it differs from the PBQs of `crates/host/src/mechanisms/ozaki_pbq/pbq.rs`
 //!
 //! | paper 000 (PBQs in the 2.4 backlog)                         | here (XDP at veth's NAPI poll)                                   |
@@ -141,6 +151,7 @@ pub mod agent;
 pub mod arrivals;
 pub mod cgroup;
 pub mod harness;
+pub mod kawai;
 pub mod ledger;
 pub mod netns;
 pub mod ozaki;

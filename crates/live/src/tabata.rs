@@ -387,7 +387,7 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
     // Until the sender has sent everything and seen it acknowledged (it exits then), bounded
     // by its own time limit plus a margin.
     let end = std::time::Instant::now() + Duration::from_secs_f64(secs + 5.0);
-    while !sender.exited() {
+    while sender.exited().is_none() {
         if std::time::Instant::now() > end {
             return Err(failed(format!("the sender did not finish within {} s", secs + 5.0)));
         }
@@ -404,7 +404,7 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
     // A starved sink (a neighbour's softirq load on its CPU) may take seconds: up to the
     // point's own limit.
     let sink_end = std::time::Instant::now() + Duration::from_secs_f64(secs);
-    while !sink.exited() && std::time::Instant::now() < sink_end {
+    while sink.exited().is_none() && std::time::Instant::now() < sink_end {
         run.sleep(Duration::from_millis(5))?;
     }
     let got = sink.finish_json(Duration::from_secs(3)).map_err(failed)?;

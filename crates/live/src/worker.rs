@@ -351,19 +351,20 @@ impl Worker {
 }
 
 impl Worker {
-    /// Has it exited (it is reaped then; its report waits on its stdout)?
-    pub fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
+    /// Has it exited, and with what status (it is reaped then; its report waits on its stdout)?
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// Its report as JSON, for workers with their own fields (tabata-speed's TCP sender and
-    /// sink): SIGTERM if it still runs, wait (SIGKILL after `grace`), parse its one line.
+    /// sink, the kawai-interval workers): SIGTERM if it still runs, wait (SIGKILL after
+    /// `grace`), parse its one line.
     pub fn finish_json(mut self, grace: Duration) -> Result<serde_json::Value, String> {
-        if !self.exited() {
+        if self.exited().is_none() {
             self.signal(libc::SIGTERM);
         }
         let end = Instant::now() + grace;
-        while !self.exited() {
+        while self.exited().is_none() {
             if Instant::now() >= end {
                 let _ = self.child.kill();
                 let _ = self.child.wait();

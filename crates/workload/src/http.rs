@@ -137,8 +137,8 @@ impl Default for HttpConfig {
 
 // ---------------------------------------------------------------- distributions
 
-/// Standard normal by Box–Muller.
-fn normal(rng: &mut Rng) -> f64 {
+/// Standard normal by Box–Muller (also the live origin's think time).
+pub fn normal(rng: &mut Rng) -> f64 {
     let u1 = rng.uniform().max(1e-300);
     let u2 = rng.uniform();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
@@ -151,8 +151,8 @@ fn lognormal(rng: &mut Rng, mean: f64, sd: f64) -> f64 {
     (mu + s2.sqrt() * normal(rng)).exp()
 }
 
-/// zipf(n) on 1..=n with P(k) ∝ 1/k.
-fn zipf(rng: &mut Rng, n: u32) -> u32 {
+/// zipf(n) on 1..=n with P(k) ∝ 1/k (also the live clients' requests per connection).
+pub fn zipf(rng: &mut Rng, n: u32) -> u32 {
     let n = n.max(1);
     let h: f64 = (1..=n).map(|k| 1.0 / f64::from(k)).sum();
     let mut u = rng.uniform() * h;
