@@ -78,6 +78,12 @@ fn exists(e: &Entry) -> bool {
         Entry::Affinity { pid, start_time, cpus } => {
             hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::affinity(*pid as i32).ok().as_ref() != Some(cpus)
         }
+        Entry::Link { link_id, .. } => {
+            Command::new("bpftool").args(["link", "show", "id", &link_id.to_string()]).output().is_ok_and(|o| o.status.success())
+        }
+        Entry::Sched { pid, start_time, policy, prio } => {
+            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::sched_of(*pid as i32).ok() != Some((*policy, *prio))
+        }
     }
 }
 

@@ -122,6 +122,7 @@
 
 pub mod agent;
 pub mod cgroup;
+pub mod gen;
 pub mod harness;
 pub mod ledger;
 pub mod netns;
