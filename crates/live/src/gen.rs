@@ -135,11 +135,16 @@ pub struct Pacing {
     pub call_frames_max: u32,
     /// A stream further behind its schedule than this skips frames instead of bursting.
     pub lag_ms_max: f64,
+    /// A stream is sent to in calls of at least this many microseconds of its frames (or its
+    /// last frames): each `BPF_PROG_RUN` call has a fixed cost (the syscall, a page pool
+    /// created and filled for the call, a wake-up of the receiving NAPI), which calls of one
+    /// frame each would pay per frame.
+    pub quantum_us: f64,
 }
 
 impl Default for Pacing {
     fn default() -> Pacing {
-        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 256, lag_ms_max: 2.0 }
+        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 256, lag_ms_max: 2.0, quantum_us: 200.0 }
     }
 }
 
@@ -225,6 +230,9 @@ impl Generator {
         }
         if !(1..=4096).contains(&p.call_frames_max) || !(p.lag_ms_max.is_finite() && p.lag_ms_max > 0.0) {
             return Err(failed("generator: call_frames_max must be in 1..=4096 and lag_ms_max > 0".to_string()));
+        }
+        if !(p.quantum_us.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&p.quantum_us)) {
+            return Err(failed("generator: quantum_us must be in 0..=lag_ms_max".to_string()));
         }
         let netns = ns.file()?;
         let base = self.streams_ptr();
@@ -393,6 +401,8 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
     }
     let fd = prog.as_raw_fd();
     let lag: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * p.lag_ms_max * 1e-3) as u64).max(u64::from(p.call_frames_max))).collect();
+    // Frames per call at least (the quantum), at most call_frames_max.
+    let quantum: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * p.quantum_us * 1e-6) as u64).clamp(1, u64::from(p.call_frames_max))).collect();
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(p.secs);
     let mut total = 0u64;
@@ -412,7 +422,7 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
                 owed = lag[i];
             }
             let n = owed.min(u64::from(p.call_frames_max)).min(p.frames_max - total) as u32;
-            if n == 0 {
+            if n == 0 || (u64::from(n) < quantum[i] && now + Duration::from_secs_f64(p.quantum_us * 1e-6) < deadline) {
                 continue;
             }
             any = true;
@@ -433,12 +443,13 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
             }
         }
         if !any {
-            // Until the earliest next frame is due.
+            // Until the earliest stream owes its quantum.
             let next_s = streams
                 .iter()
                 .zip(&rep.streams)
-                .filter(|(s, _)| s.rate_pps > 0.0)
-                .map(|(s, r)| (r.sent + r.skipped + 1) as f64 / s.rate_pps)
+                .zip(&quantum)
+                .filter(|((s, _), _)| s.rate_pps > 0.0)
+                .map(|((s, r), q)| (r.sent + r.skipped + q) as f64 / s.rate_pps)
                 .fold(f64::INFINITY, f64::min);
             let wait = if next_s.is_finite() { (t0 + Duration::from_secs_f64(next_s)).saturating_duration_since(Instant::now()) } else { Duration::from_millis(1) };
             std::thread::sleep(wait.clamp(Duration::from_micros(5), Duration::from_millis(1)));
