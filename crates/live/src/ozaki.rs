@@ -401,6 +401,15 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on:
     if let Some(e) = &report.setup_error {
         return Err(failed(format!("the generator could not start: {e}")));
     }
+    for r in report.streams.iter().filter(|r| r.errors > 0) {
+        run.progress(format!(
+            "generator stream {}: {} of {} BPF_PROG_RUN calls failed, the first with: {}",
+            r.name,
+            r.errors,
+            r.calls,
+            r.first_error.as_deref().unwrap_or("?")
+        ));
+    }
     run.sleep(Duration::from_millis(200))?; // what is still in the receive path arrives
     let sink_pids: Vec<(String, u32)> = sinks.iter().map(|w| (w.name.clone(), w.pid())).collect();
     let mut got = BTreeMap::new();
