@@ -27,6 +27,17 @@
 //! spare veth pair of its own (both ends down, nothing ever arrives there), recorded in the run's
 //! ledger like everything else. `tests/gen.rs` measures a call both ways.
 //!
+//! **The page-pool pitfall.** Each live-frames call creates a page pool for its frames and
+//! registers it as an XDP memory model, taking an id from a machine-wide pool of 65,534
+//! (`MEM_ID_MAX` in net/core/xdp.c, Linux 6.18: `xdp_reg_mem_model` → `ida_alloc_range`).
+//! A pool whose frames are still in flight when the call returns (in the receiver's ring, a
+//! backlog, a socket's queue) is released only when they come back, retried once a second
+//! (`page_pool_release_retry`). Thousands of calls a second into a slow receiver exhaust the
+//! ids, and every further call fails with ENOSPC until they return. So the generator makes
+//! few, large calls: a stream is served in quanta of [`Pacing::quantum_us`] of its frames (1 ms
+//! by default: at most ~1,000 calls a second per stream), and a run reports failed calls with
+//! the first error.
+//!
 //! **What the receiver sees.** Frames arrive on the peer device exactly as if sent by another
 //! host: the veth's NAPI poll (and any XDP program attached there) runs on the CPU that called
 //! `BPF_PROG_RUN` (it schedules the peer's NAPI there), or in the peer's NAPI kthread when
@@ -138,15 +149,19 @@ pub struct Pacing {
     /// A stream is sent to in calls of at least this many microseconds of its frames (or its
     /// last frames): each `BPF_PROG_RUN` call has a fixed cost (the syscall, a page pool
     /// created and filled for the call, a wake-up of the receiving NAPI), which calls of one
-    /// frame each would pay per frame.
+    /// frame each would pay per frame, and holds an XDP memory-model id while its frames are in
+    /// flight (the page-pool pitfall above).
     pub quantum_us: f64,
 }
 
 impl Default for Pacing {
     fn default() -> Pacing {
-        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 256, lag_ms_max: 2.0, quantum_us: 200.0 }
+        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 1024, lag_ms_max: 5.0, quantum_us: 1000.0 }
     }
 }
+
+/// Frames per page-pool batch of one call (the kernel's `TEST_XDP_MAX_BATCH` is 256).
+const GEN_BATCH_MAX: u32 = 256;
 
 /// The longest a generator may run, seconds.
 pub const SECS_MAX: f64 = 600.0;
@@ -427,7 +442,7 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
             }
             any = true;
             r.calls += 1;
-            match run_live(fd, &s.frame, idx[i], n, n.min(256)) {
+            match run_live(fd, &s.frame, idx[i], n, n.min(GEN_BATCH_MAX)) {
                 Ok(()) => {
                     r.sent += u64::from(n);
                     total += u64::from(n);
