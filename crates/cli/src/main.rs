@@ -253,7 +253,7 @@ fn trace_window(from: Option<f64>, to: Option<f64>) -> Result<Option<hostsim_hos
         return Ok(None);
     }
     let ns = |ms: f64, key: &str| {
-        if ms.is_finite() && ms >= 0.0 && ms <= 1e12 {
+        if ms.is_finite() && (0.0..=1e12).contains(&ms) {
             Ok((ms * 1e6).round() as u64)
         } else {
             Err(format!("--{key} {ms}: expected simulated milliseconds between 0 and 1e12"))

@@ -104,6 +104,8 @@ fn start_long_run(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
 }
 
 /// [`start_long_run`], optionally with SIGHUP ignored as `nohup` leaves it.
+// The child is returned to the caller, who waits for it; on failure it is killed and waited for.
+#[allow(clippy::zombie_processes)]
 fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>) {
     let mut cmd = hostsim();
     // The stop signals as a terminal would deliver them, whatever this test inherited (a shell
@@ -153,10 +155,6 @@ fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, f64>> {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().expect("header").split(',').collect();
     lines.map(|l| head.iter().zip(l.split(',')).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()).collect()
-}
-
-fn csv_row(path: &Path) -> std::collections::BTreeMap<String, f64> {
-    csv_rows(path).into_iter().next().expect("a row")
 }
 
 fn run_json(out: &Path) -> serde_json::Value {

@@ -243,7 +243,7 @@ impl Generator {
         if !(p.secs.is_finite() && p.secs > 0.0 && p.secs <= SECS_MAX) {
             return Err(failed(format!("generator: secs must be in (0, {SECS_MAX}], got {}", p.secs)));
         }
-        if !(1..=4096).contains(&p.call_frames_max) || !(p.lag_ms_max.is_finite() && p.lag_ms_max > 0.0) {
+        if !((1..=4096).contains(&p.call_frames_max) && p.lag_ms_max.is_finite() && p.lag_ms_max > 0.0) {
             return Err(failed("generator: call_frames_max must be in 1..=4096 and lag_ms_max > 0".to_string()));
         }
         if !(p.quantum_us.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&p.quantum_us)) {
