@@ -1,20 +1,23 @@
 //! Compiles the BPF programs (src/bpf/*.bpf.c) with clang and generates their libbpf-rs
-//! skeletons: the ozaki-pbq XDP program and tabata-speed's arrival recorder. Needs clang and,
-//! for libbpf-sys, libelf and zlib headers: `scripts/deps.sh` installs them from Debian's
-//! packages.
+//! skeletons: the ozaki-pbq XDP program (with its cgroup hooks), the live-frames traffic
+//! generator and tabata-speed's arrival recorder. Needs clang and, for libbpf-sys, libelf and
+//! zlib headers: `scripts/deps.sh` installs them from Debian's packages.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 use std::process::Command;
 
 /// (source, skeleton file, headers it includes).
-const PROGS: [(&str, &str, &str); 2] = [
-    ("src/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", "src/bpf/pbq.h"),
-    ("src/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", "src/bpf/arrivals.h"),
+const PROGRAMS: [(&str, &str, &[&str]); 3] = [
+    // ozaki-pbq's priority drop (XDP) and its bind/close/connect hooks.
+    ("src/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", &["src/bpf/pbq.h"]),
+    // The live-frames traffic generator (src/gen.rs).
+    ("src/bpf/gen.bpf.c", "gen.skel.rs", &["src/bpf/gen.h"]),
+    // tabata-speed's arrival recorder (tcx ingress, src/arrivals.rs).
+    ("src/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", &["src/bpf/arrivals.h"]),
 ];
 
 fn main() {
-    let dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     if Command::new("clang").arg("--version").output().is_err() {
         panic!(
             "hostsim-live: `clang` not found. It compiles the BPF programs in src/bpf/. \
@@ -25,13 +28,16 @@ fn main() {
     // which clang's BPF target does not search by itself.
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = format!("/usr/include/{arch}-linux-gnu");
-    for (src, skel, header) in PROGS {
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for (src, skel, headers) in PROGRAMS {
         SkeletonBuilder::new()
             .source(src)
             .clang_args(["-I", &multiarch, "-I", "src/bpf", "-mcpu=v3", "-Wall", "-Werror"])
-            .build_and_generate(dir.join(skel))
+            .build_and_generate(out_dir.join(skel))
             .unwrap_or_else(|e| panic!("hostsim-live: building {src}: {e:#}"));
         println!("cargo:rerun-if-changed={src}");
-        println!("cargo:rerun-if-changed={header}");
+        for h in headers {
+            println!("cargo:rerun-if-changed={h}");
+        }
     }
 }

@@ -167,20 +167,21 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum LiveCmd {
-    /// Paper 000's Fig. 5 on this kernel: a nice -19 UDP counter under a nice 19 flood, flood
-    /// rate swept past saturation, the XDP priority drop off and on, 3 repetitions. Writes
-    /// DIR/results.csv (the model's metric names) and DIR/run.json.
+    /// Paper 000's Fig. 5 on this kernel: a nice -19 UDP counter under a nice 19 flood from a
+    /// kernel-side paced generator, flood rate swept past the receiver's capacity, the XDP
+    /// priority drop off and on at the same offered load, two placements of the receive work,
+    /// 3 repetitions. Writes DIR/results.csv (the model's metric names) and DIR/run.json.
     #[command(name = "ozaki-pbq")]
     OzakiPbq {
         #[arg(long)]
         out: PathBuf,
-        /// The short run of the tests: mechanism on, one saturating flood, 0.6 s.
+        /// The short run of the tests: one flood past capacity, RPS placement, off then on, 0.6 s.
         #[arg(long)]
         quick: bool,
         /// Repetitions of the whole sweep (default 3).
         #[arg(long)]
         reps: Option<u32>,
-        /// Flood rates, pkt/s, comma-separated (default 1000,25000,...,400000).
+        /// Flood rates, pkt/s, comma-separated (default 50000,100000,200000,300000,400000).
         #[arg(long, value_delimiter = ',')]
         rates: Option<Vec<f64>>,
         /// Measurement window per point, seconds (default 2).
@@ -192,6 +193,14 @@ enum LiveCmd {
         /// Mechanism settings to run: `off`, `on` or `off,on` (default).
         #[arg(long, value_delimiter = ',')]
         modes: Option<Vec<String>>,
+        /// Where the server veths' receive work runs: `rps` (NAPI on the generator's CPU, RPS
+        /// to the server's), `threaded` (NAPI kthreads on the server's CPU at SCHED_FIFO), or
+        /// both (default `rps,threaded`).
+        #[arg(long, value_delimiter = ',')]
+        placements: Option<Vec<String>>,
+        /// The receiver's capacity for the detector, pkt/s (default: measured on the `off` points).
+        #[arg(long)]
+        capacity_pps: Option<f64>,
     },
     /// Paper 002's Fig. 1-3 and Table 1 on this kernel: a bulk TCP sender (1 MB in 1024 and
     /// 2048 B writes) over a 100 Mbit/s shaped veth, its speed regulated by a SCHED_FIFO slot
@@ -270,6 +279,13 @@ enum WorkerCmd {
         port: u16,
         #[arg(long)]
         secs: f64,
+        /// Also count datagrams whose sequence number (first 8 payload bytes, little-endian)
+        /// is at least this ...
+        #[arg(long, requires = "seq_hi")]
+        seq_lo: Option<u64>,
+        /// ... and below this.
+        #[arg(long, requires = "seq_lo")]
+        seq_hi: Option<u64>,
     },
     KawaiAccel {
         #[arg(long)]
@@ -373,7 +389,7 @@ fn trace_window(from: Option<f64>, to: Option<f64>) -> Result<Option<hostsim_hos
         return Ok(None);
     }
     let ns = |ms: f64, key: &str| {
-        if ms.is_finite() && ms >= 0.0 && ms <= 1e12 {
+        if ms.is_finite() && (0.0..=1e12).contains(&ms) {
             Ok((ms * 1e6).round() as u64)
         } else {
             Err(format!("--{key} {ms}: expected simulated milliseconds between 0 and 1e12"))
@@ -588,7 +604,17 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Live { cmd } => match cmd {
-            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes } => {
+            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, placements, capacity_pps } => {
+                let placements = match placements {
+                    None => None,
+                    Some(v) => Some(
+                        v.iter()
+                            .map(|p| {
+                                hostsim_live::ozaki::RxPlacement::parse(p).ok_or_else(|| format!("--placements: `{p}`, expected `rps` or `threaded`"))
+                            })
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                };
                 let modes = match modes {
                     None => None,
                     Some(v) => Some(
@@ -601,7 +627,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
                 };
-                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes };
+                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes, placements, capacity_pps };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {
@@ -621,7 +647,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         Cmd::LiveWorker { cmd } => {
             let r = match cmd {
                 // Each worker checks its arguments (finite, in range) before it starts.
-                WorkerCmd::Sink { port, secs } => hostsim_live::worker::run_sink(port, secs),
+                WorkerCmd::Sink { port, secs, seq_lo, seq_hi } => hostsim_live::worker::run_sink(port, secs, seq_lo.zip(seq_hi)),
                 WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
                     hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
                 }

@@ -1,8 +1,9 @@
 //! `hostsim live` on this machine's kernel (needs root, network namespaces and XDP; elsewhere
 //! each test writes why it skips to the terminal and returns, never passing silently):
 //!
-//! - a short run (`--quick`: a few thousand packets, mechanism on, one saturating flood) delivers
-//!   the high-priority flow whole while the flood loses packets;
+//! - a short run (`--quick`: one flood past the receiver's capacity from the kernel-side
+//!   generator, off then on) never drops the high-priority flow in the program, and once its
+//!   own counters say high load the program sheds the flood;
 //! - the harness (issue 25): SIGINT, SIGTERM, SIGHUP and SIGQUIT each undo every entry of the
 //!   run's ledger (namespaces, veths, RPS masks, cgroup, XDP program and links), exit 128 + N and
 //!   keep the points measured so far; a SIGKILLed run's ledger is undone by `hostsim live clean`,
@@ -78,6 +79,12 @@ fn exists(e: &Entry) -> bool {
         Entry::Affinity { pid, start_time, cpus } => {
             hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::affinity(*pid as i32).ok().as_ref() != Some(cpus)
         }
+        Entry::Link { link_id, .. } => {
+            Command::new("bpftool").args(["link", "show", "id", &link_id.to_string()]).output().is_ok_and(|o| o.status.success())
+        }
+        Entry::Sched { pid, start_time, policy, prio } => {
+            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::sched_of(*pid as i32).ok() != Some((*policy, *prio))
+        }
     }
 }
 
@@ -97,6 +104,8 @@ fn start_long_run(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
 }
 
 /// [`start_long_run`], optionally with SIGHUP ignored as `nohup` leaves it.
+// The child is returned to the caller, who waits for it; on failure it is killed and waited for.
+#[allow(clippy::zombie_processes)]
 fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>) {
     let mut cmd = hostsim();
     // The stop signals as a terminal would deliver them, whatever this test inherited (a shell
@@ -115,7 +124,7 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
         });
     }
     let mut child = cmd
-        .args(["live", "ozaki-pbq", "--modes", "on", "--reps", "1"])
+        .args(["live", "ozaki-pbq", "--modes", "on", "--reps", "1", "--placements", "rps"])
         .args(args)
         .arg("--out")
         .arg(out)
@@ -146,10 +155,6 @@ fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, f64>> {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().expect("header").split(',').collect();
     lines.map(|l| head.iter().zip(l.split(',')).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()).collect()
-}
-
-fn csv_row(path: &Path) -> std::collections::BTreeMap<String, f64> {
-    csv_rows(path).into_iter().next().expect("a row")
 }
 
 fn run_json(out: &Path) -> serde_json::Value {
@@ -183,46 +188,32 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     assert_eq!(ledgers_of(pid), Vec::<PathBuf>::new(), "ledger left after a normal exit");
     assert_eq!(hostsim_live::netns::netns_of(pid), Vec::<String>::new(), "namespaces left after a normal exit");
     assert_eq!(run_json(&out)["status"], "complete");
-    let m = csv_row(&out.join("results.csv"));
-    let (sent, got) = (m["bwclient_sent_count"], m["bw_rx_count"]);
-    assert!(sent >= 1000.0, "a few thousand packets: bw sent {sent} in the window\n{err}");
-    // Protected: nothing of bw's was dropped at its socket or by the program in the window.
-    assert_eq!(m["bw_drop_socket_pps"], 0.0, "bw's socket dropped packets\n{err}");
-    assert_eq!(m["bw_drop_xdp_pps"], 0.0, "the program dropped bw's packets\n{err}");
-    // Over the whole run (no window marks, whose signals a busy machine delivers late while the
-    // sink's socket holds a queue), every bw packet sent and not received was dropped where no
-    // XDP program can protect it: in its veth's ring before the program, or in the CPU's
-    // backlog after its XDP_PASS, which bw shares with the flood's minimum share (the backlog
-    // count is the machine's, not bw's alone), or, before the window, at its socket. On an idle
-    // machine all are ~0 and bw receives everything; on a loaded one (CI) the softirq drains
-    // the backlog slower. The sink drains its socket after the stop, so nothing is in flight.
-    let (sent_all, got_all) = (m["bwclient_sent_total"], m["bw_rx_total"]);
-    let explained = m["drop_backlog_total"] + m["bw_drop_nic_ring_total"] + m["bw_drop_socket_total"];
-    assert!(explained.is_finite(), "the workers reported no drop counts\n{err}");
-    assert!(
-        sent_all - got_all <= explained,
-        "the high-priority flow lost packets the program should have kept: sent {sent_all}, \
-         received {got_all}, backlog + veth-ring + socket drops {explained}\n{err}"
-    );
-    // The window itself (what results.csv reports) is off by at most the sink's socket queue at
-    // either mark (~200 datagrams at the default rmem): a sanity bound, not the protection test.
-    assert!(got >= sent * 0.8, "bw received under 80% in the window: sent {sent}, received {got}\n{err}");
-    // The flood was cut: over the whole run (the window's counts can show more received than
-    // sent when the flood loses little, its marks arriving late on a busy machine).
-    let flood_sent = m["floodclients_sent_total"];
-    let flood_got = m["flood_rx_total"];
-    assert!(flood_got < flood_sent, "the flood lost nothing over the run: sent {flood_sent}, received {flood_got}\n{err}");
-    // The flood overloads the receive path on a machine of this kind (2 CPUs, the flood at the
-    // sender's full speed), and then the program must be what drops it. On a machine busy with
-    // other work the sender may not get there: say so rather than fail.
-    if m["high_load_entries"] > 0.0 || m["high_load_frac"] > 0.0 {
-        assert!(m["drop_xdp_pps"] > 0.0, "high load, yet the program dropped nothing\n{err}");
+    let rows = csv_rows(&out.join("results.csv"));
+    assert_eq!(rows.len(), 2, "--quick: one flood rate, off then on\n{err}");
+    // csv_rows keeps numeric columns only: the variant is told by the order (off first, ozaki::run).
+    let (off, on) = (&rows[0], &rows[1]);
+    assert!(on["bwclient_sent_count"] >= 1000.0, "a window of thousands of bw frames: {}\n{err}", on["bwclient_sent_count"]);
+    // Whatever the machine's load: the program never drops the top level's frames, and the
+    // mechanism off never drops at all (both are the program's own counts).
+    assert_eq!(on["bw_drop_xdp_pps"], 0.0, "the program dropped bw's packets\n{err}");
+    assert_eq!(off["drop_xdp_pps"], 0.0, "the mechanism off dropped packets\n{err}");
+    // High load in the `on` run (its own devices' arrival rate against the capacity the `off`
+    // run measured, or its own top socket's drops) means the program sheds the flood: the
+    // flood then loses frames of the window (no longer "the flood lost nothing" whatever the
+    // sender achieved: the generator offers its rate, and a point it could not offer is
+    // marked invalid and only reported).
+    let valid = off["valid"] == 1.0 && on["valid"] == 1.0;
+    if on["high_load_entries"] > 0.0 || on["high_load_frac"] > 0.0 {
+        assert!(on["flood_drop_xdp_pps"] > 0.0, "high load, yet the program dropped no flood\n{err}");
+        assert!(on["flood_rx_count"] < on["floodclients_sent_count"], "high load, yet the flood lost nothing in the window\n{err}");
     } else {
+        let _ = writeln!(std::io::stderr(), "NOTE (live): the `on` run never entered high load here (valid points: {valid})");
+    }
+    if !valid {
         let _ = writeln!(
             std::io::stderr(),
-            "NOTE (live): the flood ({:.0} pkt/s sent) never overloaded the receive path here; the \
-             program had nothing to drop (flood losses: socket {:.0} pkt/s)",
-            m["floodclients_sent_pps"], m["drop_socket_pps"]
+            "NOTE (live): the generator did not offer its rate on this machine (achieved {:.2} off, {:.2} on): points marked invalid",
+            off["achieved_frac"], on["achieved_frac"]
         );
     }
     let _ = std::fs::remove_dir_all(&out);
@@ -289,7 +280,7 @@ fn sigkill_leftovers_are_removed_by_live_clean() {
     child.kill().unwrap(); // SIGKILL: nothing runs in the victim
     child.wait().unwrap();
     // The workers die with it (PR_SET_PDEATHSIG); the namespaces and the ledger stay.
-    assert_eq!(hostsim_live::netns::netns_of(pid).len(), 3, "a SIGKILLed run leaves its namespaces");
+    assert_eq!(hostsim_live::netns::netns_of(pid).len(), 2, "a SIGKILLed run leaves its namespaces (srv, cli)");
     assert_eq!(ledgers_of(pid).len(), 1, "and its ledger");
     let clean = hostsim().args(["live", "clean"]).output().unwrap();
     let said = String::from_utf8_lossy(&clean.stdout);

@@ -217,6 +217,7 @@ impl Xdp {
                     hold_ms: k.xdp_hold_ms,
                     escalate_ms: k.xdp_escalate_ms,
                     probe_ms: k.xdp_probe_ms,
+                    ..DetectorConfig::default()
                 };
                 Xdp::Pbq(Box::new(XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000)))
             }

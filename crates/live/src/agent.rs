@@ -10,20 +10,22 @@
 //! It re-reads every `rescan_ms` and writes only the entries that changed, so a bind, a close
 //! or a renice reaches the program within that period.
 //!
-//! **High load.** The paper's high-load state is the 2.4 backlog's throttle (§2.1.1). The agent
-//! takes it from the kernel's own counters, polled every `poll_ms`:
-//! - the backlog overflowed (`/proc/net/softnet_stat` `dropped` grew on some CPU) or holds more
-//!   than `backlog_len_high` packets — the same condition as the paper's, on today's backlog;
-//! - or a socket of the highest active priority dropped packets (`/proc/net/udp` `drops`): the
-//!   process the mechanism exists for is losing them.
+//! **High load.** The paper's high-load state is the 2.4 backlog's throttle (§2.1.1): a sign of
+//! the receiver's own overload. The agent takes it only from counters that this run's traffic
+//! alone can move (issue 28), polled every `poll_ms`:
+//! - the arrival rate the program counts on the run's own devices (all levels, before
+//!   dropping) reached `capacity_frac` of the receiver's capacity, a rate measured with the
+//!   mechanism off (the experiment sets it, [`Agent::set_capacity`]; 0 = unknown, sign unused);
+//! - or a socket of the highest active priority in the run's own namespace dropped packets
+//!   (`/proc/thread-self/net/udp` `drops`): the process the mechanism exists for is losing them.
 //!
-//! Why counters rather than a rate kept in the XDP program: a rate tells how much arrives, not
-//! how much this machine can take, which depends on the CPU, the other load and the packet mix;
-//! the counters say directly that the receive path is losing packets. But once the program
-//! sheds the flood the counters go quiet, so they cannot say when the overload has ended. For
-//! leaving high load the agent uses the arrival rate the program counts *before* dropping (all
-//! levels): high load ends when that rate has fallen below `release_frac` of the rate at which
-//! it began, or, to probe whether a transient set it, after `probe_ms` without any overload sign.
+//! Not `/proc/net/softnet_stat`: its per-CPU backlog rows are shared by every namespace and every
+//! concurrent run, so another run's flood would raise this run's high load (the
+//! `backlog_*` fields of the shared [`Observation`] stay 0 here; the model feeds its own).
+//! Once the program sheds, the socket signal goes quiet, so it cannot say when the overload
+//! has ended: high load ends when the arrival rate has fallen below `release_frac` of the rate
+//! at which it began (for `hold_ms`), or, to probe whether a transient set it, after `probe_ms`
+//! without any overload sign.
 //!
 //! The state machine is `hostsim_host::mechanisms::ozaki_pbq::xdp::Detector`: the model's twin of this mechanism
 //! runs the same code on the model's counters.
@@ -138,6 +140,7 @@ pub struct Snapshot {
 
 enum Cmd {
     Enable(bool),
+    Capacity(f64),
     Snapshot(mpsc::Sender<Snapshot>),
     Stop,
 }
@@ -196,6 +199,12 @@ impl Agent {
     /// Mechanism on (drops under high load) or off (the program only counts).
     pub fn enable(&self, on: bool) {
         let _ = self.tx.send(Cmd::Enable(on));
+    }
+
+    /// The receiver's capacity in packets per second, measured with the mechanism off (0:
+    /// unknown): see the module's "High load".
+    pub fn set_capacity(&self, capacity_pps: f64) {
+        let _ = self.tx.send(Cmd::Capacity(capacity_pps));
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -280,7 +289,6 @@ fn agent_thread(
     let t0 = Instant::now();
     let mut det = Detector::new(cfg.detector);
     let mut last_rescan = Instant::now();
-    let mut prev_sn = procfs::read_softnet().unwrap_or_default();
     let mut prev_xdp = x.stats();
     let mut prev_sock: BTreeMap<u16, u64> = BTreeMap::new();
     let mut high_load_ns = 0u64;
@@ -291,6 +299,10 @@ fn agent_thread(
             Ok(Cmd::Enable(on)) => {
                 ctl.enabled = on;
                 x.set_ctl(ctl);
+                continue;
+            }
+            Ok(Cmd::Capacity(c)) => {
+                det.set_capacity(c);
                 continue;
             }
             Ok(Cmd::Snapshot(reply)) => {
@@ -325,13 +337,9 @@ fn agent_thread(
             rescan(&x, &mut table, &mut ports);
             last_rescan = now;
         }
-        let sn = procfs::read_softnet().unwrap_or_default();
         let xs = x.stats();
+        // Only the run's own counters (the module's "High load"): no backlog signs.
         let mut obs = Observation { t_ns: now.duration_since(t0).as_nanos() as u64, ..Observation::default() };
-        for (a, b) in sn.iter().zip(prev_sn.iter()) {
-            obs.backlog_drops += a.dropped.saturating_sub(b.dropped);
-            obs.backlog_len_max = obs.backlog_len_max.max(a.backlog_len);
-        }
         for l in 0..LEVELS {
             obs.arrivals[l] = xs[l].rx.saturating_sub(prev_xdp[l].rx);
         }
@@ -347,7 +355,6 @@ fn agent_thread(
             }
         }
         prev_sock = sock_now;
-        prev_sn = sn;
         prev_xdp = xs;
         det.observe(&obs);
         let want = Ctl { high_load: det.high, shed_below: det.shed_below, ..ctl };

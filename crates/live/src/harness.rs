@@ -238,6 +238,14 @@ impl LiveRun {
         Ok(())
     }
 
+    /// Create a veth pair with both ends in `ns`, left down and without addresses (a device to
+    /// park a program on: see `gen.rs`).
+    pub fn spare_veth(&self, ns: &Netns, a: &str, b: &str) -> Result<(), LiveError> {
+        self.record(Entry::Veth { ns: Some(ns.name.clone()), dev: a.to_string() })?;
+        ip(&["-n", &ns.name, "link", "add", a, "type", "veth", "peer", "name", b])
+            .map_err(|e| LiveError::Unsupported(format!("creating a veth pair: {e}")))
+    }
+
     /// Write `value` to `path` as namespace `ns` sees it (None: the root namespace's view),
     /// recording the value it had, which clean-up writes back.
     pub fn write_value(&self, ns: Option<&Netns>, path: &str, value: &str) -> Result<(), LiveError> {
@@ -286,6 +294,21 @@ impl LiveRun {
             return Err(LiveError::Unsupported(format!("{}: no cgroup.freeze (cgroup v2 freezer: Linux 5.2+)", path.display())));
         }
         Ok(path)
+    }
+
+    /// Record a BPF program attached through bpf_link `link_id` to `what` (a cgroup's hooks, a
+    /// tracepoint); recorded after attaching, as [`LiveRun::record_xdp`].
+    pub fn record_link(&self, what: &str, prog_id: u32, link_id: u32) -> Result<(), LiveError> {
+        self.record(Entry::Link { what: what.to_string(), prog_id, link_id })
+    }
+
+    /// Set thread `tid`'s scheduling policy (a thread the run did not start, such as a
+    /// threaded-NAPI kthread), recording the one it had for clean-up.
+    pub fn set_sched(&self, tid: u32, policy: i32, prio: i32) -> Result<(), LiveError> {
+        let (p0, r0) = crate::sys::sched_of(tid as libc::pid_t).map_err(|e| failed(format!("tid {tid}: {e}")))?;
+        let start_time = crate::sys::start_time(tid).ok_or_else(|| failed(format!("tid {tid}: no such thread")))?;
+        self.record(Entry::Sched { pid: tid, start_time, policy: p0, prio: r0 })?;
+        crate::sys::set_sched(tid as libc::pid_t, policy, prio).map_err(|e| failed(format!("tid {tid}: {e}")))
     }
 
     /// Pin a process the run did not start to `cpus`, recording its affinity for clean-up.

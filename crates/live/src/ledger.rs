@@ -49,6 +49,13 @@ pub enum Entry {
     /// The CPU affinity of a process the run did not start: restored if that same process
     /// (pid and start time) still exists.
     Affinity { pid: u32, start_time: u64, cpus: Vec<usize> },
+    /// A BPF program attached through bpf_link `link_id` to something other than a device (a
+    /// cgroup's bind/close hooks, a tracepoint), described by `what`. Like [`Entry::Xdp`], the
+    /// link dies with the run's last descriptor; undoing checks it is gone (detaching it if not).
+    Link { what: String, prog_id: u32, link_id: u32 },
+    /// The scheduling policy and real-time priority of a thread the run did not start (a
+    /// threaded-NAPI kthread): restored if that same thread (tid and start time) still exists.
+    Sched { pid: u32, start_time: u64, policy: i32, prio: i32 },
 }
 
 impl std::fmt::Display for Entry {
@@ -65,6 +72,8 @@ impl std::fmt::Display for Entry {
             Entry::Tcx { ns: n, dev, prog_id, link_id } => write!(f, "tc program id {prog_id} at tcx ingress of {dev}{} (bpf_link id {link_id})", ns(n)),
             Entry::File { ns: n, path, old } => write!(f, "{path}{} (value {old:?})", ns(n)),
             Entry::Affinity { pid, cpus, .. } => write!(f, "CPU affinity of pid {pid} (CPUs {cpus:?})"),
+            Entry::Link { what, prog_id, link_id } => write!(f, "BPF program id {prog_id} on {what} (bpf_link id {link_id})"),
+            Entry::Sched { pid, policy, prio, .. } => write!(f, "scheduling policy of pid {pid} (policy {policy}, priority {prio})"),
         }
     }
 }
@@ -73,8 +82,8 @@ impl Entry {
     /// What undoing it does, for reports: `removed`, `restored`, `detached`.
     pub fn undo_verb(&self) -> &'static str {
         match self {
-            Entry::File { .. } | Entry::Affinity { .. } => "restored",
-            Entry::Xdp { .. } | Entry::Tcx { .. } => "detached",
+            Entry::File { .. } | Entry::Affinity { .. } | Entry::Sched { .. } => "restored",
+            Entry::Xdp { .. } | Entry::Tcx { .. } | Entry::Link { .. } => "detached",
             _ => "removed",
         }
     }
@@ -365,6 +374,17 @@ pub fn undo(e: &Entry) -> Result<Undone, String> {
                 return Ok(Undone::AlreadyGone);
             }
             crate::sys::set_affinity(*pid as libc::pid_t, cpus).map_err(|e| format!("pid {pid}: {e}"))?;
+            Ok(Undone::Removed)
+        }
+        Entry::Link { prog_id, link_id, .. } => undo_xdp(*prog_id, Some(*link_id)),
+        Entry::Sched { pid, start_time, policy, prio } => {
+            if crate::sys::start_time(*pid) != Some(*start_time) {
+                return Ok(Undone::AlreadyGone);
+            }
+            if crate::sys::sched_of(*pid as libc::pid_t).ok() == Some((*policy, *prio)) {
+                return Ok(Undone::AlreadyGone);
+            }
+            crate::sys::set_sched(*pid as libc::pid_t, *policy, *prio).map_err(|e| format!("pid {pid}: {e}"))?;
             Ok(Undone::Removed)
         }
     }

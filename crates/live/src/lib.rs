@@ -73,7 +73,8 @@
 //!   src/bpf/pbq.h           the control block and counters, shared by the program and xdp.rs
 //!   xdp.rs                  load/attach, control block, port → level map, counters, test run
 //!   agent.rs                port → priority from /proc; high load from the kernel's counters
-//!   worker.rs               the sink and the sendmmsg sender, as processes
+//!   gen.rs, src/bpf/gen.*   the live-frames generator (BPF_PROG_RUN, paced): the offered load
+//!   worker.rs               the sink (counts its window's sequence numbers) and a sendmmsg sender
 //!   ozaki.rs                the experiment: topology, sweep, points
 //!   harness.rs              LiveRun: root check, out-dir probe, ledger, results, finish
 //!   ledger.rs               what a run created, recorded before creation; undo; dead runs
@@ -127,19 +128,20 @@
 //! receive work runs on the *sender's* CPU and RPS already keeps it off the server processes'
 //! CPU except for the protocol work, so there is no NIC interrupt to steer.
 //!
-//! ## High load: the kernel's counters, released by the program's rate
+//! ## High load: only the run's own counters
 //!
-//! See [`agent`]: backlog overflow or length (`/proc/net/softnet_stat`) and drops on the
-//! highest-priority sockets (`/proc/net/udp`) start it; the arrival rate the program counts
-//! before dropping ends it. A rate alone cannot tell whether this machine is overloaded; the
-//! counters alone go quiet once the program sheds. The state machine is
+//! See [`agent`]: the arrival rate the program counts on the run's own veths against the
+//! receiver's capacity measured with the mechanism off, and drops on the run's own
+//! highest-priority sockets, start it; the arrival rate ends it. Never `/proc/net/softnet_stat`,
+//! whose per-CPU rows every namespace and concurrent run shares. The state machine is
 //! `hostsim_host::mechanisms::ozaki_pbq::xdp::Detector`, shared with the model.
 //!
 //! ## What a run changes on the machine, and how it is undone
 //!
-//! Three network namespaces `hsl-<pid>-<n>-{srv,bwc,fld}` with two veth pairs between them, an
-//! RPS mask on the server's two veths, one XDP program attached to them through bpf_links, the
-//! worker processes, and a CPU cgroup `hsl-<pid>-<n>` holding them (see [`cgroup`]), each
+//! Two network namespaces `hsl-<pid>-<n>-{srv,cli}` with two veth pairs between them and a spare
+//! pair in `cli` (the generator's parking place, [`gen`]), RPS masks and threaded NAPI on the
+//! server's two veths (the NAPI kthreads' affinity and policy recorded), the XDP programs
+//! attached through bpf_links, the worker processes, and a CPU cgroup `hsl-<pid>-<n>` holding them (see [`cgroup`]), each
 //! recorded in the run's ledger. On a normal exit, an error, and SIGINT, SIGTERM, SIGHUP or
 //! SIGQUIT (which every wait loop checks) the agent detaches the links and the harness undoes
 //! the ledger: namespaces deleted (with their veths and RPS masks), cgroup removed. Workers die
@@ -150,6 +152,7 @@
 pub mod agent;
 pub mod arrivals;
 pub mod cgroup;
+pub mod gen;
 pub mod harness;
 pub mod kawai;
 pub mod ledger;

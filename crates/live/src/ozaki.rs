@@ -1,31 +1,49 @@
-//! `hostsim live ozaki-pbq`: paper 000's Fig. 5 experiment on this machine's kernel.
+//! `hostsim live ozaki-pbq`: paper 000's Fig. 5 experiment on this machine's kernel, with the
+//! receiver, not the sender, as the bottleneck.
 //!
 //! ```text
-//!  ns bwc (CPU 1)                 ns srv                                   CPU 0
-//!  sender 34k pkt/s ──veth── eth0 ┐ XDP pbq_xdp (veth NAPI, on the        ┌ bw    :5000 nice -19
-//!                                  ├ sender's CPU) → RPS → backlog CPU 0 → ┤
-//!  sender flood ──────veth── eth1 ┘  → IP/UDP → socket                     └ flood :6000-6003 nice 19
-//!  ns fld (CPU 1)
+//!  ns cli (CPU 1, the live-frames generator at SCHED_FIFO)      ns srv                    CPU 0
+//!  bw    34k pkt/s  ── eth0 ═veth═ eth0 ┐ XDP pbq_xdp → (rps: RPS to CPU 0 │ threaded:   ┌ bw    :5000 nice -19
+//!  flood rate pkt/s ── eth1 ═veth═ eth1 ┘  NAPI kthread on CPU 0, FIFO) → IP/UDP → socket └ flood :6000-6003 nice 19
 //! ```
 //!
-//! A veth delivers on the CPU that transmits, so the senders' CPU plays the NIC and its driver;
-//! RPS on the server's veths moves protocol processing to the server's CPU, where it competes
-//! with the server processes, as the NIC interrupts did in the paper. The XDP program is
-//! attached in every run; with the mechanism off it only counts, so both curves use the same
-//! data path. Each point: start the five sinks, wait until the agent has mapped their ports,
-//! start the senders, warm up, mark the window in every process (signals) while snapshotting
-//! the kernel's counters, and stop everything. Results use the model's metric names.
+//! **The overload.** Both streams come from the kernel-side generator of `gen.rs`
+//! (`BPF_PROG_RUN` with live frames, paced): the offered rate is the one asked for whatever the
+//! receiver does, so off and on are compared at the same offered load, and a point whose
+//! generator did not reach `valid_frac` of its rate in the window is marked invalid
+//! (`valid` = 0). Two placements of the receive work (`placement`):
+//! - `rps`: the server veths' NAPI poll (and the program) runs where the generator transmits
+//!   (CPU 1); RPS moves the protocol work to CPU 0's backlog, where its softirq competes with the
+//!   server processes, as the paper's interrupts did.
+//! - `threaded`: threaded NAPI on the server veths, their kthreads pinned to CPU 0 at
+//!   SCHED_FIFO: the whole receive path (program, IP/UDP, socket) preempts the server processes
+//!   on their CPU, as hard IRQ + softirq did on 2.4.
+//!
+//! **What is measured.** Every frame carries its stream's sequence number; each sink counts the
+//! frames of the window's sequence range (`warmup_s·rate ..(warmup_s + window_s)·rate`) that
+//! reached it, whenever it reads them, so bw's loss is exact: `bw_loss_frac = 1 − received /
+//! sent` over the window's frames. Drops by place come from the run's own counters (the
+//! program's per-level counts, the server veths' `rx_dropped` = ring full, the namespace's UDP
+//! counters); `drop_backlog_pps` is the only machine-wide one (`/proc/net/softnet_stat`, every
+//! namespace's) and is reported, never used.
+//!
+//! **The detector's capacity** comes from the mechanism-off points only: the largest delivered
+//! rate of a valid `off` point of the same placement whose receiver lost packets (delivered <
+//! `valid_frac` × offered). The sweep runs each placement's `off` points before its `on` points,
+//! so an `on` point's threshold never depends on how `on` points turn out. `--capacity-pps`
+//! fixes it instead.
 
 use crate::agent::{Agent, AgentConfig, Snapshot};
 use crate::cgroup::CpuGroup;
+use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point};
 use crate::netns::Veth;
-use crate::procfs::{self, CpuTimes, Softnet};
+use crate::procfs::{self, CpuTimes};
 use crate::worker::{self, Placement, Worker, WorkerReport};
-use std::fs::File;
 use crate::xdp::{level_of_nice, LEVELS};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -36,6 +54,30 @@ pub const FLOOD_PORTS: [u16; 4] = [6000, 6001, 6002, 6003];
 pub const BW_NICE: i32 = -19;
 pub const FLOOD_NICE: i32 = 19;
 
+/// Where the server veths' receive work runs (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RxPlacement {
+    Rps,
+    Threaded,
+}
+
+impl RxPlacement {
+    pub fn name(self) -> &'static str {
+        match self {
+            RxPlacement::Rps => "rps",
+            RxPlacement::Threaded => "threaded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RxPlacement> {
+        match s {
+            "rps" => Some(RxPlacement::Rps),
+            "threaded" => Some(RxPlacement::Threaded),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct OzakiConfig {
     /// Total flood rate of the four flows, per point.
@@ -43,12 +85,22 @@ pub struct OzakiConfig {
     pub reps: u32,
     /// Mechanism settings to run at each point: false = off (count only), true = on.
     pub modes: Vec<bool>,
+    pub placements: Vec<RxPlacement>,
     pub bw_rate_pps: f64,
+    /// UDP payload (at least 8: the sequence number).
     pub payload_bytes: usize,
     pub warmup_s: f64,
     pub window_s: f64,
     pub server_cpu: usize,
     pub client_cpu: usize,
+    /// The generator thread's SCHED_FIFO priority (None: normal), and the threaded NAPI
+    /// kthreads' (placement `threaded`).
+    pub gen_fifo_prio: Option<i32>,
+    pub napi_fifo_prio: i32,
+    /// A point is valid when each stream achieved at least this fraction of its rate.
+    pub valid_frac: f64,
+    /// The detector's capacity, fixed (None: measured on the `off` points, module doc).
+    pub capacity_pps: Option<f64>,
     pub agent: AgentConfig,
     /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
     pub cgroup: bool,
@@ -60,18 +112,20 @@ pub struct OzakiConfig {
 impl OzakiConfig {
     pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> OzakiConfig {
         OzakiConfig {
-            // Flood rates: the server's CPU saturates near 100,000 pkt/s with the mechanism off;
-            // past ~150,000 the flood sender's own CPU (shared with both veths' receive polls)
-            // limits what it achieves (floodclients_sent_pps).
-            rates_pps: vec![1_000.0, 25_000.0, 50_000.0, 75_000.0, 100_000.0, 150_000.0, 200_000.0, 400_000.0],
+            rates_pps: vec![50_000.0, 100_000.0, 200_000.0, 300_000.0, 400_000.0],
             reps: 3,
             modes: vec![false, true],
+            placements: vec![RxPlacement::Rps, RxPlacement::Threaded],
             bw_rate_pps: 34_000.0,
             payload_bytes: 18,
             warmup_s: 0.5,
             window_s: 2.0,
             server_cpu: 0,
             client_cpu: 1,
+            gen_fifo_prio: Some(50),
+            napi_fifo_prio: 50,
+            valid_frac: 0.98,
+            capacity_pps: None,
             agent: AgentConfig::default(),
             cgroup: true,
             worker_exe,
@@ -85,6 +139,7 @@ impl OzakiConfig {
 pub struct Row {
     pub rate_pps: f64,
     pub variant: &'static str,
+    pub placement: RxPlacement,
     pub rep: u32,
     pub metrics: BTreeMap<String, f64>,
 }
@@ -97,20 +152,23 @@ pub fn variant_name(on: bool) -> &'static str {
     }
 }
 
-/// The namespaces, agent and CPU group of one run. Everything here is recorded in the run's
-/// ledger; dropping the agent detaches the program, and [`LiveRun::finish`] removes the rest.
+/// The namespaces, agent, generator and CPU group of one run. Everything here is recorded in
+/// the run's ledger; dropping the agent and the generator detaches their programs, and
+/// [`LiveRun::finish`] removes the rest.
 pub struct Setup {
     pub agent: Agent,
+    pub gen: Generator,
     pub srv: Netns,
-    pub bwc: Netns,
-    pub fld: Netns,
+    pub cli: Netns,
     pub group: Option<CpuGroup>,
     /// The group's `cgroup.procs`, open for the workers to join.
     group_procs: Option<File>,
+    /// The two streams' template frames (bw, flood).
+    frames: (Vec<u8>, Vec<u8>),
 }
 
-/// Create the namespaces and veths, set RPS, start the agent (loading and attaching the
-/// program), all through `run` (recorded in its ledger).
+/// Create the namespaces and veths, start the agent (loading and attaching the program) and
+/// load the generator, all through `run` (recorded in its ledger).
 pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.server_cpu >= ncpu || cfg.client_cpu >= ncpu {
@@ -119,7 +177,10 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
             cfg.server_cpu, cfg.client_cpu
         )));
     }
-    let (srv, bwc, fld) = (run.netns("srv")?, run.netns("bwc")?, run.netns("fld")?);
+    if cfg.payload_bytes < 8 {
+        return Err(failed(format!("the payload must hold the 8-byte sequence number, got {} bytes", cfg.payload_bytes)));
+    }
+    let (srv, cli) = (run.netns("srv")?, run.netns("cli")?);
     let group = if cfg.cgroup {
         match run.cpu_group() {
             Ok(g) => Some(g),
@@ -136,16 +197,15 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?),
         None => None,
     };
-    for (ns_b, a, n) in [(&bwc, "eth0", 0), (&fld, "eth1", 1)] {
+    for (dev, n) in [("eth0", 0), ("eth1", 1)] {
         run.veth(&Veth {
             ns_a: srv.name.clone(),
-            a: a.into(),
+            a: dev.into(),
             addr_a: format!("198.18.{n}.1/24"),
-            ns_b: ns_b.name.clone(),
-            b: "eth0".into(),
+            ns_b: cli.name.clone(),
+            b: dev.into(),
             addr_b: format!("198.18.{n}.2/24"),
         })?;
-        run.set_rps(&srv, a, 1 << cfg.server_cpu)?;
     }
     let tasks = group.as_ref().map(|g| g.path().join("tasks"));
     let agent = Agent::start(srv.file()?, vec!["eth0".into(), "eth1".into()], cfg.agent.clone(), tasks)
@@ -153,73 +213,129 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     for a in agent.attachments() {
         run.record_xdp(Some(&srv), &a.iface, a.prog_id, a.link_id)?;
     }
-    Ok(Setup { agent, srv, bwc, fld, group, group_procs })
+    let gen = Generator::load(run, &cli)?;
+    let frame = |dev: &str, n: u8, port: u16| -> Result<Vec<u8>, LiveError> {
+        Ok(gen::udp4_frame(&Udp4 {
+            src_mac: gen::mac_of(&cli, dev)?,
+            dst_mac: gen::mac_of(&srv, dev)?,
+            src_ip: [198, 18, n, 2],
+            dst_ip: [198, 18, n, 1],
+            src_port: 40000,
+            dst_port: port,
+            payload: cfg.payload_bytes,
+        }))
+    };
+    let frames = (frame("eth0", 0, BW_PORT)?, frame("eth1", 1, FLOOD_PORTS[0])?);
+    Ok(Setup { agent, gen, srv, cli, group, group_procs, frames })
+}
+
+/// Threaded NAPI on or off for `dev` in the server namespace. Not a ledger entry: the device
+/// is the run's own, created and destroyed with its namespace (which the ledger records), and
+/// once the agent has detached the program the veth has no NAPI left, so writing the old value
+/// back at clean-up fails (EIO) where deleting the namespace cannot.
+fn set_threaded(s: &Setup, dev: &str, on: bool) -> Result<(), LiveError> {
+    let path = format!("/sys/class/net/{dev}/threaded");
+    crate::netns::write_in(Some(&s.srv.name), &path, if on { "1" } else { "0" })
+        .map_err(|e| LiveError::Unsupported(format!("threaded NAPI on a veth ({path}): {e}")))
+}
+
+/// Put the server veths' receive work where `p` says (every change to something the run did
+/// not create recorded in the ledger: the kthreads' affinity and policy).
+fn place_rx(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, p: RxPlacement) -> Result<(), LiveError> {
+    match p {
+        RxPlacement::Rps => {
+            for dev in ["eth0", "eth1"] {
+                set_threaded(s, dev, false)?;
+                run.set_rps(&s.srv, dev, 1 << cfg.server_cpu)?;
+            }
+            Ok(())
+        }
+        RxPlacement::Threaded => {
+            let before = napi_threads();
+            for dev in ["eth0", "eth1"] {
+                run.set_rps(&s.srv, dev, 0)?;
+                set_threaded(s, dev, true)?;
+            }
+            // The kthreads `napi/<dev>-<napi id>` that appeared: ours (the devices' names are
+            // common, the new threads are not; none of another run is touched).
+            let end = Instant::now() + Duration::from_secs(2);
+            let ours = loop {
+                let new: Vec<(u32, String)> = napi_threads().into_iter().filter(|t| !before.contains(t)).collect();
+                let found = |d: &str| new.iter().any(|(_, c)| c.starts_with(&format!("napi/{d}-")));
+                if found("eth0") && found("eth1") {
+                    break new;
+                }
+                if Instant::now() > end {
+                    return Err(LiveError::Unsupported(format!("threaded NAPI: no kthreads napi/eth0-*, napi/eth1-* appeared (new: {new:?})")));
+                }
+                run.sleep(Duration::from_millis(20))?;
+            };
+            for (tid, _) in ours.iter().filter(|(_, c)| c.starts_with("napi/eth0-") || c.starts_with("napi/eth1-")) {
+                run.set_affinity(*tid, &[cfg.server_cpu])?;
+                run.set_sched(*tid, libc::SCHED_FIFO, cfg.napi_fifo_prio)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Threads named `napi/*` (tid, comm): the threaded-NAPI kthreads.
+fn napi_threads() -> BTreeSet<(u32, String)> {
+    let mut out = BTreeSet::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+            if c.starts_with("napi/") {
+                out.insert((pid, c.trim().to_string()));
+            }
+        }
+    }
+    out
 }
 
 /// Counters at one instant.
 struct Snap {
     t: Instant,
     stat: Vec<CpuTimes>,
-    softnet: Vec<Softnet>,
+    softnet_dropped: u64,
     agent: Snapshot,
+    /// Frames each generator stream has built (its next sequence number).
+    gen_seq: Vec<u64>,
     /// CPU ticks of each sink process.
     proc_ticks: BTreeMap<u32, u64>,
-    /// Client-side devices (by namespace role): tx dropped.
-    client_tx_dropped: u64,
 }
 
-fn snap(agent: &Agent, sinks: &[Worker], senders: &[Worker]) -> Snap {
+/// `gen_seq` read at `t` (the generator's counters and the clock together: the achieved rate
+/// must not include how long the agent took to answer).
+fn snap(agent: &Agent, sinks: &[Worker], (t, gen_seq): (Instant, Vec<u64>)) -> Snap {
     let mut proc_ticks = BTreeMap::new();
     for w in sinks {
         if let Some(s) = procfs::read_pid_stat(w.pid()) {
             proc_ticks.insert(w.pid(), s.utime + s.stime);
         }
     }
-    let mut client_tx_dropped = 0;
-    for w in senders {
-        // /proc/PID/net shows the namespace of PID: the sender's own.
-        if let Ok(t) = std::fs::read_to_string(format!("/proc/{}/net/dev", w.pid())) {
-            client_tx_dropped += procfs::parse_net_dev(&t).get("eth0").map_or(0, |d| d.tx_dropped);
-        }
-    }
     Snap {
-        t: Instant::now(),
+        t,
         stat: procfs::read_stat().unwrap_or_default(),
-        softnet: procfs::read_softnet().unwrap_or_default(),
+        softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(),
         agent: agent.snapshot(),
+        gen_seq,
         proc_ticks,
-        client_tx_dropped,
     }
 }
 
-fn sink_args(cfg: &OzakiConfig, port: u16, secs: f64) -> Vec<String> {
+fn sink_args(cfg: &OzakiConfig, port: u16, secs: f64, seq: (u64, u64)) -> Vec<String> {
     let mut a = cfg.worker_args.clone();
     a.extend(["sink".into(), "--port".into(), port.to_string(), "--secs".into(), format!("{secs}")]);
+    a.extend(["--seq-lo".into(), seq.0.to_string(), "--seq-hi".into(), seq.1.to_string()]);
     a
 }
 
-fn sender_args(cfg: &OzakiConfig, dst: &str, ports: &[u16], rate: f64, secs: f64) -> Vec<String> {
-    let mut a = cfg.worker_args.clone();
-    let ports = ports.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
-    a.extend([
-        "send".into(),
-        "--dst".into(),
-        dst.into(),
-        "--ports".into(),
-        ports,
-        "--rate-pps".into(),
-        format!("{rate}"),
-        "--payload".into(),
-        cfg.payload_bytes.to_string(),
-        "--secs".into(),
-        format!("{secs}"),
-    ]);
-    a
-}
-
-/// Wait until the agent's table holds every server port at its owner's level (≤ 3 s).
+/// Wait until the agent's table holds every server port at its owner's level (≤ 10 s: a
+/// machine at load 20 takes seconds to start five processes).
 fn wait_ports_mapped(run: &LiveRun, agent: &Agent) -> Result<(), LiveError> {
-    let end = Instant::now() + Duration::from_secs(3);
+    let end = Instant::now() + Duration::from_secs(10);
     loop {
         let s = agent.snapshot();
         let ok = s.ports.get(&BW_PORT).map(|o| o.level) == Some(level_of_nice(BW_NICE))
@@ -228,148 +344,154 @@ fn wait_ports_mapped(run: &LiveRun, agent: &Agent) -> Result<(), LiveError> {
             return Ok(());
         }
         if Instant::now() > end {
-            return Err(failed(format!("the agent did not map the server ports within 3 s: {:?}", s.ports)));
+            return Err(failed(format!("the agent did not map the server ports within 10 s: {:?}", s.ports)));
         }
         run.sleep(Duration::from_millis(20))?;
     }
 }
 
-/// One point: returns its metrics.
-pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on: bool) -> Result<BTreeMap<String, f64>, LiveError> {
+/// The sequence numbers of a stream's window: frames built in `warmup_s..warmup_s + window_s`.
+fn seq_window(cfg: &OzakiConfig, rate_pps: f64) -> (u64, u64) {
+    ((cfg.warmup_s * rate_pps).round() as u64, ((cfg.warmup_s + cfg.window_s) * rate_pps).round() as u64)
+}
+
+fn loadavg_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|t| t.split_whitespace().next()?.parse().ok()).unwrap_or(f64::NAN)
+}
+
+/// One point: returns its metrics. `capacity_pps` is the detector's (0: unknown).
+pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on: bool, capacity_pps: f64) -> Result<BTreeMap<String, f64>, LiveError> {
     let agent = &s.agent;
     agent.enable(on);
-    let secs = cfg.warmup_s + cfg.window_s + 5.0; // the workers' own time limit
+    agent.set_capacity(capacity_pps);
+    let gen_secs = cfg.warmup_s + cfg.window_s + 0.2;
+    let secs = gen_secs + 5.0; // the sinks' own time limit
     let srv = s.srv.file()?;
     let cg = s.group_procs.as_ref();
     let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, cgroup: cg };
+    let (bw_win, flood_win) = (seq_window(cfg, cfg.bw_rate_pps), seq_window(cfg, rate_pps));
     let mut sinks = Vec::new();
-    sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs), &on_server(BW_NICE)).map_err(failed)?);
+    sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs, bw_win), &on_server(BW_NICE)).map_err(failed)?);
     for (i, &p) in FLOOD_PORTS.iter().enumerate() {
-        let w = worker::spawn(&format!("flood-{i}"), &cfg.worker_exe, &sink_args(cfg, p, secs), &on_server(FLOOD_NICE))
+        let w = worker::spawn(&format!("flood-{i}"), &cfg.worker_exe, &sink_args(cfg, p, secs, flood_win), &on_server(FLOOD_NICE))
             .map_err(failed)?;
         sinks.push(w);
     }
     wait_ports_mapped(run, agent)?;
-    let bwc = s.bwc.file()?;
-    let fld = s.fld.file()?;
-    let mut senders = Vec::new();
-    // Backlog drops over the whole run (softnet counts are global: any drop on the machine).
-    let backlog_dropped = || procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum::<u64>();
-    let backlog0 = backlog_dropped();
-    let client = |f, nice| Placement { netns: f, cpu: Some(cfg.client_cpu), nice, cgroup: cg };
-    // The bw client stands for the paper's separate measurement machine: here it shares CPU 1
-    // with the flood client and with both veths' receive polls (whose softirq time the
-    // scheduler charges to whichever sender is running), so at nice 0 the flood would starve
-    // it and bw would lose packets before they exist. At nice -19 it sends its rate whatever
-    // the flood does, and what bw loses is lost at the server.
-    senders.push(
-        worker::spawn("bwclient", &cfg.worker_exe, &sender_args(cfg, "198.18.0.1", &[BW_PORT], cfg.bw_rate_pps, secs), &client(&bwc, BW_NICE))
-            .map_err(failed)?,
-    );
-    if rate_pps > 0.0 {
-        senders.push(
-            worker::spawn("floodclients", &cfg.worker_exe, &sender_args(cfg, "198.18.1.1", &FLOOD_PORTS, rate_pps, secs), &client(&fld, 0))
-                .map_err(failed)?,
-        );
+    let load_start = loadavg_1m();
+    let streams = vec![
+        Stream::new("bw", "eth0", s.frames.0.clone(), cfg.bw_rate_pps).seq_at(gen::UDP4_PAYLOAD_OFF),
+        Stream::new("flood", "eth1", s.frames.1.clone(), rate_pps)
+            .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec())
+            .seq_at(gen::UDP4_PAYLOAD_OFF),
+    ];
+    let pacing = Pacing { cpu: Some(cfg.client_cpu), fifo_prio: cfg.gen_fifo_prio, secs: gen_secs, ..Pacing::default() };
+    let running = s.gen.start(&s.cli, streams, &pacing)?;
+    let waited = run.sleep(Duration::from_secs_f64(cfg.warmup_s));
+    let a = snap(agent, &sinks, (Instant::now(), running.seq()));
+    let waited = waited.and_then(|_| run.sleep(Duration::from_secs_f64(cfg.window_s)));
+    let b = snap(agent, &sinks, (Instant::now(), running.seq()));
+    let end = Instant::now() + Duration::from_secs_f64(gen_secs + 2.0);
+    while waited.is_ok() && !running.finished() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
     }
-    run.sleep(Duration::from_secs_f64(cfg.warmup_s))?;
-    for w in senders.iter().chain(sinks.iter()) {
-        w.signal(libc::SIGUSR1);
+    let gen_seq_end = running.seq();
+    let report = running.stop();
+    waited?;
+    if let Some(e) = &report.setup_error {
+        return Err(failed(format!("the generator could not start: {e}")));
     }
-    let a = snap(agent, &sinks, &senders);
-    run.sleep(Duration::from_secs_f64(cfg.window_s))?;
-    for w in senders.iter().chain(sinks.iter()) {
-        w.signal(libc::SIGUSR2);
+    for r in report.streams.iter().filter(|r| r.errors > 0) {
+        run.progress(format!(
+            "generator stream {}: {} of {} BPF_PROG_RUN calls failed, the first with: {}",
+            r.name,
+            r.errors,
+            r.calls,
+            r.first_error.as_deref().unwrap_or("?")
+        ));
     }
-    let b = snap(agent, &sinks, &senders);
+    run.sleep(Duration::from_millis(200))?; // what is still in the receive path arrives
     let sink_pids: Vec<(String, u32)> = sinks.iter().map(|w| (w.name.clone(), w.pid())).collect();
-    let mut sent = BTreeMap::new();
-    for w in senders {
-        let name = w.name.clone();
-        sent.insert(name, w.finish(Duration::from_secs(3)).map_err(failed)?);
-    }
-    let backlog_total = backlog_dropped().saturating_sub(backlog0) as f64;
     let mut got = BTreeMap::new();
     for w in sinks {
         let name = w.name.clone();
         got.insert(name, w.finish(Duration::from_secs(3)).map_err(failed)?);
     }
-    let mut m = metrics(&a, &b, &sent, &got, &sink_pids);
-    // Whole-run accounting of bw's packets, free of the window marks' timing: sent − received
-    // is what the path dropped, and the places are counted (its veth's ring, its socket, the
-    // program's bw level, and the backlog, the only one not per flow).
-    let (bs, bg) = (sent.get("bwclient").copied().unwrap_or_default(), got.get("bw").copied().unwrap_or_default());
-    m.insert("bwclient_sent_total".into(), bs.count as f64);
-    m.insert("bw_rx_total".into(), bg.count as f64);
-    m.insert("bw_drop_nic_ring_total".into(), bs.dev_tx_dropped.map_or(f64::NAN, |x| x as f64));
-    m.insert("bw_drop_socket_total".into(), bg.socket_drops.map_or(f64::NAN, |x| x as f64));
-    m.insert("drop_backlog_total".into(), backlog_total);
-    // The flood's whole run likewise (its sinks drain their sockets too): whether the flood was
-    // cut at all is read here, not from the window, whose late marks can count more received
-    // than sent when the flood loses little.
-    let flood_got: u64 = got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.count).sum();
-    m.insert("floodclients_sent_total".into(), sent.get("floodclients").map_or(0.0, |r| r.count as f64));
-    m.insert("flood_rx_total".into(), flood_got as f64);
+    let mut m = metrics(cfg, &a, &b, &got, &sink_pids);
+    // The generator: offered (asked) and achieved (built) rates, in the window and overall.
+    let win_s = b.t.duration_since(a.t).as_secs_f64().max(1e-9);
+    let achieved = |i: usize| b.gen_seq[i].saturating_sub(a.gen_seq[i]) as f64 / win_s;
+    let (bw_ach, fl_ach) = (achieved(0), achieved(1));
+    m.insert("bwclient_offered_pps".into(), cfg.bw_rate_pps);
+    m.insert("floodclients_offered_pps".into(), rate_pps);
+    m.insert("offered_pps".into(), cfg.bw_rate_pps + rate_pps);
+    m.insert("bwclient_sent_pps".into(), bw_ach);
+    m.insert("floodclients_sent_pps".into(), fl_ach);
+    m.insert("achieved_pps".into(), bw_ach + fl_ach);
+    let frac = |ach: f64, off: f64| if off > 0.0 { ach / off } else { 1.0 };
+    let achieved_frac = frac(bw_ach, cfg.bw_rate_pps).min(frac(fl_ach, rate_pps));
+    let skipped: u64 = report.streams.iter().map(|r| r.skipped).sum();
+    let errors: u64 = report.streams.iter().map(|r| r.errors).sum();
+    // Valid: both streams at their rate in the window, and every window frame built.
+    let built = gen_seq_end.first().is_some_and(|&q| q >= bw_win.1) && gen_seq_end.get(1).is_some_and(|&q| q >= flood_win.1);
+    let valid = achieved_frac >= cfg.valid_frac && errors == 0 && built;
+    m.insert("achieved_frac".into(), achieved_frac);
+    m.insert("gen_skipped".into(), skipped as f64);
+    m.insert("gen_errors".into(), errors as f64);
+    m.insert("valid".into(), if valid { 1.0 } else { 0.0 });
+    // bw's loss over the window's frames, exact (sequence numbers).
+    let bw_sent = (bw_win.1 - bw_win.0) as f64;
+    let bw_got = got.get("bw").and_then(|r| r.seq_in).unwrap_or(0) as f64;
+    let flood_sent = (flood_win.1 - flood_win.0) as f64;
+    let flood_got: u64 = got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.seq_in.unwrap_or(0)).sum();
+    m.insert("bwclient_sent_count".into(), bw_sent);
+    m.insert("bw_rx_count".into(), bw_got);
+    m.insert("floodclients_sent_count".into(), flood_sent);
+    m.insert("flood_rx_count".into(), flood_got as f64);
+    m.insert("bw_loss_frac".into(), if bw_sent > 0.0 { 1.0 - bw_got / bw_sent } else { f64::NAN });
+    m.insert("flood_loss_frac".into(), if flood_sent > 0.0 { 1.0 - flood_got as f64 / flood_sent } else { f64::NAN });
+    m.insert("bw_rx_pps".into(), bw_got / cfg.window_s);
+    m.insert("flood_rx_pps".into(), flood_got as f64 / cfg.window_s);
+    m.insert("delivered_pps".into(), (bw_got + flood_got as f64) / cfg.window_s);
+    // Whole run (the sinks drained their sockets): frames built and received.
+    m.insert("bwclient_sent_total".into(), gen_seq_end.first().copied().unwrap_or(0) as f64);
+    m.insert("bw_rx_total".into(), got.get("bw").map_or(0, |r| r.count) as f64);
+    m.insert("floodclients_sent_total".into(), gen_seq_end.get(1).copied().unwrap_or(0) as f64);
+    m.insert("flood_rx_total".into(), got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.count).sum::<u64>() as f64);
+    m.insert("capacity_pps".into(), capacity_pps);
+    m.insert("loadavg_1m_start".into(), load_start);
+    m.insert("loadavg_1m_end".into(), loadavg_1m());
     Ok(m)
 }
 
-fn metrics(
-    a: &Snap,
-    b: &Snap,
-    sent: &BTreeMap<String, WorkerReport>,
-    got: &BTreeMap<String, WorkerReport>,
-    sink_pids: &[(String, u32)],
-) -> BTreeMap<String, f64> {
+fn metrics(cfg: &OzakiConfig, a: &Snap, b: &Snap, got: &BTreeMap<String, WorkerReport>, sink_pids: &[(String, u32)]) -> BTreeMap<String, f64> {
     let secs = b.t.duration_since(a.t).as_secs_f64().max(1e-9);
     let mut m = BTreeMap::new();
-    let win = |r: &WorkerReport| r.in_window().unwrap_or(0) as f64 / secs;
-    let bw_sent = sent.get("bwclient").map_or(0.0, win);
-    let flood_sent = sent.get("floodclients").map_or(0.0, win);
-    let bw_rx = got.get("bw").map_or(0.0, win);
-    let flood_rx: f64 = got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| win(r)).sum();
-    let count = |r: Option<&WorkerReport>| r.and_then(WorkerReport::in_window).unwrap_or(0) as f64;
-    m.insert("bwclient_sent_count".into(), count(sent.get("bwclient")));
-    m.insert("floodclients_sent_count".into(), count(sent.get("floodclients")));
-    m.insert("bw_rx_count".into(), count(got.get("bw")));
-    m.insert("flood_rx_count".into(), got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| count(Some(r))).sum());
-    m.insert("bwclient_sent_pps".into(), bw_sent);
-    m.insert("floodclients_sent_pps".into(), flood_sent);
-    m.insert("offered_pps".into(), bw_sent + flood_sent);
-    m.insert("bw_rx_pps".into(), bw_rx);
-    m.insert("flood_rx_pps".into(), flood_rx);
-    m.insert("delivered_pps".into(), bw_rx + flood_rx);
     // Drops by place, in the model's names (crates/host/src/types.rs DROP_NAMES) plus `xdp`.
     let d = |f: &dyn Fn(&Snap) -> u64| f(b).saturating_sub(f(a)) as f64 / secs;
-    let backlog = d(&|s: &Snap| s.softnet.iter().map(|x| x.dropped).sum());
     let udp = |k: &'static str| move |s: &Snap| s.agent.udp.get(k).copied().unwrap_or(0);
-    let xdp_drop = d(&|s: &Snap| s.agent.xdp.iter().map(|l| l.drop).sum());
-    m.insert("drop_xdp_pps".into(), xdp_drop);
-    m.insert("drop_backlog_pps".into(), backlog);
+    m.insert("drop_xdp_pps".into(), d(&|s: &Snap| s.agent.xdp.iter().map(|l| l.drop).sum()));
+    // Machine-wide (every namespace's backlog): reported, never used by the detector.
+    m.insert("drop_backlog_pps".into(), d(&|s: &Snap| s.softnet_dropped));
     m.insert("drop_socket_pps".into(), d(&udp("RcvbufErrors")));
     m.insert("drop_no_socket_pps".into(), d(&udp("NoPorts")));
-    // A veth's ring (VETH_RING_SIZE) stands where the NIC's RX ring does: its overflow is
-    // counted on the transmitting end.
-    m.insert("drop_nic_ring_pps".into(), d(&|s: &Snap| s.client_tx_dropped));
-    // The same two places as counts over the window: where the program cannot protect anyone
-    // (before it: the veth ring; after its XDP_PASS: the backlog, shared with the flood's
-    // minimum share), so a test can check that bw's losses are all explained by them.
-    let n = |f: &dyn Fn(&Snap) -> u64| f(b).saturating_sub(f(a)) as f64;
-    m.insert("drop_backlog_count".into(), n(&|s: &Snap| s.softnet.iter().map(|x| x.dropped).sum()));
-    m.insert("drop_nic_ring_count".into(), n(&|s: &Snap| s.client_tx_dropped));
-    let lvl = |l: u8, f: fn(&crate::xdp::LevelStats) -> u64| {
-        d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f))
-    };
+    // A veth's ring (VETH_RING_SIZE, 256) stands where the NIC's RX ring does: a frame the
+    // generator's ndo_xdp_xmit could not put there counts in the receiving end's rx_dropped
+    // (veth_get_stats64: peer_tq_xdp_xmit_err).
+    let ring = |dev: &'static str| move |s: &Snap| s.agent.devs.get(dev).map_or(0, |c| c.rx_dropped);
+    m.insert("drop_nic_ring_pps".into(), d(&ring("eth0")) + d(&ring("eth1")));
+    m.insert("bw_drop_nic_ring_pps".into(), d(&ring("eth0")));
+    let lvl = |l: u8, f: fn(&crate::xdp::LevelStats) -> u64| d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f));
     let (bw_l, fl_l) = (level_of_nice(BW_NICE), level_of_nice(FLOOD_NICE));
     m.insert("bw_drop_xdp_pps".into(), lvl(bw_l, |x| x.drop));
     m.insert("flood_drop_xdp_pps".into(), lvl(fl_l, |x| x.drop));
     m.insert("flood_share_pass_pps".into(), lvl(fl_l, |x| x.share_pass));
     m.insert("xdp_rx_pps".into(), d(&|s: &Snap| s.agent.xdp.iter().take(LEVELS).map(|l| l.rx).sum()));
-    let sock = |ports: &'static [u16]| {
-        move |s: &Snap| ports.iter().map(|p| s.agent.sock_drops.get(p).copied().unwrap_or(0)).sum::<u64>()
-    };
+    let sock = |ports: &'static [u16]| move |s: &Snap| ports.iter().map(|p| s.agent.sock_drops.get(p).copied().unwrap_or(0)).sum::<u64>();
     m.insert("bw_drop_socket_pps".into(), d(&sock(&[BW_PORT])));
     m.insert("flood_drop_socket_pps".into(), d(&sock(&FLOOD_PORTS)));
-    // CPU shares from /proc/stat: mean over CPUs (the model's cpu_<state>_frac) and per CPU.
+    // CPU shares from /proc/stat: mean over CPUs (the model's cpu_<state>_frac) and per CPU;
+    // `steal` is the hypervisor's share given to other guests.
     let n = b.stat.len().min(a.stat.len());
     let mut mean: BTreeMap<&str, f64> = BTreeMap::new();
     for c in 0..n {
@@ -396,6 +518,7 @@ fn metrics(
         }
     }
     m.insert("flood_cpu_frac".into(), flood_cpu);
+    let _ = (cfg, got);
     let hl = b.agent.high_load_ns.saturating_sub(a.agent.high_load_ns) as f64 * 1e-9 / secs;
     m.insert("high_load_frac".into(), hl.min(1.0));
     m.insert("high_load_entries".into(), b.agent.high_load_entries.saturating_sub(a.agent.high_load_entries) as f64);
@@ -403,19 +526,41 @@ fn metrics(
     m
 }
 
-/// The whole sweep: every rate × mode × repetition (repetitions outermost, so a drift of the
-/// machine during the run spreads over all points), each point written to `results.csv` as it
-/// is measured. The caller ends `run` ([`LiveRun::finish`]).
+/// The capacity an `off` point shows (module doc): its delivered rate if it was valid and its
+/// receiver lost packets, else None.
+pub fn capacity_of(cfg: &OzakiConfig, m: &BTreeMap<String, f64>) -> Option<f64> {
+    let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
+    (g("valid") == 1.0 && g("delivered_pps") < cfg.valid_frac * g("offered_pps")).then(|| g("delivered_pps"))
+}
+
+/// The whole sweep: repetitions outermost (a drift of the machine spreads over all points),
+/// then placements, then every rate `off` before every rate `on` (so the detector's capacity
+/// comes from `off` points only), each point written to `results.csv` as it is measured. The
+/// caller ends `run` ([`LiveRun::finish`]).
 pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
     let s = setup(cfg, run)?;
+    let mut capacity: BTreeMap<RxPlacement, f64> = BTreeMap::new();
+    let mut modes = cfg.modes.clone();
+    modes.sort(); // off first
+    modes.dedup();
     for rep in 1..=cfg.reps {
-        for &rate in &cfg.rates_pps {
-            for &on in &cfg.modes {
-                run.check()?;
-                let metrics = run_point(cfg, run, &s, rate, on)?;
-                let row = Row { rate_pps: rate, variant: variant_name(on), rep, metrics };
-                run.progress(row_line(&row));
-                run.push(row.point())?;
+        for &placement in &cfg.placements {
+            place_rx(cfg, run, &s, placement)?;
+            for &on in &modes {
+                for &rate in &cfg.rates_pps {
+                    run.check()?;
+                    let cap = cfg.capacity_pps.unwrap_or_else(|| capacity.get(&placement).copied().unwrap_or(0.0));
+                    let metrics = run_point(cfg, run, &s, rate, on, cap)?;
+                    if !on {
+                        if let Some(c) = capacity_of(cfg, &metrics) {
+                            let e = capacity.entry(placement).or_insert(0.0);
+                            *e = e.max(c);
+                        }
+                    }
+                    let row = Row { rate_pps: rate, variant: variant_name(on), placement, rep, metrics };
+                    run.progress(row_line(&row));
+                    run.push(row.point())?;
+                }
             }
         }
     }
@@ -424,11 +569,12 @@ pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
 }
 
 impl Row {
-    /// As a point of results.csv: `variant`, the swept key, `rep`, then every metric.
+    /// As a point of results.csv: `variant`, `placement`, the swept key, `rep`, then every metric.
     pub fn point(&self) -> Point {
         Point {
             keys: vec![
                 ("variant".into(), self.variant.into()),
+                ("placement".into(), self.placement.name().into()),
                 (RATE_KEY.into(), format!("{}", self.rate_pps)),
                 ("rep".into(), self.rep.to_string()),
             ],
@@ -441,19 +587,25 @@ impl Row {
 pub fn row_line(r: &Row) -> String {
     let g = |k: &str| r.metrics.get(k).copied().unwrap_or(f64::NAN);
     format!(
-        "rep {} flood {:>8.0} {:>3}: flood sent {:>8.0}  bw sent {:>6.0} rx {:>6.0}  flood rx {:>7.0}  drops xdp {:>7.0} backlog {:>7.0} socket {:>7.0}  cpu0 softirq {:>4.2} idle {:>4.2}  high load {:.2}",
+        "rep {} {:>8} flood {:>7.0} {:>3}: achieved {:>7.0}+{:>5.0} ({:.3}{})  bw loss {:>6.2}%  flood rx {:>7.0}  drops xdp {:>7.0} ring {:>6.0} socket {:>6.0}  cpu0 softirq {:.2} idle {:.2} steal {:.2}  high load {:.2} (capacity {:.0})  load {:.1}",
         r.rep,
+        r.placement.name(),
         r.rate_pps,
         r.variant,
         g("floodclients_sent_pps"),
         g("bwclient_sent_pps"),
-        g("bw_rx_pps"),
+        g("achieved_frac"),
+        if g("valid") == 1.0 { "" } else { " INVALID" },
+        100.0 * g("bw_loss_frac"),
         g("flood_rx_pps"),
         g("drop_xdp_pps"),
-        g("drop_backlog_pps"),
+        g("drop_nic_ring_pps"),
         g("drop_socket_pps"),
         g("cpu0_softirq_frac"),
         g("cpu0_idle_frac"),
+        g("cpu_steal_frac"),
         g("high_load_frac"),
+        g("capacity_pps"),
+        g("loadavg_1m_start"),
     )
 }

@@ -103,3 +103,39 @@ pub fn start_time(pid: u32) -> Option<u64> {
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()
 }
+
+/// Run `f` with the calling thread in network namespace `ns`, then put it back in the one it
+/// was in (for a call that resolves an interface by index, such as attaching XDP).
+pub fn in_netns<T>(ns: &File, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    let home = File::open("/proc/thread-self/ns/net")?;
+    enter_netns(ns)?;
+    let r = f();
+    enter_netns(&home).map_err(|e| io::Error::new(e.kind(), format!("returning to the original network namespace: {e}")))?;
+    r
+}
+
+/// Give thread `tid` (0 = the calling thread) SCHED_FIFO at `prio` (1..=99).
+pub fn set_fifo(tid: libc::pid_t, prio: i32) -> io::Result<()> {
+    set_sched(tid, libc::SCHED_FIFO, prio)
+}
+
+/// Set thread `tid`'s scheduling policy and (real-time) priority; SCHED_OTHER takes 0.
+pub fn set_sched(tid: libc::pid_t, policy: i32, prio: i32) -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: prio };
+    // SAFETY: plain system call on a valid sched_param.
+    check(unsafe { libc::sched_setscheduler(tid, policy, &p) }, "sched_setscheduler")
+}
+
+/// Thread `tid`'s scheduling policy and real-time priority.
+pub fn sched_of(tid: libc::pid_t) -> io::Result<(i32, i32)> {
+    // SAFETY: plain system calls; sched_param is filled by the kernel.
+    unsafe {
+        let policy = libc::sched_getscheduler(tid);
+        if policy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut p: libc::sched_param = std::mem::zeroed();
+        check(libc::sched_getparam(tid, &mut p), "sched_getparam")?;
+        Ok((policy, p.sched_priority))
+    }
+}

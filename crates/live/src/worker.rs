@@ -23,6 +23,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 static COUNT: AtomicU64 = AtomicU64::new(0);
+/// A sink's datagrams whose sequence number (the live-frames generator's, `gen.rs`) lies in its
+/// `--seq-lo..--seq-hi`: the frames of the measurement window that arrived, whenever read.
+static SEQ_IN: AtomicU64 = AtomicU64::new(0);
 static MARK_START: AtomicU64 = AtomicU64::new(u64::MAX);
 static MARK_END: AtomicU64 = AtomicU64::new(u64::MAX);
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -90,8 +93,9 @@ fn check_secs(secs: f64) -> io::Result<()> {
 }
 
 /// The sink: bind `port` on all addresses, receive one datagram per recv() (as the model's
-/// `udp_sink`), count, until SIGTERM or `secs`.
-pub fn run_sink(port: u16, secs: f64) -> io::Result<()> {
+/// `udp_sink`), count, until SIGTERM or `secs`. With `seq`, also count the datagrams whose
+/// first 8 payload bytes (a little-endian sequence number) lie in `seq.0..seq.1`.
+pub fn run_sink(port: u16, secs: f64, seq: Option<(u64, u64)>) -> io::Result<()> {
     check_secs(secs)?;
     install_worker_signals();
     let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
@@ -105,6 +109,7 @@ pub fn run_sink(port: u16, secs: f64) -> io::Result<()> {
         let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
         if n >= 0 {
             COUNT.fetch_add(1, Ordering::Relaxed);
+            count_seq(&buf[..n as usize], seq);
         } else {
             let e = io::Error::last_os_error().raw_os_error().unwrap_or(0);
             if e != libc::EINTR && e != libc::EAGAIN {
@@ -128,14 +133,25 @@ pub fn run_sink(port: u16, secs: f64) -> io::Result<()> {
             break;
         }
         COUNT.fetch_add(1, Ordering::Relaxed);
+        count_seq(&buf[..n as usize], seq);
     }
     // The socket's own drop count (receive buffer full) over its life = this run, from the
     // namespace's /proc/net/udp, read while the socket is still open.
     let drops = std::fs::read_to_string("/proc/thread-self/net/udp")
         .map(|t| crate::procfs::parse_net_socks(&t, true).iter().filter(|l| l.port == port).map(|l| l.drops).sum::<u64>())
         .ok();
-    report(errors, serde_json::json!({ "socket_drops": drops }));
+    let seq_in = seq.map(|_| SEQ_IN.load(Ordering::Relaxed));
+    report(errors, serde_json::json!({ "socket_drops": drops, "seq_in": seq_in }));
     Ok(())
+}
+
+fn count_seq(d: &[u8], seq: Option<(u64, u64)>) {
+    if let (Some((lo, hi)), Some(b)) = (seq, d.get(..8)) {
+        let q = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        if (lo..hi).contains(&q) {
+            SEQ_IN.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Transmit drops of this namespace's `eth0` (a veth: its peer's ring was full).
@@ -261,6 +277,8 @@ pub struct WorkerReport {
     pub socket_drops: Option<u64>,
     /// A sender's device transmit drops over the run.
     pub dev_tx_dropped: Option<u64>,
+    /// A sink's datagrams in its sequence-number window (`run_sink`'s `seq`).
+    pub seq_in: Option<u64>,
 }
 
 impl WorkerReport {
@@ -346,6 +364,7 @@ impl Worker {
             errors: v["errors"].as_u64().unwrap_or(0),
             socket_drops: v["socket_drops"].as_u64(),
             dev_tx_dropped: v["dev_tx_dropped"].as_u64(),
+            seq_in: v["seq_in"].as_u64(),
         })
     }
 }

@@ -178,9 +178,7 @@ impl PbqXdp {
     /// Run the program once on `frame` (an Ethernet frame) with `BPF_PROG_TEST_RUN`; returns
     /// the verdict and the kernel's mean run time over `repeat` runs.
     pub fn test_run(&self, frame: &[u8], repeat: u32) -> Result<(u32, std::time::Duration), String> {
-        let mut input = libbpf_rs::ProgramInput::default();
-        input.data_in = Some(frame);
-        input.repeat = repeat;
+        let input = libbpf_rs::ProgramInput { data_in: Some(frame), repeat, ..Default::default() };
         let out = self.skel.progs.pbq_xdp.test_run(input).map_err(|e| format!("BPF_PROG_TEST_RUN: {e}"))?;
         Ok((out.return_value, out.duration))
     }

@@ -6,7 +6,8 @@
 
 /* Priority levels 0..39 = 19 - nice, as crates/host/src/types.rs (`level_of_nice`). */
 #define PBQ_LEVELS 40
-/* Index of the statistics slot for packets without a port (ARP, ICMP, fragments, other). */
+/* Index of the statistics slot for ARP, the one kind of frame the program never judges (an IP
+ * packet without a readable port counts as level 0: see dst_port() in pbq_xdp.bpf.c). */
 #define PBQ_OTHER PBQ_LEVELS
 
 /* Written by the agent, read by the program on every packet. */

@@ -5,8 +5,10 @@
  * paper's bind()/nice() hooks). Under high load (a flag the agent sets from the kernel's own
  * counters), levels below `shed_below` are dropped here, before RPS, the backlog, IP/UDP and the
  * socket have spent anything on them, except for a minimum share per level and window that is
- * smaller for lower priorities (the PBQ's per-queue minimum, Fig. 3 line 17). Everything else,
- * and everything at low load, passes. Where this differs from the PBQs of crates/host/src/mechanisms/ozaki_pbq/pbq.rs
+ * smaller for lower priorities (the PBQ's per-queue minimum, Fig. 3 line 17). An IP packet
+ * whose port cannot be read (a later fragment, ESP, an unknown protocol) counts as the lowest
+ * level, so that no shape of flood escapes; ARP and everything at low load pass. Where this
+ * differs from the PBQs of crates/host/src/mechanisms/ozaki_pbq/pbq.rs
  * and why: see src/lib.rs of this crate. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -44,49 +46,105 @@ struct {
 /* In .bss: mmapped by the skeleton, so the agent writes it without a system call. */
 volatile struct pbq_ctl ctl;
 
-/* Destination port of a UDP or TCP packet over IPv4 or IPv6 (no extension headers), or -1. */
+/* What dst_port() returns for a frame it cannot give a port to. */
+#define PORT_NOT_IP -1   /* ARP: not ours to judge (PBQ_OTHER, passes) */
+#define PORT_NONE -2     /* IP without a port we can read: a later fragment, ESP, an unknown
+                          * protocol, too many extension headers. Treated as the lowest
+                          * level, so that a flood in such a shape is shed first, not never. */
+
+/* VLAN tags skipped (802.1Q, 802.1ad QinQ), and IPv6 extension headers walked, at most: */
+#define VLAN_MAX 2
+#define IPV6_EXT_MAX 6
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* Destination port of a UDP or TCP packet over IPv4 or IPv6, behind up to VLAN_MAX VLAN tags
+ * and, for IPv6, IPV6_EXT_MAX extension headers (hop-by-hop, routing, destination options,
+ * fragment, AH), as the kernel's own ipv6_skip_exthdr() walks them; or PORT_NOT_IP / PORT_NONE.
+ * Only a first fragment (offset 0) carries the ports; later ones are PORT_NONE. */
 static __always_inline int dst_port(void *data, void *end)
 {
 	struct ethhdr *eth = data;
-	void *l4;
+	void *l3, *l4;
+	__be16 h_proto;
 	__u8 proto;
+	int i;
 
 	if ((void *)(eth + 1) > end)
-		return -1;
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
+		return PORT_NOT_IP;
+	h_proto = eth->h_proto;
+	l3 = eth + 1;
+#pragma unroll
+	for (i = 0; i < VLAN_MAX; i++) {
+		struct vlan_hdr *v = l3;
+
+		if (h_proto != bpf_htons(ETH_P_8021Q) && h_proto != bpf_htons(ETH_P_8021AD))
+			break;
+		if ((void *)(v + 1) > end)
+			return PORT_NONE;
+		h_proto = v->proto;
+		l3 = v + 1;
+	}
+	if (h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = l3;
 
 		if ((void *)(ip + 1) > end || ip->ihl < 5)
-			return -1;
+			return PORT_NONE;
 		if (ip->frag_off & bpf_htons(0x1fff)) /* a later fragment carries no port */
-			return -1;
+			return PORT_NONE;
 		l4 = (void *)ip + ip->ihl * 4;
 		proto = ip->protocol;
-	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = (void *)(eth + 1);
+	} else if (h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = l3;
 
 		if ((void *)(ip6 + 1) > end)
-			return -1;
+			return PORT_NONE;
 		l4 = ip6 + 1;
 		proto = ip6->nexthdr;
+#pragma unroll
+		for (i = 0; i < IPV6_EXT_MAX; i++) {
+			__u8 *h = l4;
+
+			if (proto != IPPROTO_HOPOPTS && proto != IPPROTO_ROUTING && proto != IPPROTO_DSTOPTS &&
+			    proto != IPPROTO_FRAGMENT && proto != IPPROTO_AH)
+				break;
+			if ((void *)(h + 8) > end)
+				return PORT_NONE;
+			if (proto == IPPROTO_FRAGMENT) {
+				/* struct frag_hdr: nexthdr, reserved, frag_off (offset << 3 | flags), id */
+				if (*(__be16 *)(h + 2) & bpf_htons(0xfff8))
+					return PORT_NONE;
+				l4 = h + 8;
+			} else if (proto == IPPROTO_AH) {
+				l4 = h + ((__u32)h[1] + 2) * 4;
+			} else {
+				l4 = h + ((__u32)h[1] + 1) * 8;
+			}
+			proto = h[0];
+		}
+	} else if (h_proto == bpf_htons(ETH_P_ARP)) {
+		return PORT_NOT_IP;
 	} else {
-		return -1;
+		return PORT_NONE; /* another protocol: nothing we could protect */
 	}
 	if (proto == IPPROTO_UDP) {
 		struct udphdr *udp = l4;
 
 		if ((void *)(udp + 1) > end)
-			return -1;
+			return PORT_NONE;
 		return bpf_ntohs(udp->dest);
 	}
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr *tcp = l4;
 
 		if ((void *)(tcp + 1) > end)
-			return -1;
+			return PORT_NONE;
 		return bpf_ntohs(tcp->dest);
 	}
-	return -1;
+	return PORT_NONE;
 }
 
 /* Fig. 3 at the driver: pass, or drop with the level's minimum share respected. */
@@ -130,13 +188,15 @@ int pbq_xdp(struct xdp_md *ctx)
 		key = port;
 		lv = bpf_map_lookup_elem(&port_level, &key);
 		level = lv && *lv < PBQ_LEVELS ? *lv : 0;
+	} else if (port == PORT_NONE) {
+		level = 0;
 	}
 	st = bpf_map_lookup_elem(&level_stats, &level);
 	if (!st)
 		return XDP_PASS;
 	st->rx++;
 	if (level == PBQ_OTHER)
-		return XDP_PASS; /* ARP, ICMP, fragments: never ours to drop */
+		return XDP_PASS; /* ARP: never ours to drop (a host that cannot resolve is lost) */
 	return decide(level, st);
 }
 

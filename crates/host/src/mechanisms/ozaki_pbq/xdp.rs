@@ -41,11 +41,26 @@ pub struct DetectorConfig {
     pub escalate_ms: u64,
     /// Leave high load after this long without any sign of overload (a probe).
     pub probe_ms: u64,
+    /// The receiver's capacity, packets per second, measured with the mechanism off (0: not
+    /// known, this sign unused). An arrival rate (all levels, counted by the program before
+    /// dropping) of at least `capacity_frac` of it is overload: a sign only the run's own
+    /// devices can move, where the backlog's counters are per CPU and shared by every
+    /// namespace on the machine (issue 28). The model leaves it 0.
+    pub capacity_pps: f64,
+    pub capacity_frac: f64,
 }
 
 impl Default for DetectorConfig {
     fn default() -> DetectorConfig {
-        DetectorConfig { backlog_len_high: 500, release_frac: 0.8, hold_ms: 100, escalate_ms: 100, probe_ms: 2000 }
+        DetectorConfig {
+            backlog_len_high: 500,
+            release_frac: 0.8,
+            hold_ms: 100,
+            escalate_ms: 100,
+            probe_ms: 2000,
+            capacity_pps: 0.0,
+            capacity_frac: 0.9,
+        }
     }
 }
 
@@ -111,6 +126,11 @@ impl Detector {
         }
     }
 
+    /// Set the receiver's capacity (`DetectorConfig::capacity_pps`; 0: unknown).
+    pub fn set_capacity(&mut self, capacity_pps: f64) {
+        self.cfg.capacity_pps = capacity_pps;
+    }
+
     pub fn observe(&mut self, o: &Observation) {
         let dt_s = self.last_t_ns.map_or(0.0, |t| o.t_ns.saturating_sub(t) as f64 * 1e-9);
         self.last_t_ns = Some(o.t_ns);
@@ -121,8 +141,11 @@ impl Detector {
         }
         let lowest = o.arrivals.iter().position(|&a| a > 0);
         let top = o.arrivals.iter().rposition(|&a| a > 0);
-        let overload =
-            o.backlog_drops > 0 || o.backlog_len_max >= self.cfg.backlog_len_high || o.top_socket_drops > 0;
+        let over_capacity = self.cfg.capacity_pps > 0.0 && self.rate_pps >= self.cfg.capacity_frac * self.cfg.capacity_pps;
+        let overload = o.backlog_drops > 0
+            || o.backlog_len_max >= self.cfg.backlog_len_high
+            || o.top_socket_drops > 0
+            || over_capacity;
         if overload {
             self.last_overload_ns = o.t_ns;
         }
@@ -286,6 +309,31 @@ mod tests {
             d.observe(&obs(t * 10, 0, 4000, 340));
         }
         assert!(d.high, "a 20 ms stall is shorter than hold_ms");
+    }
+
+    #[test]
+    fn the_capacity_sign_enters_and_holds_high_load_on_the_rate_alone() {
+        // 10 ms polls: 4340 arrivals per poll = 434,000 pkt/s against a capacity of 400,000.
+        let cfg = DetectorConfig { capacity_pps: 400_000.0, capacity_frac: 0.9, ..DetectorConfig::default() };
+        let mut d = Detector::new(cfg);
+        d.observe(&obs(0, 0, 2000, 340)); // 234,000 pkt/s: under 0.9 × capacity
+        d.observe(&obs(10, 0, 2000, 340));
+        assert!(!d.high, "below the capacity threshold, no counter moved");
+        for t in 2..40 {
+            d.observe(&obs(t * 10, 0, 4000, 340));
+        }
+        assert!(d.high && d.shed_below == 1, "over capacity: the lowest level is shed");
+        assert!(d.high, "held while the rate stays over capacity (no probe release)");
+        for t in 40..80 {
+            d.observe(&obs(t * 10, 0, 0, 340));
+        }
+        assert!(!d.high, "released once the rate fell");
+        // Unknown capacity (the model's 0): the rate alone never enters.
+        let mut d = Detector::new(DetectorConfig::default());
+        for t in 0..40 {
+            d.observe(&obs(t * 10, 0, 40_000, 340));
+        }
+        assert!(!d.high);
     }
 
     #[test]
