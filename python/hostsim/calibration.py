@@ -3,7 +3,8 @@
     python -m hostsim.calibration scenarios/ozaki-pbq-*.toml --seeds 5 --jobs 2
     hostsim.calibrate(["scenarios/goda-rfs-migrations.toml"], trials=16, refine=16)
 
-Only claims with ``role = "calibration"`` (about the baseline system) enter the objective, and
+Only claims with ``role = "calibration"`` (about the baseline system), and of a paper sentence read
+several ways (``claim_id``) only its primary reading, enter the objective, and
 only the runs they need are simulated (their variants and sweep points, every seed). The
 objective is the sum of each claim's `calibration_loss` (crates/scenario/src/expect.rs), which is
 at least 1 exactly when the claim fails on its mean: the objective counts the calibration claims

@@ -114,7 +114,7 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
             Ok(())
         });
     }
-    let child = cmd
+    let mut child = cmd
         .args(["live", "ozaki-pbq", "--modes", "on", "--reps", "1"])
         .args(args)
         .arg("--out")
@@ -133,6 +133,8 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
             return (child, entries_of(pid));
         }
         if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
             panic!("hostsim live recorded no XDP attachment within 20 s: {e:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -509,7 +511,12 @@ fn a_non_root_user_is_told_it_needs_root() {
     if !root() {
         // Already not root: the refusal itself is the test.
     }
-    let out = tmp("nonroot");
+    // An output directory the user cannot create (inside a directory only root may enter): the
+    // refusal must be about root, before anything is tried.
+    let private = tmp("nonroot");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::set_permissions(&private, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let out = private.join("out");
     for args in [vec!["live", "ozaki-pbq", "--quick", "--out", out.to_str().unwrap()], vec!["live", "clean"]] {
         let mut cmd = hostsim();
         cmd.args(&args);
@@ -533,6 +540,7 @@ fn a_non_root_user_is_told_it_needs_root() {
         assert!(err.contains("needs root"), "{args:?}: {err}");
     }
     assert!(!out.exists(), "a refused run created its output directory");
+    let _ = std::fs::remove_dir_all(&private);
 }
 
 /// The hidden worker subcommand refuses NaN, infinite and overflowing arguments with an error

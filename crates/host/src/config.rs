@@ -95,6 +95,14 @@ pub struct MechanismCosts {
     /// guards that the new holder then touches (device, queue, route and statistics lines last
     /// written by the other CPU).
     pub bkl_data_transfer_ns: u64,
+    /// `bkl`: extra per device interrupt for the SMP kernel's interrupt controller path: a
+    /// level-triggered PCI interrupt delivered through the IO-APIC is masked and acknowledged at
+    /// entry and unmasked at exit (Linux 2.2 `arch/i386/kernel/io_apic.c`,
+    /// `mask_and_ack_level_ioapic_irq` / `unmask_IO_APIC_irq`: IO-APIC register accesses across
+    /// the chipset), on top of the uniprocessor 8259A acknowledgement in `hardirq_entry_ns`. 0
+    /// where the SMP kernel leaves device interrupts on the 8259A (Linux 2.0: the boot CPU takes
+    /// them through virtual-wire mode).
+    pub bkl_irq_entry_ns: u64,
     /// `functional`: one bulk move of a local queue into or out of a global queue (Symbiose,
     /// paper 003 Fig. 2), under its lock, excluding the lock itself.
     pub symbiose_splice_ns: u64,
@@ -114,6 +122,7 @@ impl Default for MechanismCosts {
             lock_acquire_ns: 0,
             lock_line_transfer_ns: 0,
             bkl_data_transfer_ns: 0,
+            bkl_irq_entry_ns: 0,
             symbiose_splice_ns: 0,
         }
     }
@@ -396,6 +405,13 @@ pub struct KernelConfig {
     /// Wake-up placement and load balancing follow it; `wake_policy = "goda_rfs"` wraps its
     /// placement.
     pub scheduler: Scheduler,
+    /// With `scheduler = "o1"`: each CPU's run queue is the O(1) scheduler's of Linux 2.5 up to
+    /// 2.5.21 (active and expired priority arrays, the `sleep_avg` bonus, `TASK_TIMESLICE`,
+    /// interactive reinsertion, its `sys_sched_yield` and `setscheduler`;
+    /// `kernel/sched/o1_rq.rs`) instead of the CFS-like pick of the fair class. Off by default:
+    /// the 2.4.18 scenarios (paper 000) keep the CFS-like pick, which orders their nice -19 and
+    /// 19 tasks the same way.
+    pub o1_runqueue: bool,
     /// CFS targeted preemption latency.
     pub sched_latency_us: u64,
     pub sched_min_granularity_us: u64,
@@ -554,6 +570,7 @@ impl Default for KernelConfig {
             skb_overhead_bytes: 256,
             wake_policy: WakePolicy::Linux,
             scheduler: Scheduler::Cfs,
+            o1_runqueue: false,
             sched_latency_us: 6000,
             sched_min_granularity_us: 750,
             sched_wakeup_granularity_us: 1000,

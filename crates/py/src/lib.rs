@@ -233,7 +233,9 @@ fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets, ma
 }
 
 /// The calibration claims judged on the runs `indices` (`scenario_info`'s `calibration_runs`),
-/// as JSON: `{"claims": [...verdicts...], "loss": [per claim], "objective": sum}`.
+/// as JSON: `{"claims": [...verdicts...], "loss": [per claim], "objective": sum}`. The objective
+/// sums the primary readings' losses only: a paper sentence read several ways (`claim_id`) is
+/// fitted under its primary reading, the others are reported beside it.
 #[pyfunction]
 #[pyo3(signature = (path, indices, summaries, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
 fn evaluate_calibration(
@@ -249,7 +251,7 @@ fn evaluate_calibration(
         let rows = rows_of(&sc, &indices, &summaries)?;
         let claims = sc.evaluate_role(&rows, hostsim_scenario::Role::Calibration);
         let loss: Vec<f64> = claims.iter().map(|c| c.calibration_loss()).collect();
-        let objective: f64 = loss.iter().sum();
+        let objective: f64 = claims.iter().zip(&loss).filter(|(c, _)| c.primary).map(|(_, l)| l).sum();
         json(&serde_json::json!({ "claims": claims, "loss": loss, "objective": objective }))
     })
 }

@@ -313,6 +313,9 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             return fail(key(&["kernel", name]), "expected at least 1 ms");
         }
     }
+    if k.o1_runqueue && k.scheduler != hostsim_host::Scheduler::O1 {
+        return fail(key(&["kernel", "o1_runqueue"]), "the O(1) run queue is the O(1) scheduler's: it needs kernel.scheduler = \"o1\"");
+    }
     if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
         return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");
     }

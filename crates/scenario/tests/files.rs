@@ -54,7 +54,8 @@ fn an_overlay_that_cannot_be_read_is_an_error_naming_it() {
     // Nothing there: the built-in overlay of that name.
     let sc = load_within(&path).unwrap();
     assert!(sc.calibration.unwrap().overlay.unwrap().path.starts_with("<built-in>"));
-    let cases: Vec<(&str, Box<dyn Fn()>, &str)> = vec![
+    type Make<'a> = Box<dyn Fn() + 'a>;
+    let cases: Vec<(&str, Make, &str)> = vec![
         ("Latin-1", Box::new(|| std::fs::write(&ov, b"[values]\n# caf\xe9\nx = 1\n").unwrap()), "not UTF-8"),
         ("directory", Box::new(|| std::fs::create_dir(&ov).unwrap()), "it is a directory"),
         ("dangling link", Box::new(|| std::os::unix::fs::symlink(d.join("nowhere.toml"), &ov).unwrap()), "does not exist"),

@@ -66,8 +66,43 @@ pub struct AccelConfig {
     pub request_ns: u64,
     /// User time per fetched miss (retrieve thread).
     pub fetch_ns: u64,
+    /// Kernel time per client request beyond the system calls the model charges with their own
+    /// costs (charged in the read() that completes the request). 0 by default; paper 004's
+    /// scenarios calibrate it (`[[calibrate]]`, bounds from an independent measurement of that
+    /// era's hardware serving HTTP).
+    pub request_kernel_ns: u64,
     /// listen() backlog: completed connections waiting for accept().
     pub listen_backlog: u32,
+    /// What `prepare_conn_list` puts in the list that poll() covers (see [`ConnList`]).
+    pub conn_list: ConnList,
+}
+
+/// What the loop's `conn_list` holds (paper 004 Fig. 5: `prepare_conn_list(&conn_list)` at the
+/// top of the pass, and after the interval control `if (!empty(&conn_list)) proc_conns(&conn_list)`,
+/// the poll() and the I/O over that list).
+///
+/// The paper does not say what the list holds. Two readings:
+/// - `with_work` (the scenarios'): the connections that have work when the pass begins — input
+///   or a close to read, room for output still pending, a notification. Fig. 5 tests the list
+///   for emptiness, and with ~7,000 persistent connections open a list of all of them would
+///   never be empty. The list is prepared *before* the block, as Fig. 5 orders it, so a
+///   connection that gets work while the thread sleeps is in the next pass's list. How
+///   Chamomile learned which connections had work is not published (2.5.17 has no epoll); the
+///   model charges one system call, poll()'s per-call cost and its per-descriptor cost for
+///   each connection returned, and without control (`none`) the gathering blocks until there is
+///   one. **The live accelerator's loop (`hostsim live kawai-interval`) is this reading**:
+///   `prepare_conn_list` = `epoll_wait(epfd, ev, n, 0)` (`-1` without control) over every
+///   connection registered level-triggered (EPOLLIN, plus EPOLLOUT while output is pending),
+///   its events become the `struct pollfd` array, then the interval control, then `poll(list,
+///   n, 0)` and the I/O on what it reports.
+/// - `all`: every open connection of the thread (and its pipe) is polled each pass, so poll()
+///   costs O(7,000) whatever the load (the model's earlier reading).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnList {
+    #[default]
+    All,
+    WithWork,
 }
 
 impl Default for AccelConfig {
@@ -86,7 +121,9 @@ impl Default for AccelConfig {
             user_per_fd_ns: 200,
             request_ns: 15_000,
             fetch_ns: 15_000,
+            request_kernel_ns: 0,
             listen_backlog: 1024,
+            conn_list: ConnList::All,
         }
     }
 }
@@ -153,6 +190,10 @@ enum Step {
     Control,
     /// prepare_conn_list's computation done.
     Prepared,
+    /// `with_work`: prepare_conn_list gathering the connections with work.
+    Gathering,
+    /// `with_work`: a queued request written to an origin before the gathering.
+    PreWrite,
     /// Retrieve: a queued request written to an origin.
     FetchWritten,
     /// poll() returned: serve the ready descriptors.
@@ -192,6 +233,8 @@ struct Thread {
     writes: VecDeque<(u32, u32, u64)>,
     /// Listen: the descriptor just accepted.
     accepted: u32,
+    /// `with_work`: connections in this pass's list.
+    list_len: u32,
 }
 
 const NONE: u32 = u32::MAX;
@@ -248,6 +291,7 @@ impl Accel {
                 pending_tag: 0,
                 writes: VecDeque::new(),
                 accepted: NONE,
+                list_len: 0,
             })
             .collect::<Vec<_>>();
         let n = threads.len();
@@ -378,6 +422,13 @@ impl Accel {
                 let next = self.threads[t].ctl.step(o);
                 self.follow(t, next)
             }
+            (PreWrite, _) => self.write_then_gather(t),
+            (Gathering, Outcome::Gathered { n }) => {
+                self.threads[t].list_len = n;
+                self.threads[t].step = Prepared;
+                let user = self.cfg.loop_base_ns + self.cfg.user_per_fd_ns * u64::from(n);
+                Action::Compute { user_ns: user.max(1) }
+            }
             (Prepared, _) | (FetchWritten, _) => {
                 if let Some((fd, bytes, tag)) = self.threads[t].writes.pop_front() {
                     self.threads[t].step = FetchWritten;
@@ -431,9 +482,23 @@ impl Accel {
                 self.threads[t].writes.push_back((ofd, self.cfg.origin_request_bytes, request_tag(false, f.bytes)));
             }
         }
+        if self.cfg.conn_list == ConnList::WithWork {
+            return self.write_then_gather(t);
+        }
         self.threads[t].step = Step::Prepared;
         let user = self.cfg.loop_base_ns + self.cfg.user_per_fd_ns * u64::from(self.threads[t].nfds);
         Action::Compute { user_ns: user.max(1) }
+    }
+
+    /// `with_work`: the retrieve thread's queued requests go out first (a blocking gathering
+    /// would otherwise wait for the answers to requests not yet sent), then the gathering.
+    fn write_then_gather(&mut self, t: usize) -> Action {
+        if let Some((fd, bytes, tag)) = self.threads[t].writes.pop_front() {
+            self.threads[t].step = Step::PreWrite;
+            return Action::Write { fd, bytes, tag };
+        }
+        self.threads[t].step = Step::Gathering;
+        Action::Gather { timeout_ms: if self.blocks_in_poll() { -1 } else { 0 } }
     }
 
     /// Carry out what the interval control decided, counting its sleeps and yields.
@@ -446,6 +511,8 @@ impl Accel {
                 a
             }
             Next::Top => self.loop_top(t),
+            // `with_work`: the gathering blocked until the list had work; poll() covers it.
+            Next::BlockingPoll if self.cfg.conn_list == ConnList::WithWork => self.proc_conns(t),
             Next::BlockingPoll => self.poll(t, -1),
             Next::ProcConns => self.proc_conns(t),
         }
@@ -453,7 +520,8 @@ impl Accel {
 
     /// `if (!empty(&conn_list)) proc_conns(&conn_list);` (poll and I/O), else the next pass.
     fn proc_conns(&mut self, t: usize) -> Action {
-        if self.threads[t].nfds == 0 {
+        let list = if self.cfg.conn_list == ConnList::WithWork { self.threads[t].list_len } else { self.threads[t].nfds };
+        if list == 0 {
             return self.end_pass(t);
         }
         self.poll(t, 0)
@@ -648,6 +716,42 @@ mod tests {
         assert_eq!(a.next(io, Outcome::Computed), Action::GetTime);
         assert_eq!(a.next(io, Outcome::Time { ns: 55_000_000 }), Action::Yield);
         assert_eq!(a.stats.requests, 1);
+    }
+
+    #[test]
+    fn with_work_gathers_before_the_block_and_skips_poll_on_an_empty_list() {
+        // Fig. 5 order: prepare_conn_list (the gathering) at the top of the pass, then the
+        // interval control, then `if (!empty(&conn_list))` poll() over that list.
+        let cfg = AccelConfig { interval_control: IntervalControl::Static, min_cycle_ms: 20.0, conn_list: ConnList::WithWork, ..Default::default() };
+        let mut a = Accel::new(cfg, &[ThreadProgram::Listen, ThreadProgram::Io, ThreadProgram::Retrieve]);
+        a.add_pipe(1, 3);
+        let io = 1;
+        a.next(io, Outcome::Start);
+        a.next(io, Outcome::SchedulerSet);
+        assert_eq!(a.next(io, Outcome::Time { ns: 0 }), Action::Gather { timeout_ms: 0 });
+        assert_eq!(a.next(io, Outcome::Gathered { n: 0 }), Action::Compute { user_ns: 2000 }, "loop_base only: an empty list");
+        a.next(io, Outcome::Computed);
+        assert_eq!(a.next(io, Outcome::Time { ns: 3_000_000 }), Action::SetScheduler { fifo: None });
+        a.next(io, Outcome::SchedulerSet);
+        a.next(io, Outcome::Slept);
+        a.next(io, Outcome::SchedulerSet);
+        // Empty list: no poll(); the next pass gathers again.
+        assert_eq!(a.next(io, Outcome::Time { ns: 20_000_000 }), Action::Gather { timeout_ms: 0 });
+        assert_eq!(a.next(io, Outcome::Gathered { n: 2 }), Action::Compute { user_ns: 2000 + 2 * 200 });
+        a.next(io, Outcome::Computed);
+        a.next(io, Outcome::Time { ns: 21_000_000 });
+        a.next(io, Outcome::SchedulerSet);
+        a.next(io, Outcome::Slept);
+        a.next(io, Outcome::SchedulerSet);
+        assert_eq!(a.next(io, Outcome::Time { ns: 40_000_000 }), Action::Poll { timeout_ms: 0 });
+        // Without control the gathering blocks; poll() then never does.
+        let cfg = AccelConfig { conn_list: ConnList::WithWork, ..Default::default() };
+        let mut n = Accel::new(cfg, &[ThreadProgram::Listen, ThreadProgram::Io, ThreadProgram::Retrieve]);
+        n.add_pipe(1, 3);
+        n.next(1, Outcome::Start);
+        assert_eq!(n.next(1, Outcome::Time { ns: 0 }), Action::Gather { timeout_ms: -1 });
+        n.next(1, Outcome::Gathered { n: 1 });
+        assert_eq!(n.next(1, Outcome::Computed), Action::Poll { timeout_ms: 0 });
     }
 
     #[test]

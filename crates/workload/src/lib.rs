@@ -23,7 +23,7 @@ pub mod mechanisms;
 mod program;
 mod source;
 
-pub use accel::{Accel, AccelConfig, AccelStats, ThreadConfig, ThreadProgram};
+pub use accel::{Accel, AccelConfig, AccelStats, ConnList, ThreadConfig, ThreadProgram};
 pub use http::{ContentMix, HttpClients, HttpConfig, HttpOrigin, HttpStats};
 pub use frame::{Emit, Feedback};
 pub use mechanisms::kawai_interval::{IntervalControl, IntervalPolicy};

@@ -88,6 +88,11 @@ pub enum Action {
     /// `poll_changes`); `timeout_ms` < 0 blocks until a descriptor is ready, 0 never blocks.
     /// The ready descriptors go into the program's poll buffer.
     Poll { timeout_ms: i32 },
+    /// `prepare_conn_list` under `conn_list = "with_work"` (paper 004 Fig. 5): collect the
+    /// connections of the thread's set that have work now (input, a close, output room for
+    /// pending output, a notification), which the next `Poll` then covers; `timeout_ms` < 0
+    /// blocks until there is one.
+    Gather { timeout_ms: i32 },
     /// accept() on the process's listening socket: blocks while its queue is empty.
     Accept,
     /// Non-blocking read of up to `max_bytes` from descriptor `fd`.
@@ -123,6 +128,8 @@ pub enum Outcome {
     SchedulerSet,
     /// poll() returned with this many ready descriptors (in the program's poll buffer).
     Polled { ready: u32 },
+    /// `Gather` found this many connections with work (the list the next poll() covers).
+    Gathered { n: u32 },
     /// accept() returned a new descriptor.
     Accepted { fd: u32 },
     /// read() returned `bytes`; `tag` = the label of a message that ended in them (0: none);

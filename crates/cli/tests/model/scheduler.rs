@@ -204,3 +204,83 @@ fn modern_64c_linux6_placement_does_not_storm() {
     assert!(mig6 < mig3 && mig3 < wake3, "seed {seed}: 3.2 moves {mig3}/s, 6.x {mig6}/s, 3.2 wake-ups {wake3}/s");
     assert!(irq3 > 0.5, "cfs (3.2) seed {seed}: busy CPUs 0-15 {irq3:.3}");
 }
+
+/// Two programs on CPU 0 of the ideal machine under Linux 2.5's O(1) run queue
+/// (`kernel.o1_runqueue`, HZ = 100; crates/host/src/kernel/sched/o1_rq.rs), or under the CFS-like
+/// pick (`o1_runqueue = false`) as the negative control.
+fn o1_pair(a: &str, b: &str, o1_runqueue: bool, duration_ms: u32) -> String {
+    format!(
+        r#"
+profile = "ideal-4"
+duration_ms = {duration_ms}
+[kernel]
+hz = 100
+timer_tick_sleep = true
+scheduler = "o1"
+o1_runqueue = {o1_runqueue}
+[[process]]
+name = "a"
+cpus = [0]
+{a}
+[[process]]
+name = "b"
+cpus = [0]
+{b}
+"#
+    )
+}
+
+/// 2.5 `scheduler_tick`: a CPU hog's slice is `TASK_TIMESLICE` (150 ms at nice 0, 70 ms at nice
+/// 10 with HZ = 100); once both hogs have lost their `sleep_avg` bonus, a hog whose slice ends
+/// goes to the expired array and waits there until the active array is empty, so each runs one
+/// slice per array switch: CPU shares 15 : 7, whatever their weights. CFS shares by weight
+/// (1024 : 110).
+#[test]
+fn o1_hogs_take_one_timeslice_each_per_array_switch() {
+    let hogs = |o1| {
+        let s = run(&load_text("o1-hogs", &o1_pair("program = \"spin\"\nwork_ns = 100000", "program = \"spin\"\nwork_ns = 100000\nnice = 10", o1, 20_000), &[]));
+        process(&s, "a").cpu_ns as f64 / process(&s, "b").cpu_ns as f64
+    };
+    let o1 = hogs(true);
+    // The first ~1 s: both start with a sleep_avg bonus (interactive, reinserted into the
+    // active array), the nice-0 hog first; 20 s make that a small share.
+    assert!((o1 - 15.0 / 7.0).abs() < 0.25, "O(1): share ratio {o1:.3}, want ~{:.3}", 15.0 / 7.0);
+    let cfs = hogs(false);
+    assert!(cfs > 6.0, "negative control (CFS-like pick): share ratio {cfs:.2} by weight");
+}
+
+/// 2.5 `activate_task` / `try_to_wake_up`: a task that sleeps earns `sleep_avg` and a priority
+/// bonus, and on waking preempts a CPU hog that has lost its own; so it runs at once after every
+/// sleep (1 ms of work per 30 ms: a 20 ms nanosleep lasts 3 jiffies at HZ = 100). At nice 19 its
+/// best priority (134) stays below the nice-0 hog's worst (125): it waits for the hog's slice to
+/// end each time (negative control).
+#[test]
+fn o1_a_sleeper_gains_a_bonus_and_preempts_a_hog() {
+    let cycles = |nice: i8| {
+        let p = format!("program = \"periodic\"\nwork_ns = 1000000\nsleep_ns = 20000000\nnice = {nice}");
+        let s = run(&load_text("o1-sleeper", &o1_pair(&p, "program = \"spin\"\nwork_ns = 100000", true, 6000), &[]));
+        process(&s, "a").cpu_ns as f64 / 1e6
+    };
+    let fast = cycles(0);
+    assert!(fast > 0.97 * 6000.0 / 30.0, "nice 0 sleeper: {fast:.0} cycles of 1 ms in 6 s, want ~200");
+    let slow = cycles(19);
+    assert!(slow < 0.5 * fast, "negative control, nice 19 sleeper: {slow:.0} cycles (nice 0: {fast:.0})");
+}
+
+/// 2.5.17's `sys_sched_yield` (up to 2.5.21): a normal task that yields goes one priority level
+/// worse and to the tail of that list *in the active array*. Against a CPU hog sitting in the
+/// expired array it keeps the CPU until its own slice ends (Ingo Molnar, lkml 16 Jun 2002: "the
+/// yield()-ing and CPU-using process ... use up roughly the same amount of CPU-time"). Under the
+/// CFS-like pick a yield puts the task behind the hog (negative control).
+#[test]
+fn o1_a_yielder_keeps_the_active_array_as_2_5_17_did() {
+    let share = |o1| {
+        let s = run(&load_text("o1-yield", &o1_pair("program = \"yielder\"\nwork_ns = 100000", "program = \"spin\"\nwork_ns = 100000", o1, 20_000), &[]));
+        let (a, b) = (process(&s, "a").cpu_ns as f64, process(&s, "b").cpu_ns as f64);
+        a / (a + b)
+    };
+    let o1 = share(true);
+    assert!((0.35..0.65).contains(&o1), "O(1) 2.5.17: the yielder's share {o1:.3}, want about half");
+    let cfs = share(false);
+    assert!(cfs < 0.2, "negative control (CFS-like pick): the yielder's share {cfs:.3}");
+}

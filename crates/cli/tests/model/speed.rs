@@ -40,6 +40,10 @@ fn a_regulated_process_never_runs_outside_its_slots_and_gets_n_of_t() {
                 assert_eq!(s.speed_violations, 0, "{what}: ran outside its slots");
                 let t = block * 1000 / slot;
                 let n = ((u64::from(speed) * t + 50) / 100).max(1);
+                // summary.json says which slots were in effect.
+                let eff = process(&s, "hog").speed.expect("a regulated process reports its speed");
+                assert_eq!((eff.slots_per_block, eff.block_slots, eff.slot_ns), (n, t, slot * 1000), "{what}");
+                assert!((eff.speed_pct - 100.0 * n as f64 / t as f64).abs() < 1e-9, "{what}");
                 let share = process(&s, "hog").cpu_ns as f64 / s.sim_time_ns as f64;
                 if !rival {
                     // Alone on its CPU it runs in every allocated slot: n/T of the time, up to the

@@ -45,11 +45,9 @@ pub fn poll_cost(syscall_ns: u64, sc: &crate::config::SyscallCosts, nfds: u64, r
 }
 
 impl Host {
-    /// poll() by thread `pid` of an event-driven program over its set.
-    pub fn app_poll(&mut self, cpu: usize, pid: Pid, timeout_ms: i32) -> Option<(CpuState, u64)> {
-        let (a, t) = self.app_of(pid);
+    /// The program's pollfd array changed since the last call: apply it to thread `t`'s set.
+    fn apply_changes(&mut self, cpu: usize, a: usize, t: usize) -> u32 {
         let set = self.apps[a].sets[t];
-        // The program's pollfd array changed since the last call: apply it to the set.
         let changes = self.apps[a].accel.take_changes(t);
         for &(fd, events) in &changes {
             let ep = self.apps[a].fd_ep(fd);
@@ -58,6 +56,82 @@ impl Host {
             }
         }
         self.apps[a].accel.return_changes(t, changes);
+        set
+    }
+
+    /// `conn_list = "with_work"` (`hostsim_workload::ConnList`): `prepare_conn_list` gathers the
+    /// thread's connections that have work now into its list. Cost: a system call, poll()'s
+    /// per-call cost and its per-descriptor cost for each connection found (2.5.17 had no
+    /// epoll; how Chamomile gathered them is not published). With a negative timeout (no
+    /// interval control) it blocks until one has work, with no per-descriptor wait-queue pass.
+    pub fn app_gather(&mut self, cpu: usize, pid: Pid, timeout_ms: i32) -> Option<(CpuState, u64)> {
+        let (a, t) = self.app_of(pid);
+        let set = self.apply_changes(cpu, a, t);
+        let n = self.gather_collect(a, t, set);
+        let sc = self.syscall_costs();
+        let cost = self.cfg.profile.costs.syscall_ns + sc.poll_base_ns + u64::from(n) * sc.poll_per_fd_ns;
+        self.procs[pid as usize].pending = Pending::App(if timeout_ms != 0 { AppPending::GatherPass { n } } else { AppPending::Gathered { n } });
+        Some((CpuState::System, cost))
+    }
+
+    /// A gathering that may block has found `n`: return it, or gather again if something got
+    /// work meanwhile, or block until something does.
+    pub fn gather_pass_done(&mut self, pid: Pid, n: u32) -> Result<u32, Option<(CpuState, u64)>> {
+        if n > 0 {
+            return Ok(n);
+        }
+        let (a, t) = self.app_of(pid);
+        let set = self.apps[a].sets[t] as usize;
+        if !self.net.eps.sets[set].ready.is_empty() {
+            return Err(self.gather_rescan(pid));
+        }
+        self.net.eps.sets[set].waiter = pid;
+        let p = &mut self.procs[pid as usize];
+        p.state = ProcState::BlockedRecv;
+        p.pending = Pending::App(AppPending::GatherWait);
+        Err(None)
+    }
+
+    /// Gather again after a wake-up.
+    pub fn gather_rescan(&mut self, pid: Pid) -> Option<(CpuState, u64)> {
+        let (a, t) = self.app_of(pid);
+        let set = self.apps[a].sets[t];
+        let n = self.gather_collect(a, t, set);
+        let cost = u64::from(n) * self.syscall_costs().poll_per_fd_ns;
+        self.procs[pid as usize].pending = Pending::App(AppPending::GatherPass { n });
+        Some((CpuState::System, cost))
+    }
+
+    /// The endpoints of set `set` with work now into thread `t`'s list; the others leave the
+    /// set's ready list. Returns how many.
+    fn gather_collect(&mut self, a: usize, t: usize, set: u32) -> u32 {
+        let s = set as usize;
+        let mut ready = std::mem::take(&mut self.net.eps.sets[s].ready);
+        let mut list = std::mem::take(&mut self.apps[a].lists[t]);
+        list.clear();
+        ready.retain(|&ep| {
+            let live = self.ep_revents(ep) != 0;
+            if live {
+                list.push(ep);
+            } else {
+                self.net.eps.eps[ep as usize].in_ready = false;
+            }
+            live
+        });
+        self.net.eps.sets[s].ready = ready;
+        let n = list.len() as u32;
+        self.apps[a].lists[t] = list;
+        n
+    }
+
+    /// poll() by thread `pid` of an event-driven program over its set (or, with `conn_list =
+    /// "with_work"`, over its gathered list).
+    pub fn app_poll(&mut self, cpu: usize, pid: Pid, timeout_ms: i32) -> Option<(CpuState, u64)> {
+        let (a, t) = self.app_of(pid);
+        let set = self.apply_changes(cpu, a, t);
+        if self.apps[a].accel.config().conn_list == hostsim_workload::ConnList::WithWork {
+            return self.list_poll(a, t, pid);
+        }
         let ready = self.poll_collect(a, t, set);
         let sc = self.syscall_costs();
         let n = u64::from(self.net.eps.sets[set as usize].nfds);
@@ -66,6 +140,28 @@ impl Host {
         self.stats.polls += 1;
         self.procs[pid as usize].pending =
             Pending::App(if blocking { AppPending::PollPass { ready } } else { AppPending::Polled { ready } });
+        Some((CpuState::System, cost))
+    }
+
+    /// `with_work`: a non-blocking poll() over the thread's gathered list: what of it is ready
+    /// now goes into the poll buffer; it costs the list's length in descriptors.
+    fn list_poll(&mut self, a: usize, t: usize, pid: Pid) -> Option<(CpuState, u64)> {
+        let list = std::mem::take(&mut self.apps[a].lists[t]);
+        let mut out = std::mem::take(self.apps[a].accel.poll_buffer(t));
+        out.clear();
+        for &ep in &list {
+            let revents = self.ep_revents(ep);
+            if revents != 0 {
+                out.push(PollEvent { fd: self.net.eps.eps[ep as usize].fd, revents });
+            }
+        }
+        let (n, ready) = (list.len() as u64, out.len() as u32);
+        *self.apps[a].accel.poll_buffer(t) = out;
+        self.apps[a].lists[t] = list;
+        let sc = self.syscall_costs();
+        let cost = poll_cost(self.cfg.profile.costs.syscall_ns, sc, n, u64::from(ready), false);
+        self.stats.polls += 1;
+        self.procs[pid as usize].pending = Pending::App(AppPending::Polled { ready });
         Some((CpuState::System, cost))
     }
 

@@ -9,9 +9,10 @@
 //! | sched_setscheduler | SCHED_FIFO at a priority, or SCHED_OTHER; lowering reschedules (2.5 `setscheduler`: `resched_task` when the priority got worse) | `syscall_ns + setscheduler_ns` |
 //! | sched_yield | to the tail of its FIFO priority's list, or behind the fair tasks (`kernel/sched/core.rs`) | `syscall_ns` |
 //! | nanosleep | 2.4/2.5 jiffies, busy-wait ≤ 2 ms for real-time tasks (`kernel/time/nanosleep.rs`) | — |
-//! | poll | `fs/select.rs` | `poll_*` |
+//! | poll | `fs/select.rs`; with `conn_list = "with_work"` over the gathered list | `poll_*` |
+//! | gather (`with_work`'s `prepare_conn_list`) | the connections with work now; blocks without control until one has | `syscall_ns + poll_base_ns + n × poll_per_fd_ns` |
 //! | accept | blocks while the queue is empty | `syscall_ns + accept_ns` |
-//! | read | non-blocking; a pipe's byte | `syscall_ns + recv_ns + bytes × copy_per_byte_ns`; pipe `syscall_ns + pipe_ns` |
+//! | read | non-blocking; a pipe's byte | `syscall_ns + recv_ns + bytes × copy_per_byte_ns` (+ the accelerator's `request_kernel_ns` when it completes a client request); pipe `syscall_ns + pipe_ns` |
 //! | write | non-blocking: what fits in the send buffer, segments out as the windows allow | `syscall_ns + bytes × (copy + tx_per_byte) + segments × (tcp_send_ns + driver_tx_frame_ns)` |
 //! | close | FIN out, connection freed | `syscall_ns + close_ns + tcp_ack_send_ns + driver_tx_frame_ns` |
 //! | notify | a byte into another thread's pipe, waking it if it polls | `syscall_ns + pipe_ns` |
@@ -84,6 +85,7 @@ impl Host {
                 threads,
                 sets: vec![NONE; roles.len()],
                 pipes: vec![NONE; roles.len()],
+                lists: vec![Vec::new(); roles.len()],
                 // 0-2: standard descriptors, 3: the listening socket.
                 fds: vec![NONE; 4],
                 free_fds: Default::default(),
@@ -140,6 +142,12 @@ impl Host {
                 },
                 AppPending::Polled { ready } => self.polled(ready),
                 AppPending::PollWait => return self.poll_rescan(pid),
+                AppPending::GatherPass { n } => match self.gather_pass_done(pid, n) {
+                    Ok(n) => Outcome::Gathered { n },
+                    Err(next) => return next,
+                },
+                AppPending::Gathered { n } => Outcome::Gathered { n },
+                AppPending::GatherWait => return self.gather_rescan(pid),
                 AppPending::AcceptWait => return self.app_accept(pid),
                 AppPending::Accepted { fd } => Outcome::Accepted { fd },
                 AppPending::Read { bytes, tag, eof } => Outcome::Read { bytes, tag, eof },
@@ -197,6 +205,7 @@ impl Host {
             }
             Action::Sleep { ns } => self.nanosleep(pid, ns),
             Action::Poll { timeout_ms } => self.app_poll(cpu, pid, timeout_ms),
+            Action::Gather { timeout_ms } => self.app_gather(cpu, pid, timeout_ms),
             Action::Accept => self.app_accept(pid),
             Action::Read { fd, max_bytes } => Some(self.app_read(pid, fd, max_bytes)),
             Action::Write { fd, bytes, tag } => Some(self.app_write(pid, fd, bytes, tag)),
@@ -221,6 +230,9 @@ impl Host {
 
     /// sched_setscheduler(0, SCHED_FIFO | SCHED_OTHER) by the running task `pid`.
     pub fn set_policy(&mut self, cpu: usize, pid: Pid, fifo: Option<u8>) {
+        if self.cfg.kernel.o1_runqueue {
+            return self.o1_setscheduler(pid, fifo);
+        }
         let minv = self.cpus[cpu].min_vruntime;
         let p = &mut self.procs[pid as usize];
         match fifo {
@@ -233,6 +245,25 @@ impl Host {
                 self.cpus[cpu].need_resched = true;
             }
             None => {}
+        }
+    }
+
+    /// 2.5 `setscheduler()` on the running task under `kernel.o1_runqueue` (`sched/o1_rq.rs`):
+    /// `deactivate_task`, the new policy and priority (`99 - rt_priority`, or `static_prio`),
+    /// `activate_task`: the tail of its list, and for a normal task the sleep credit of the
+    /// jiffies since it last left a CPU (for a running task, time it ran too). No reschedule.
+    fn o1_setscheduler(&mut self, pid: Pid, fifo: Option<u8>) {
+        self.sched.enq_seq += 1;
+        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let active = self.cpus[self.procs[pid as usize].cpu as usize].o1_active;
+        let p = &mut self.procs[pid as usize];
+        p.enq_seq = self.sched.enq_seq;
+        p.o1.array = active;
+        p.o1.requeue = false;
+        p.rt = fifo.map(|prio| prio.max(1));
+        if p.rt.is_none() {
+            p.o1.prio = p.o1.static_prio;
+            p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / self.tick_ns), hz);
         }
     }
 
@@ -259,7 +290,7 @@ impl Host {
     }
 
     fn app_read(&mut self, pid: Pid, fd: u32, max_bytes: u32) -> (CpuState, u64) {
-        let (a, _) = self.app_of(pid);
+        let (a, t) = self.app_of(pid);
         let ep = self.apps[a].fd_ep(fd);
         let c = &self.cfg.profile.costs;
         let syscall = c.syscall_ns;
@@ -274,7 +305,11 @@ impl Host {
         let cost = if pipe {
             syscall + self.syscall_costs().pipe_ns
         } else {
-            syscall + c.recv_ns + (f64::from(bytes) * c.copy_per_byte_ns).round() as u64
+            // A completed client request (`tag`) carries the accelerator's calibrated
+            // per-request kernel time (`request_kernel_ns`).
+            let io = self.apps[a].accel.role(t) == ThreadProgram::Io;
+            let per_request = if tag != 0 && io { self.apps[a].accel.config().request_kernel_ns } else { 0 };
+            syscall + c.recv_ns + (f64::from(bytes) * c.copy_per_byte_ns).round() as u64 + per_request
         };
         let p = &mut self.procs[pid as usize];
         if !pipe {

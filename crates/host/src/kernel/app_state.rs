@@ -20,6 +20,10 @@ pub enum AppPending {
     Polled { ready: u32 },
     /// Blocked in poll(): scan again when woken.
     PollWait,
+    /// `conn_list = "with_work"`: a gathering that may block, one that does not, a blocked one.
+    GatherPass { n: u32 },
+    Gathered { n: u32 },
+    GatherWait,
     /// Blocked in accept(): try again when woken.
     AcceptWait,
     Accepted { fd: u32 },
@@ -38,6 +42,9 @@ pub struct App {
     /// Each thread's poll set (NONE for threads that do not poll) and notification pipe.
     pub sets: Vec<u32>,
     pub pipes: Vec<u32>,
+    /// `conn_list = "with_work"`: each thread's list (endpoints with work at its last gathering),
+    /// which its next poll() covers.
+    pub lists: Vec<Vec<u32>>,
     /// Descriptor table: fd → endpoint (NONE: free), lowest free descriptor first.
     pub fds: Vec<u32>,
     pub free_fds: BinaryHeap<Reverse<u32>>,

@@ -259,7 +259,7 @@ impl Host {
             // Receiving an IPI costs about what sending one does; the NIC entry cost includes
             // the driver's register reads, which an IPI doesn't do.
             IrqSrc::Ipi => self.cfg.profile.costs.ipi_ns,
-            IrqSrc::Nic(_) | IrqSrc::NicTx(_) => self.cfg.profile.costs.hardirq_entry_ns,
+            IrqSrc::Nic(_) | IrqSrc::NicTx(_) => self.cfg.profile.costs.hardirq_entry_ns + self.smp_irq_entry_ns(),
         };
         self.push_frame(cpu, Work::IrqEntry(src), CpuState::Hardirq, cost);
     }

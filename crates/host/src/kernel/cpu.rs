@@ -102,6 +102,11 @@ pub struct Cpu {
     /// on entry to cpu_idle()'s loop; interrupts on an idle CPU don't reset it). Read only by
     /// balance_irq's `idle_timestamp` test.
     pub idle_since: Time,
+    /// `kernel.o1_runqueue`: which of the two priority arrays is the active one (a task is in the
+    /// active array when its `o1.array` equals this), and the jiffy the first task went into
+    /// the expired array since the last switch (`rq->expired_timestamp`, 0 = none).
+    pub o1_active: u8,
+    pub o1_expired_ts: u64,
 }
 
 /// An entry of a CPU's NAPI poll list.
@@ -148,6 +153,8 @@ impl Cpu {
             input_queue_tail: 0,
             irqs: 0,
             spinning: false,
+            o1_active: 0,
+            o1_expired_ts: 0,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::config::{HostConfig, KernelConfig, SchedPolicy, TcpReceiver};
 use crate::kernel::app_state::AppPending;
+use crate::kernel::sched::o1_rq::O1Task;
 use crate::mechanisms::tabata_speed::slots::SlotPlan;
 use crate::mechanisms::takeuchi_symbiose::{Stage, SymbioseThread};
 use crate::net::core::sock::Sock;
@@ -124,6 +125,8 @@ pub struct Proc {
     /// thread number.
     pub app: u32,
     pub thread: u32,
+    /// The O(1) run queue's state of the task (`kernel.o1_runqueue`; `sched/o1_rq.rs`).
+    pub o1: O1Task,
     pub name: String,
     pub rng: Rng,
 }
@@ -176,6 +179,7 @@ impl Proc {
             group: NONE,
             app: NONE,
             thread: 0,
+            o1: O1Task::new(nice, 100),
             rng,
         }
     }
@@ -271,6 +275,9 @@ pub fn spawn_tasks(cfg: &HostConfig, ncpu: usize, streams: &RngStreams) -> (Vec<
         k.state = ProcState::KsoftirqdIdle;
         procs.push(k);
         ksoftirqd.push(pid);
+    }
+    for p in &mut procs {
+        p.o1 = O1Task::new(p.nice, cfg.kernel.hz);
     }
     (procs, socks, port_sock, ksoftirqd)
 }

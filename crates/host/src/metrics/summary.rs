@@ -267,6 +267,12 @@ impl Host {
                     tx_packets: p.tx_packets,
                     tx_bytes: p.tx_bytes,
                     wait_ns: (p.wait.count() > 0).then(|| Latency::of(&p.wait)),
+                    speed: p.speed.map(|s| SpeedSummary {
+                        slots_per_block: s.n,
+                        block_slots: s.t,
+                        slot_ns: s.slot_ns,
+                        speed_pct: 100.0 * s.n as f64 / s.t as f64,
+                    }),
                 })
                 .collect(),
             packets: PacketSummary {
@@ -456,6 +462,19 @@ pub struct ProcessSummary {
     pub tx_bytes: u64,
     /// Time packets waited in the socket before this process read them (after warm-up).
     pub wait_ns: Option<Latency>,
+    /// A speed-regulated process (paper 002): the slots in effect (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<SpeedSummary>,
+}
+
+/// The execution speed in effect for a regulated process: `slots_per_block` of `block_slots`
+/// slots of `slot_ns` (`speed_pct` is what they give, 100 n / T).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct SpeedSummary {
+    pub slots_per_block: u64,
+    pub block_slots: u64,
+    pub slot_ns: u64,
+    pub speed_pct: f64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]

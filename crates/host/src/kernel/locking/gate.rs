@@ -15,6 +15,17 @@ use crate::sim::*;
 use crate::types::*;
 
 impl Host {
+    /// Extra entry cost of a device interrupt under the concurrency model (`bkl`: the SMP
+    /// kernel's IO-APIC path, `bkl_irq_entry_ns`; 0 otherwise).
+    #[inline]
+    pub(crate) fn smp_irq_entry_ns(&self) -> u64 {
+        if self.cfg.kernel.concurrency == crate::config::ConcurrencyKind::Bkl {
+            self.cfg.profile.mechanisms.bkl_irq_entry_ns
+        } else {
+            0
+        }
+    }
+
     /// The locking context of frame `f` of `cpu`.
     fn frame_context(&self, cpu: usize, f: &Frame) -> Context {
         match f.level() {

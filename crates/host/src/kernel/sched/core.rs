@@ -74,9 +74,19 @@ impl Host {
             "task {pid} queued twice on cpu {cpu} (seed {})",
             self.cfg.seed
         );
+        let o1 = self.cfg.kernel.o1_runqueue.then(|| (self.now.ns() / self.tick_ns, self.cfg.kernel.hz, self.cpus[cpu].o1_active));
         let p = &mut self.procs[pid as usize];
         p.enq_seq = seq;
         p.cpu = cpu as u32;
+        if let Some((jiffies, hz, active)) = o1 {
+            // activate_task / pull_task (2.5 kernel/sched.c): the tail of its list in the
+            // active array; a woken normal task gets its sleep credit first.
+            if wakeup && p.rt.is_none() {
+                p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / self.tick_ns), hz);
+            }
+            p.o1.array = active;
+            p.o1.requeue = false;
+        }
         if p.rt.is_some() {
             self.cpus[cpu].rq_rt.push(pid);
         } else {
@@ -94,6 +104,30 @@ impl Host {
                 b.overload = true;
             }
         }
+    }
+
+    /// `schedule()` puts the task that was running back on `cpu`'s run queue. Under
+    /// `kernel.o1_runqueue` it never left its array: a preempted task keeps its place in its
+    /// list (`enq_seq`) and array; one whose slice expired or that yielded (`o1.requeue`) goes to
+    /// the tail of the list its tick or yield chose.
+    fn enqueue_prev(&mut self, cpu: usize, pid: Pid) {
+        if !self.cfg.kernel.o1_runqueue {
+            return self.enqueue(cpu, pid, false);
+        }
+        self.update_min_vruntime(cpu);
+        let p = &mut self.procs[pid as usize];
+        if p.o1.requeue {
+            self.sched.enq_seq += 1;
+            p.enq_seq = self.sched.enq_seq;
+            p.o1.requeue = false;
+        }
+        if p.rt.is_some() {
+            self.cpus[cpu].rq_rt.push(pid);
+        } else {
+            self.cpus[cpu].rq_cfs.push(pid);
+            self.sched.masks.set_queued(cpu, true);
+        }
+        self.sched.masks.set_idle(cpu, false);
     }
 
     /// Bring the idle-CPU and queued-CPU masks up to date for `cpu` after its run queue or
@@ -201,6 +235,8 @@ impl Host {
             (Some(a), Some(b)) => a > b,
             (Some(_), None) => true,
             (None, Some(_)) => false,
+            // 2.5 try_to_wake_up: `if (p->prio < rq->curr->prio) resched_task(rq->curr)`.
+            (None, None) if self.cfg.kernel.o1_runqueue => p.o1.prio < c.o1.prio,
             (None, None) => {
                 let gran = self.cfg.kernel.sched_wakeup_granularity_us * 1000 * NICE_0_WEIGHT / p.weight;
                 c.vruntime > p.vruntime + gran
@@ -234,7 +270,12 @@ impl Host {
             return Some(c.rq_rt.remove(i));
         }
         if c.rq_cfs.is_empty() {
+            // schedule(): `if (!rq->nr_running) ... rq->expired_timestamp = 0`.
+            c.o1_expired_ts = 0;
             return None;
+        }
+        if self.cfg.kernel.o1_runqueue {
+            return Some(self.o1_pick_next(cpu));
         }
         let procs = &self.procs;
         let i = (0..c.rq_cfs.len())
@@ -247,6 +288,33 @@ impl Host {
         let queued = !c.rq_cfs.is_empty();
         self.sched.masks.set_queued(cpu, queued);
         Some(pid)
+    }
+
+    /// 2.5 `schedule()`'s pick from a non-empty normal run queue: the first task of the
+    /// highest-priority list of the active array (`(prio, enq_seq)`), switching the arrays first
+    /// if the active one is empty.
+    fn o1_pick_next(&mut self, cpu: usize) -> Pid {
+        let c = &mut self.cpus[cpu];
+        let procs = &self.procs;
+        let best = |active: u8| {
+            (0..c.rq_cfs.len()).filter(|&i| procs[c.rq_cfs[i] as usize].o1.array == active).min_by_key(|&i| {
+                let p = &procs[c.rq_cfs[i] as usize];
+                (p.o1.prio, p.enq_seq)
+            })
+        };
+        let i = match best(c.o1_active) {
+            Some(i) => i,
+            None => {
+                // "Switch the active and expired arrays."
+                c.o1_active ^= 1;
+                c.o1_expired_ts = 0;
+                best(c.o1_active).expect("non-empty run queue: every task is in one of the arrays")
+            }
+        };
+        let pid = c.rq_cfs.swap_remove(i);
+        let queued = !c.rq_cfs.is_empty();
+        self.sched.masks.set_queued(cpu, queued);
+        pid
     }
 
     /// `schedule()`: switch the CPU to the best runnable task (or idle). Must be called at
@@ -273,7 +341,7 @@ impl Host {
         if let Some(pid) = prev {
             self.procs[pid as usize].left_cpu_at = self.now;
             if self.procs[pid as usize].state == ProcState::Runnable {
-                self.enqueue(cpu, pid, false);
+                self.enqueue_prev(cpu, pid);
             }
         }
         self.update_min_vruntime(cpu);
@@ -339,7 +407,9 @@ impl Host {
 
     /// Timer tick: fair-class slice expiry and periodic load balancing.
     pub fn scheduler_tick(&mut self, cpu: usize) {
-        if let Some(cur) = self.cpus[cpu].curr {
+        if self.cfg.kernel.o1_runqueue {
+            self.o1_tick(cpu);
+        } else if let Some(cur) = self.cpus[cpu].curr {
             let p = &self.procs[cur as usize];
             if p.rt.is_none() && !self.cpus[cpu].rq_cfs.is_empty() {
                 let k = &self.cfg.kernel;
@@ -378,12 +448,42 @@ impl Host {
         }
     }
 
+    /// 2.5 `scheduler_tick` for the running normal task under `kernel.o1_runqueue`
+    /// (`sched/o1_rq.rs`): one jiffy off its `sleep_avg` and slice; at the slice's end a new one,
+    /// a reschedule, and the expired array unless it is interactive and the expired tasks are not
+    /// starving. A task already moved to the expired array is rescheduled. SCHED_FIFO tasks have
+    /// no slice.
+    fn o1_tick(&mut self, cpu: usize) {
+        let Some(cur) = self.cpus[cpu].curr else { return };
+        let p = &self.procs[cur as usize];
+        if p.rt.is_some() || p.state != ProcState::Runnable {
+            return;
+        }
+        let active = self.cpus[cpu].o1_active;
+        if p.o1.array != active {
+            self.cpus[cpu].need_resched = true;
+            return;
+        }
+        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let starving = crate::kernel::sched::o1_rq::expired_starving(self.cpus[cpu].o1_expired_ts, jiffies, BalanceView::nr_running(self, cpu), hz);
+        if let crate::kernel::sched::o1_rq::Tick::Expired { to_expired } = self.procs[cur as usize].o1.tick(starving, hz) {
+            self.cpus[cpu].need_resched = true;
+            if to_expired {
+                if self.cpus[cpu].o1_expired_ts == 0 {
+                    self.cpus[cpu].o1_expired_ts = jiffies;
+                }
+                self.procs[cur as usize].o1.array = active ^ 1;
+            }
+        }
+    }
+
     /// `set_user_nice()`: the new weight applies from the next accounting on; priority-aware
     /// policies that keep per-socket priorities update them here.
     pub fn set_nice(&mut self, pid: Pid, nice: i8) {
         let p = &mut self.procs[pid as usize];
         p.nice = nice;
         p.weight = nice_weight(nice);
+        p.o1.set_nice(nice);
         let s = p.sock;
         if s != NONE {
             self.net.socks[s as usize].level = sock_level(&self.procs, s);
@@ -392,6 +492,18 @@ impl Host {
 
     /// sched_yield(): to the back of the fair queue (or of its FIFO priority level).
     pub fn yield_curr(&mut self, cpu: usize, pid: Pid) {
+        if self.cfg.kernel.o1_runqueue {
+            // 2.5 sys_sched_yield (up to 2.5.21): a normal task one level worse, then the tail
+            // of its list in the active array; a real-time task the tail of its list.
+            let p = &mut self.procs[pid as usize];
+            if p.rt.is_none() {
+                p.o1.sched_yield();
+            } else {
+                p.o1.requeue = true;
+            }
+            self.cpus[cpu].need_resched = true;
+            return;
+        }
         let maxv = self.cpus[cpu].rq_cfs.iter().map(|&q| self.procs[q as usize].vruntime).max();
         self.sched.enq_seq += 1;
         let p = &mut self.procs[pid as usize];
@@ -506,7 +618,8 @@ impl BalanceView for Host {
                 Queued {
                     pid,
                     // MAX_RT_PRIO - 1 - rt_priority for RT tasks, 120 + nice otherwise.
-                    prio: p.rt.map_or(120 + i32::from(p.nice), |r| 99 - i32::from(r)),
+                    prio: p.rt.map_or(if self.cfg.kernel.o1_runqueue { p.o1.prio } else { 120 + i32::from(p.nice) }, |r| 99 - i32::from(r)),
+                    expired: self.cfg.kernel.o1_runqueue && p.rt.is_none() && p.o1.array != c.o1_active,
                     enq_seq: p.enq_seq,
                     sleep_jiffy: p.left_cpu_at.ns() / self.tick_ns,
                     allowed: p.allowed,

@@ -7,6 +7,8 @@
 //! - `placement`: the era's own wake-up placement (`BasePlacement`) and the scheduling masks.
 //! - `wake`: Linux 3.2's `select_task_rq_fair` (wake-affine, `select_idle_sibling`).
 //! - `o1`: Red Hat 2.4.18's O(1) scheduler: placement and balancing.
+//! - `o1_rq`: the O(1) per-CPU run queue of Linux 2.5 up to 2.5.21 (active/expired arrays,
+//!   sleep_avg, timeslices, its sched_yield), with `kernel.o1_runqueue`.
 //! - `cfs32`: Linux 3.2's gate on new-idle balancing (`avg_idle`).
 //! - `cfs6`: Linux 6.x's placement and balancing over scheduling domains.
 
@@ -15,6 +17,7 @@ pub mod cfs32;
 pub mod cfs6;
 pub mod core;
 pub mod o1;
+pub mod o1_rq;
 pub mod placement;
 pub mod wake;
 

@@ -21,8 +21,8 @@
 //! - the busiest queue must hold more than one task (`max_load` starts at 1) and more than this
 //!   queue + 1; when busy, `imbalance = (max_load - nr_running) / 2` must be at least
 //!   `(max_load + 3) / 4` ("at least ~25%");
-//! - candidates are searched from the highest priority down (expired array first: not modelled,
-//!   every task counts as active), each priority list from its tail (the most recently queued
+//! - candidates are searched from the highest priority down, the expired array first (with
+//!   `kernel.o1_runqueue`; without it every task counts as active), each priority list from its tail (the most recently queued
 //!   first); a task moves only if it is not running, may run here (`cpus_allowed`) and is not
 //!   cache-hot: `jiffies - p->sleep_timestamp > cache_decay_ticks`, where `sleep_timestamp` is the
 //!   jiffy it last left a CPU. `cache_decay_ticks` = cacheflush_time / cpu_khz × HZ / 1000 (i386
@@ -30,9 +30,10 @@
 //!   at 500 MHz and HZ = 100, i.e. "at least 1 tick of cache-hot status, ie. 10 msecs" (Molnar);
 //! - idle: one task; busy: up to `imbalance` tasks.
 //!
-//! What is not modelled: the dynamic priority bonus (±5 from `sleep_avg`) and the active/expired
-//! arrays; the per-CPU choice of the next task stays the CFS-like one of `kernel/sched/core.rs`, which for
-//! the nice values of paper 000 (−19 against 19) orders tasks the same way.
+//! The per-CPU choice of the next task is the CFS-like one of `kernel/sched/core.rs` (which for
+//! the nice values of paper 000, −19 against 19, orders tasks the same way), or with
+//! `kernel.o1_runqueue` the O(1) run queue itself (`o1_rq.rs`: active/expired arrays, the
+//! `sleep_avg` bonus, timeslices).
 
 use crate::types::Pid;
 
@@ -44,6 +45,9 @@ pub struct Queued {
     pub prio: i32,
     /// Insertion order into the run queue (larger = queued later).
     pub enq_seq: u64,
+    /// In its run queue's expired array (only with `kernel.o1_runqueue`; else every task counts
+    /// as active).
+    pub expired: bool,
     /// The jiffy it last left a CPU (`sleep_timestamp`).
     pub sleep_jiffy: u64,
     pub allowed: u128,
@@ -111,7 +115,8 @@ impl O1Balance {
             return Vec::new();
         }
         let mut cands = h.queued(busiest);
-        cands.sort_by_key(|q| (q.prio, std::cmp::Reverse(q.enq_seq)));
+        // "We first consider expired tasks": the expired array, then the active one.
+        cands.sort_by_key(|q| (!q.expired, q.prio, std::cmp::Reverse(q.enq_seq)));
         let jiffies = h.jiffies();
         let mut out = Vec::new();
         for q in cands {
@@ -172,7 +177,7 @@ mod tests {
     }
 
     fn task(pid: Pid, prio: i32, seq: u64, sleep_jiffy: u64) -> Queued {
-        Queued { pid, prio, enq_seq: seq, sleep_jiffy, allowed: u128::MAX, pinned: false }
+        Queued { pid, prio, enq_seq: seq, expired: false, sleep_jiffy, allowed: u128::MAX, pinned: false }
     }
 
     #[test]
