@@ -496,7 +496,11 @@ pub enum BalanceIrqIdle {
     /// `IDLE_ENOUGH(cpu,now)` is `idle_cpu(cpu) && now - irq_stat[cpu].idle_timestamp > 1`, but
     /// B1 adds `idle_timestamp` to `irq_cpustat_t` and never writes it, so the second term is
     /// `jiffies > 1`, true once the machine has been up two ticks: the test is
-    /// `idle_cpu(cpu)` = `cpu_curr(cpu) == idle_task(cpu)` alone.
+    /// `idle_cpu(cpu)` = `cpu_curr(cpu) == idle_task(cpu)` alone. Checked in the patch as Ingo
+    /// Molnar posted it to linux-kernel (2002-03-13, "Re: Severe IRQ problems on Foster (P4 Xeon)
+    /// system"): its only `idle_timestamp` lines are the field in include/asm-i386/hardirq.h and
+    /// the read in `IDLE_ENOUGH`; `idle_cpu()` is added to kernel/sched.c. The form followed by
+    /// ozaki-pbq (paper 000's Red Hat 2.4.18).
     #[default]
     IdleCpu,
     /// Linux 2.5 (e.g. 2.5.63 arch/i386/kernel/process.c `cpu_idle`): `idle_timestamp = jiffies`
