@@ -336,6 +336,12 @@ pub struct KernelConfig {
     pub ksoftirqd_nice: i8,
     /// Frames the legacy IRQ handler takes from the ring per interrupt before returning.
     pub irq_frames_max: u32,
+    /// balance_irq (`nic.irq_routing = "balance_irq"`): which CPUs its search for an idle
+    /// neighbour takes as idle (`IDLE_ENOUGH(cpu, now)`, `kernel/irq/route.rs`). `idle_cpu`
+    /// (default): the irqbalance patch Red Hat's 2.4.18 carries (irqbalance-2.4.17-B1), where the
+    /// test is `idle_cpu(cpu)` (the idle task is `current`, whatever interrupt work the CPU does);
+    /// `idle_timestamp`: 2.5's, which also wants the idle loop entered more than a jiffy ago.
+    pub balance_irq_idle: BalanceIrqIdle,
     pub backlog: BacklogKind,
     /// PBQ: packets the top-priority queue keeps from eviction; level l keeps this × (l+1)/40.
     pub pbq_min_packets: u32,
@@ -482,6 +488,27 @@ pub struct KernelConfig {
     pub speed_dispatch: SpeedDispatch,
 }
 
+/// balance_irq's idle test (`kernel.balance_irq_idle`; `kernel/irq/route.rs`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BalanceIrqIdle {
+    /// irqbalance-2.4.17-B1 (Ingo Molnar, posted for 2.4.18; in Red Hat's 2.4.18 kernels):
+    /// `IDLE_ENOUGH(cpu,now)` is `idle_cpu(cpu) && now - irq_stat[cpu].idle_timestamp > 1`, but
+    /// B1 adds `idle_timestamp` to `irq_cpustat_t` and never writes it, so the second term is
+    /// `jiffies > 1`, true once the machine has been up two ticks: the test is
+    /// `idle_cpu(cpu)` = `cpu_curr(cpu) == idle_task(cpu)` alone. Checked in the patch as Ingo
+    /// Molnar posted it to linux-kernel (2002-03-13, "Re: Severe IRQ problems on Foster (P4 Xeon)
+    /// system"): its only `idle_timestamp` lines are the field in include/asm-i386/hardirq.h and
+    /// the read in `IDLE_ENOUGH`; `idle_cpu()` is added to kernel/sched.c. The form followed by
+    /// ozaki-pbq (paper 000's Red Hat 2.4.18).
+    #[default]
+    IdleCpu,
+    /// Linux 2.5 (e.g. 2.5.63 arch/i386/kernel/process.c `cpu_idle`): `idle_timestamp = jiffies`
+    /// on entry to the idle loop, so a CPU counts as idle when the idle task is current and it
+    /// went idle more than one jiffy ago (interrupts taken meanwhile do not reset it).
+    IdleTimestamp,
+}
+
 /// How send() data is cut into TCP segments.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -522,6 +549,7 @@ impl Default for KernelConfig {
             irq_time_accounting: false,
             ksoftirqd_nice: 0,
             irq_frames_max: 64,
+            balance_irq_idle: BalanceIrqIdle::IdleCpu,
             backlog: BacklogKind::Fifo,
             pbq_min_packets: 30,
             flow_limit_cpus: Vec::new(),
@@ -585,8 +613,9 @@ pub enum IrqRouting {
     Fixed,
     /// The IRQ's affinity mask is `irq_cpus`; the IO-APIC delivers to the lowest CPU in it.
     Mask,
-    /// Linux 2.4 `balance_irq`: every HZ/50 the IRQ moves to a neighbouring CPU (direction drawn
-    /// at random), preferring one that has been idle for over a jiffy, within the mask.
+    /// Linux 2.4 `balance_irq` (the irqbalance patch): every `balance_irq_interval_us` the IRQ
+    /// moves to a neighbouring CPU (direction drawn at random), preferring one whose `current` is
+    /// the idle task (`kernel.balance_irq_idle`), within the mask.
     BalanceIrq,
     /// One MSI-X vector per queue: queue q goes to `irq_cpus[q % len]`.
     Msix,

@@ -98,8 +98,9 @@ pub struct Cpu {
     pub min_vruntime: u64,
     pub curr_since: Time,
     pub next_balance: Time,
-    /// When the CPU last switched from a task to idle (2.4 `irq_stat[cpu].idle_timestamp`, set
-    /// in cpu_idle(); interrupts on an idle CPU don't reset it).
+    /// When the CPU last switched from a task to idle (2.5's `irq_stat[cpu].idle_timestamp`, set
+    /// on entry to cpu_idle()'s loop; interrupts on an idle CPU don't reset it). Read only by
+    /// balance_irq's `idle_timestamp` test.
     pub idle_since: Time,
     /// `kernel.o1_runqueue`: which of the two priority arrays is the active one (a task is in the
     /// active array when its `o1.array` equals this), and the jiffy the first task went into

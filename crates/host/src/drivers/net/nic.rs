@@ -91,10 +91,13 @@ impl Host {
             return cpu;
         }
         let now = self.now;
-        let jiffy = Time(self.tick_ns);
+        let tick = self.tick_ns;
+        let test = self.cfg.kernel.balance_irq_idle;
         let cpus = &self.cpus;
+        // `IDLE_ENOUGH` looks only at `current` (the idle task or not), never at the interrupt
+        // work a CPU is doing: `kernel/irq/route.rs` `idle_enough`.
         let idle_enough = |c: usize| {
-            cpus[c].stack.is_empty() && cpus[c].curr.is_none() && now.since(cpus[c].idle_since) > jiffy
+            crate::kernel::irq::route::idle_enough(test, cpus[c].curr.is_none(), now.ns() / tick, cpus[c].idle_since.ns() / tick)
         };
         let nic = self.dev.queues[q].nic as usize;
         let interval = match self.dev.nics[nic].cfg.balance_irq_interval_us {

@@ -3,8 +3,26 @@
 //! Every policy honours the queue's affinity mask (`allowed`), which a mechanism may narrow at
 //! run time (but never to empty: Linux refuses an empty IRQ affinity).
 
-use crate::config::{IrqRouting, NicConfig};
+use crate::config::{BalanceIrqIdle, IrqRouting, NicConfig};
 use hostsim_engine::{Rng, Time};
+
+/// `IDLE_ENOUGH(cpu, now)` of the irqbalance patch's `move()` (arch/i386/kernel/io_apic.c), for a
+/// CPU whose `current` is its idle task (`idle_task_current`) and which entered the idle loop at
+/// jiffy `idle_timestamp` (`irq_stat[cpu].idle_timestamp`), at jiffy `now`:
+///
+/// - `IdleCpu` (irqbalance-2.4.17-B1, Red Hat's 2.4.18): `idle_cpu(cpu)` alone, B1 never writing
+///   the timestamp (see [`BalanceIrqIdle`]). A CPU that spends all its time in a flood's hard IRQ
+///   and NET_RX softirq with the idle task current counts as idle: interrupt work does not change
+///   `current` (do_IRQ and do_softirq at irq_exit run on the interrupted task's stack). A CPU
+///   running ksoftirqd, or any task, does not.
+/// - `IdleTimestamp` (2.5): `idle_cpu(cpu) && now - idle_timestamp > 1`.
+#[inline]
+pub fn idle_enough(test: BalanceIrqIdle, idle_task_current: bool, now: u64, idle_timestamp: u64) -> bool {
+    match test {
+        BalanceIrqIdle::IdleCpu => idle_task_current,
+        BalanceIrqIdle::IdleTimestamp => idle_task_current && now.saturating_sub(idle_timestamp) > 1,
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct IrqRouter {
@@ -79,10 +97,10 @@ impl IrqRouter {
         match self.kind {
             IrqRouting::Fixed | IrqRouting::Msix | IrqRouting::Mask => self.static_cpu(),
             IrqRouting::BalanceIrq => {
-                // Linux 2.4 arch/i386/kernel/io_apic.c balance_irq()/move(): at most every
-                // IRQ_BALANCE_INTERVAL (HZ/50) step from the current CPU in a random direction to
-                // the first allowed CPU that has been idle for more than a jiffy; if a full circle
-                // finds none, the first allowed CPU in that direction.
+                // irqbalance-2.4.17-B1 / 2.5 arch/i386/kernel/io_apic.c balance_irq()/move(): at
+                // most every `balance_interval` step from the current CPU in a random direction
+                // to the first allowed CPU that is IDLE_ENOUGH ([`idle_enough`]); if a full
+                // circle finds none, the first allowed CPU in that direction.
                 let due = balance_interval == Time::ZERO || now.since(self.last_move) > balance_interval;
                 if due || !allowed(self.cpu) {
                     self.last_move = now;
@@ -155,6 +173,20 @@ mod tests {
         }
         let r = IrqRouter::new(&nic(IrqRouting::BalanceIrq, vec![]), 0, 4);
         assert_eq!(r.route_static(), None);
+    }
+
+    /// Both forms of IDLE_ENOUGH: B1's is the idle task alone; 2.5's also wants the idle loop
+    /// entered more than one jiffy ago (two jiffies' difference, integer jiffies).
+    #[test]
+    fn idle_enough_forms() {
+        use crate::config::BalanceIrqIdle::*;
+        for (now, ts) in [(0, 0), (5, 5), (100, 0), (7, 6)] {
+            assert!(idle_enough(IdleCpu, true, now, ts), "B1 ignores the timestamp ({now}, {ts})");
+            assert!(!idle_enough(IdleCpu, false, now, ts), "a task current is never idle");
+        }
+        assert!(!idle_enough(IdleTimestamp, true, 6, 5), "one jiffy is not more than one");
+        assert!(idle_enough(IdleTimestamp, true, 7, 5));
+        assert!(!idle_enough(IdleTimestamp, false, 700, 5));
     }
 
     #[test]
