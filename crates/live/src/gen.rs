@@ -33,7 +33,10 @@
 //! A pool whose frames are still in flight when the call returns (in the receiver's ring, a
 //! backlog, a socket's queue) is released only when they come back, retried once a second
 //! (`page_pool_release_retry`). Thousands of calls a second into a slow receiver exhaust the
-//! ids, and every further call fails with ENOSPC until they return. So the generator makes
+//! ids, and every further call fails with ENOSPC until they return. (Our reading: on this VM,
+//! 4,000-odd calls a second made every call fail with ENOSPC within seconds, with
+//! `page_pool_release_retry() stalled pool shutdown` in the kernel log, and 1 ms quanta made the
+//! failures stop; the id exhaustion itself was not traced in the kernel.) So the generator makes
 //! few, large calls: a stream is served in quanta of [`Pacing::quantum_us`] of its frames (1 ms
 //! by default: at most ~1,000 calls a second per stream), and a run reports failed calls with
 //! the first error.
