@@ -154,7 +154,7 @@ fn ns_cmd(ns: &Netns, args: &[&str]) -> Result<String, LiveError> {
         .map_err(|e| failed(format!("running `ip netns exec {} {}`: {e}", ns.name, args.join(" "))))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let hint = if err.contains("No such file") || out.status.code() == Some(255) && err.is_empty() { " (install it: bash scripts/deps.sh)" } else { "" };
+        let hint = if err.contains("No such file") || (out.status.code() == Some(255) && err.is_empty()) { " (install it: bash scripts/deps.sh)" } else { "" };
         return Err(failed(format!("`{}` in {}: {}{hint}", args.join(" "), ns.name, err.trim())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -321,7 +321,15 @@ fn loadavg() -> (f64, String) {
 }
 
 /// One point; `speed_pct` None = the unregulated sender (variant `off`).
-pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option<u32>, unit: usize, rep: u32) -> Result<(BTreeMap<String, f64>, Vec<Arrival>, u64), LiveError> {
+/// What one point measured: its metrics, the frames the receiver's kernel recorded, and the
+/// slot grid's origin (CLOCK_MONOTONIC ns) the frames' times are read against.
+pub struct PointResult {
+    pub metrics: BTreeMap<String, f64>,
+    pub frames: Vec<Arrival>,
+    pub origin_ns: u64,
+}
+
+pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option<u32>, unit: usize, rep: u32) -> Result<PointResult, LiveError> {
     let secs = cfg.point_timeout_s;
     let _ = s.recorder.drain().map_err(failed)?; // anything left from before: not this point's
     let lost0 = s.recorder.lost();
@@ -454,7 +462,7 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
     if lost > 0 {
         return Err(failed(format!("the recorder's ring buffer lost {lost} frames: the point's gaps would be wrong")));
     }
-    Ok((m, frames, origin))
+    Ok(PointResult { metrics: m, frames, origin_ns: origin })
 }
 
 /// A point's key columns: `variant`, speed, unit, `rep` (the model's names).
@@ -498,13 +506,13 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                 // the machine) does not measure the sender's regulation: measured again, at
                 // most ATTEMPTS_MAX times; the attempts are a column, and the last is kept.
                 let mut attempt = 1;
-                let (mut m, frames, origin) = loop {
+                let PointResult { metrics: mut m, frames, origin_ns: origin } = loop {
                     let r = run_point(cfg, run, &s, speed, unit, rep)?;
-                    let limited = r.0.get("sender_rwnd_limited_frac").is_some_and(|&x| x > RWND_LIMITED_MAX);
+                    let limited = r.metrics.get("sender_rwnd_limited_frac").is_some_and(|&x| x > RWND_LIMITED_MAX);
                     if !limited || attempt >= ATTEMPTS_MAX {
                         break r;
                     }
-                    run.progress(format!("  (receiver-limited: measured again) {}", row_line("", speed.unwrap_or(100), unit, rep, &r.0)));
+                    run.progress(format!("  (receiver-limited: measured again) {}", row_line("", speed.unwrap_or(100), unit, rep, &r.metrics)));
                     attempt += 1;
                 };
                 m.insert("attempts".into(), f64::from(attempt));
