@@ -59,7 +59,7 @@ pub use kernel::irq::route::IrqRouter;
 pub use wire::wire_bytes;
 pub use run::RunError;
 pub use metrics::summary::{
-    CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, SpeedSummary, Summary,
+    CacheSummary, ConcurrencySummary, CpuSummary, FdirSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, SpeedSummary, Summary,
     TcpSummary, TrafficSummary, HttpTotals,
 };
 pub use metrics::trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
