@@ -467,6 +467,11 @@ pub struct KernelConfig {
     /// `tcp_rmem[1]` unless its process sets `rcvbuf_bytes` (SO_RCVBUF, which turns autotuning off
     /// for it).
     pub tcp_receiver: TcpReceiver,
+    /// TCP prequeue (`net/ipv4/tcp_prequeue.rs`): segments for a reader blocked in recvmsg are
+    /// queued for it (one sync wake-up per batch) and processed in its context. Linux's own
+    /// default (`sysctl_tcp_low_latency = 0`, 2.4 to 4.13) is on; the key's default, off, keeps
+    /// the scenarios calibrated before it was modelled as they were.
+    pub tcp_prequeue: bool,
     /// `net.ipv4.tcp_rmem` = [min, default, max], bytes (Linux 3.2 on a machine with enough
     /// memory: 4096 87380 4194304; 3.4 raised the max to 6 MB).
     pub tcp_rmem: [u32; 3],
@@ -588,6 +593,7 @@ impl Default for KernelConfig {
             sndbuf_bytes: 16384,
             tcp_mss_bytes: 1460,
             tcp_receiver: TcpReceiver::Simple,
+            tcp_prequeue: false,
             tcp_rmem: [4096, 87_380, 4_194_304],
             tcp_moderate_rcvbuf: true,
             tcp_adv_win_scale: 2,
@@ -676,6 +682,29 @@ pub struct NicConfig {
     /// per jiffy: one jiffy (`1_000_000 / hz`) models it.
     #[serde(default)]
     pub balance_irq_interval_us: Option<u64>,
+    /// Flow Director ATR (`drivers/net/fdir.rs`): sample every this many frames of a TX ring
+    /// (and every SYN) and steer the sampled TCP flow's received frames to the RX queue paired
+    /// with that ring. 0 = off (the default: a NIC without Flow Director); the 82599 under
+    /// Linux 3.2's ixgbe: 20 (`ixgbe_sw_init`: `atr_sample_rate = 20`).
+    #[serde(default)]
+    pub fdir_atr_sample_rate: u32,
+    /// Interrupt moderation's rate policy (`drivers/net/itr.rs`): `fixed` (the default:
+    /// `itr_ints_per_s` as set) or `ixgbe_dynamic` (Linux 3.2 ixgbe's default,
+    /// `rx_itr_setting = 1`: `ixgbe_set_itr` moves each vector between 100,000, 20,000 and 8,000
+    /// interrupts/s by the bytes it received per interval; `itr_ints_per_s` is then ignored).
+    #[serde(default)]
+    pub itr_mode: ItrMode,
+}
+
+/// How a NIC's interrupt throttle rate is set (`nic.itr_mode`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ItrMode {
+    /// `itr_ints_per_s` as configured (0 = no throttle).
+    #[default]
+    Fixed,
+    /// Linux 3.2 ixgbe `ixgbe_set_itr` / `ixgbe_update_itr` at every `napi_complete`.
+    IxgbeDynamic,
 }
 
 fn one() -> u32 {
@@ -886,6 +915,12 @@ pub struct TrafficConfig {
     /// `tcp_window` with congestion control: the senders' HZ (CUBIC's clock).
     #[serde(default = "sender_hz")]
     pub tcp_hz: u32,
+    /// `tcp_window` with congestion control: the senders' NIC does TCP segmentation offload,
+    /// so their TCP sends new data in trains (Linux 3.2 `tcp_tso_should_defer`: until 64 KB or a
+    /// third of the window can leave at once). Default off: each segment leaves as the windows
+    /// open it.
+    #[serde(default)]
+    pub tcp_tso: bool,
     #[serde(default)]
     pub total_bytes: u64,
     /// Flow f goes to `dst_port + f` (one connection per receiving socket, e.g. iperf -P N

@@ -61,7 +61,7 @@ pub use kernel::time::nanosleep::{nanosleep_jiffies, Nanosleep};
 pub use wire::wire_bytes;
 pub use run::RunError;
 pub use metrics::summary::{
-    CacheSummary, ConcurrencySummary, CpuSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, SpeedSummary, Summary,
+    CacheSummary, ConcurrencySummary, CpuSummary, FdirSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, SpeedSummary, Summary,
     TcpSummary, TrafficSummary, HttpTotals,
 };
 /// A stream sink's metrics (bandwidth, inter-arrival histograms) from its [`hostsim_workload::SinkStats`]:

@@ -10,7 +10,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, Profile, RxPath, SchedPolicy, XdpKind};
+use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, ItrMode, Profile, RxPath, SchedPolicy, XdpKind};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -280,6 +280,9 @@ pub fn config(c: &HostConfig) -> VResult {
                 elem("nic", i, "coalesce_frames"),
                 format!("{} frames per interrupt with an RX ring of {} and no coalesce_usecs timer: the ring fills first and no interrupt is ever raised", n.coalesce_frames, n.rx_ring),
             );
+        }
+        if n.itr_mode == ItrMode::IxgbeDynamic && c.kernel.rx_path != RxPath::Napi {
+            return fail(elem("nic", i, "itr_mode"), "ixgbe's dynamic ITR is updated at napi_complete (ixgbe_poll): it needs kernel.rx_path = \"napi\"");
         }
     }
     processes(c, ncpu, machine)?;

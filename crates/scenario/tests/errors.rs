@@ -76,6 +76,7 @@ const CASES: &[Case] = &[
     case("xdp_on_legacy_path.toml", 10, "kernel.xdp", "needs kernel.rx_path = \"napi\""),
     case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "expected a number in 0..=1 (a fraction of the rate at which high load began (strictly inside 0..1)), got 1.5"),
     case("o1_runqueue_without_o1.toml", 10, "kernel.o1_runqueue", "it needs kernel.scheduler = \"o1\""),
+    case("dynamic_itr_on_legacy.toml", 17, "nic[0].itr_mode", "it needs kernel.rx_path = \"napi\""),
     case("flow_limit_on_legacy.toml", 10, "kernel.backlog", "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\""),
     case("flow_limit_table_len_not_pow2.toml", 10, "kernel.flow_limit_table_len", "expected a power of two in 1..=65536, got 1000"),
     case("flow_limit_cpu_out_of_range.toml", 10, "kernel.flow_limit_cpus", "CPU 5 does not exist (the profile has 1 CPU: 0)"),

@@ -80,6 +80,10 @@ pub struct SenderTcp {
     pub era: Era,
     /// The senders' timer frequency (CUBIC counts in jiffies).
     pub hz: u32,
+    /// The senders' NIC segments for them (TSO): new data is sent in trains, as Linux's
+    /// `tcp_tso_should_defer` holds it back until a large chunk can leave
+    /// (`TcpSnd::tso_should_defer`).
+    pub tso: bool,
 }
 
 /// One flow of a `tcp_window` source with congestion control.
@@ -624,11 +628,15 @@ impl Source {
         let limit = if self.cfg.total_bytes > 0 { self.cfg.total_bytes } else { u64::MAX };
         let chunk = 64 * u64::from(self.cfg.payload_bytes.max(1));
         let was_outstanding = self.cc[f].snd.outstanding();
+        let tso = self.cfg.sender.is_some_and(|s| s.tso);
         loop {
             let snd = &mut self.cc[f].snd;
             if snd.write_seq - snd.snd_nxt < chunk && snd.write_seq < limit {
                 let n = chunk.min(limit - snd.write_seq) as u32;
                 snd.append(n, true);
+            }
+            if tso && snd.tso_should_defer() {
+                break;
             }
             let Some(seg) = snd.next_tx(Time(now_ns)) else { break };
             if seg.retransmit {

@@ -6,6 +6,7 @@ mod conservation;
 mod determinism;
 mod flow_limit;
 mod goda;
+mod ixgbe32;
 mod accelerator;
 mod livelock;
 mod pbq;

@@ -197,13 +197,24 @@ impl Host {
                 self.net.sock_flow[hash as usize & mask] = cpu as u32;
             }
         }
+        // TCP prequeue (net/ipv4/tcp_prequeue.rs): a reader woken from recvmsg processes what
+        // was queued for it first.
+        let prequeue_cost = if self.net.socks[s].prequeue.is_empty() { 0 } else { self.tcp_prequeue_process(cpu, s) };
         if self.net.socks[s].queue.is_empty() {
             let p = &mut self.procs[pid as usize];
             p.pending = Pending::RetryRecv { max_bytes };
+            if prequeue_cost > 0 {
+                // Nothing in order came of it: the work is done, then the reader sleeps again.
+                return Some((CpuState::System, prequeue_cost));
+            }
             p.state = ProcState::BlockedRecv;
             self.net.socks[s].waiters.push_back(pid);
+            if self.cfg.kernel.tcp_prequeue && self.net.socks[s].tcp {
+                self.net.socks[s].ucopy_task = pid;
+            }
             return None;
         }
+        self.net.socks[s].ucopy_task = NONE;
         let (bytes, pkts, penalty) = self.sock_read(s, max_bytes, pid, cpu);
         // Window updates the read calls for leave at its start (Linux sends them at its end,
         // `tcp_cleanup_rbuf`: the copy's few microseconds earlier); the unit pays for them.
@@ -213,6 +224,7 @@ impl Host {
             + c.recv_ns
             + round_u64(f64::from(bytes) * c.copy_per_byte_ns)
             + penalty
+            + prequeue_cost
             + u64::from(updates) * (c.tcp_ack_send_ns + c.driver_tx_frame_ns);
         let p = &mut self.procs[pid as usize];
         p.rx_packets += u64::from(pkts);

@@ -87,6 +87,10 @@ pub struct Stats {
     pub reordered: u64,
     /// RFS moved a flow from one CPU to another.
     pub rfs_flow_moves: u64,
+    /// TCP segments prequeued for a blocked reader (`net/ipv4/tcp_prequeue.rs`).
+    pub prequeued: u64,
+    /// Flow Director ATR samples (filters added or updated, `drivers/net/fdir.rs`).
+    pub fdir_samples: u64,
     /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
     pub irq_suppressions: u64,
     /// Time the XDP agent held the high-load flag (in whole polls).
@@ -139,6 +143,8 @@ impl Stats {
             wakeups: 0,
             reordered: 0,
             rfs_flow_moves: 0,
+            fdir_samples: 0,
+            prequeued: 0,
             irq_suppressions: 0,
             xdp_high_load_ns: 0,
             rfs_moves_deferred: 0,

@@ -282,6 +282,11 @@ impl Host {
                 drops: DROP_NAMES.iter().zip(self.stats.drops).map(|(n, v)| (n.to_string(), v)).collect(),
                 reordered: self.stats.reordered,
                 rfs_flow_moves: self.stats.rfs_flow_moves,
+                fdir: self.fdir_summary(),
+                tcp_prequeued: self.cfg.kernel.tcp_prequeue.then_some(self.stats.prequeued),
+                itr_dynamic_us: self.dev.queues.iter().any(|q| q.dyn_itr.is_some()).then(|| {
+                    self.dev.queues.iter().map(|q| q.dyn_itr.map_or(0, |d| d.itr >> 2)).collect()
+                }),
                 rfs_moves_deferred: self.stats.rfs_moves_deferred,
                 rfs_unsafe_moves: self.stats.rfs_unsafe_moves,
                 rps_ipis: self.stats.ipis,
@@ -477,6 +482,15 @@ pub struct SpeedSummary {
     pub speed_pct: f64,
 }
 
+/// Flow Director ATR over all NICs: samples taken (filters added or updated), filters at the
+/// end, table flushes (`adapter->fdir_overflow`).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct FdirSummary {
+    pub samples: u64,
+    pub filters: u64,
+    pub overflows: u64,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PacketSummary {
     pub offered: u64,
@@ -485,6 +499,17 @@ pub struct PacketSummary {
     pub drops: BTreeMap<String, u64>,
     pub reordered: u64,
     pub rfs_flow_moves: u64,
+    /// Flow Director ATR (`nic.fdir_atr_sample_rate`), absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fdir: Option<FdirSummary>,
+    /// TCP segments queued for a reader blocked in recvmsg (`kernel.tcp_prequeue`), absent
+    /// without the prequeue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_prequeued: Option<u64>,
+    /// ixgbe's dynamic ITR (`nic.itr_mode = "ixgbe_dynamic"`): each queue's interval at the end
+    /// of the run in microseconds (the register >> 2; 0 for a queue without it); absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub itr_dynamic_us: Option<Vec<u32>>,
     pub rfs_moves_deferred: u64,
     pub rfs_unsafe_moves: u64,
     /// Inter-processor interrupts sent to kick another CPU's backlog (RPS/RFS).
@@ -591,4 +616,19 @@ pub struct Summary {
     pub speed_violations: u64,
     /// Flat metrics over the measurement window: the columns of `results.csv`.
     pub metrics: BTreeMap<String, f64>,
+}
+
+/// The NIC features of issue 26 (Flow Director ATR) in the summary.
+impl Host {
+    fn fdir_summary(&self) -> Option<FdirSummary> {
+        let fds: Vec<_> = self.dev.nics.iter().filter_map(|n| n.fdir.as_ref()).collect();
+        if fds.is_empty() {
+            return None;
+        }
+        Some(FdirSummary {
+            samples: self.stats.fdir_samples,
+            filters: fds.iter().map(|f| f.filters() as u64).sum(),
+            overflows: fds.iter().map(|f| f.overflows).sum(),
+        })
+    }
 }

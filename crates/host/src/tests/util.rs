@@ -44,6 +44,8 @@ pub fn nic(name: &str, routing: IrqRouting) -> NicConfig {
         tx_irq_ring_level: None, coalesce_frames: 1,
         coalesce_usecs: 0, irq_routing: routing, irq_cpus: vec![], switch_latency_ns: 0,
         switch_buffer_bytes: 1 << 20, itr_ints_per_s: 0, balance_irq_interval_us: None,
+            fdir_atr_sample_rate: 0,
+            itr_mode: Default::default(),
     }
 }
 

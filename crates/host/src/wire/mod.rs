@@ -33,7 +33,7 @@ impl Src {
     /// divisions, the port's branches and the hash's multiplications were ~30 instructions of
     /// every frame; the lookup is a bounds check and a test.)
     #[inline]
-    fn flow_wire(&mut self, s: usize, flow: u32, hash_key: u64, nic: &Nic) -> FlowWire {
+    pub fn flow_wire(&mut self, s: usize, flow: u32, hash_key: u64, nic: &Nic) -> FlowWire {
         if let Some(&w) = self.flow_cache.get(flow as usize) {
             if w.hash != 0 {
                 return w;
@@ -195,7 +195,7 @@ impl Wire {
                     record_from_ns: cfg.warmup_ns,
                     http: t.http.clone(),
                     clients: t.clients.max(1),
-                    sender: t.tcp_cc.kind().map(|cc| SenderTcp { cc, era: t.tcp_era, hz: t.tcp_hz }),
+                    sender: t.tcp_cc.kind().map(|cc| SenderTcp { cc, era: t.tcp_era, hz: t.tcp_hz, tso: t.tcp_tso }),
                 }),
                 nic,
                 dst_port: t.dst_port,

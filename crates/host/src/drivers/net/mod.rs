@@ -5,12 +5,19 @@
 //! - `nic`: a frame's arrival in an RX ring chosen by RSS, interrupt moderation (coalescing,
 //!   ITR/EITR) and the interrupt handler of the legacy (2.4) and NAPI drivers.
 //! - `txring`: one transmit queue's device queue (qdisc) and TX descriptor ring.
+//! - `fdir`: the 82599's Flow Director in ATR mode (ixgbe 3.2's default): a sampled transmit
+//!   steers the flow's received frames to the sending CPU's queue.
+//! - `itr`: the interrupt throttle rate per vector, fixed or ixgbe 3.2's dynamic `ixgbe_set_itr`.
 
+pub mod fdir;
+pub mod itr;
 pub mod nic;
 pub mod txring;
 
 use crate::config::HostConfig;
-use crate::config::NicConfig;
+use crate::config::{ItrMode, NicConfig};
+use crate::drivers::net::fdir::Fdir;
+use crate::drivers::net::itr::DynItr;
 use crate::drivers::net::txring::TxQueue;
 use crate::kernel::irq::route::IrqRouter;
 use crate::types::{PktId, NONE};
@@ -37,6 +44,11 @@ pub struct NicQueue {
     pub router: IrqRouter,
     /// RFS device flow table: (cpu, last_qtail) per hash bucket.
     pub rflow: Vec<(u32, u64)>,
+    /// The vector's minimum interval between interrupts in ns (0 = no throttle): 1/ITR for a
+    /// fixed rate, the dynamic ITR's current value otherwise.
+    pub itr_ns: u64,
+    /// `nic.itr_mode = "ixgbe_dynamic"`: the vector's dynamic ITR state (`itr.rs`).
+    pub dyn_itr: Option<DynItr>,
 }
 
 pub struct Nic {
@@ -50,6 +62,8 @@ pub struct Nic {
     /// Where packets arriving here that no local socket takes are forwarded: the sink source
     /// (`Host::srcs` index) on the route's output NIC, NONE if no route.
     pub fwd_to: u32,
+    /// Flow Director ATR (`fdir.rs`), None when `fdir_atr_sample_rate` is 0.
+    pub fdir: Option<Fdir>,
 }
 
 /// The host's network devices: NIC ports and their queues (each an RX ring and a TX queue pair
@@ -87,6 +101,12 @@ impl NetDevs {
                     } else {
                         Vec::new()
                     },
+                    itr_ns: match n.itr_mode {
+                        ItrMode::Fixed if n.itr_ints_per_s > 0 => 1_000_000_000 / u64::from(n.itr_ints_per_s),
+                        ItrMode::Fixed => 0,
+                        ItrMode::IxgbeDynamic => DynItr::default().interval_ns(),
+                    },
+                    dyn_itr: (n.itr_mode == ItrMode::IxgbeDynamic).then(DynItr::default),
                 });
             }
             nics.push(Nic {
@@ -96,6 +116,7 @@ impl NetDevs {
                 rx_wire_free: Time::ZERO,
                 tx_wire_free: Time::ZERO,
                 fwd_to: NONE,
+                fdir: (n.fdir_atr_sample_rate > 0).then(|| Fdir::new(n.fdir_atr_sample_rate, n.queues)),
             });
         }
         NetDevs { nics, queues, rng_route }

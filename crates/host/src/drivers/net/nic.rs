@@ -10,7 +10,18 @@ use hostsim_engine::Time;
 impl Host {
     pub fn frame_arrive(&mut self, pkt: PktId) {
         self.skb.pkts[pkt as usize].t_nic = self.now;
-        let q = self.skb.pkts[pkt as usize].queue as usize;
+        let mut q = self.skb.pkts[pkt as usize].queue as usize;
+        let nic = self.dev.queues[q].nic as usize;
+        if let Some(fd) = &self.dev.nics[nic].fdir {
+            // Flow Director: a TCP flow with a filter goes to the filter's queue, not RSS's.
+            let p = &mut self.skb.pkts[pkt as usize];
+            if p.tcp {
+                if let Some(fq) = fd.lookup(p.hash) {
+                    q = (self.dev.nics[nic].first_queue + fq) as usize;
+                    p.queue = q as u32;
+                }
+            }
+        }
         let nq = &mut self.dev.queues[q];
         if nq.ring.len() >= nq.ring_max as usize {
             self.drop_pkt(pkt, DropPlace::NicRing);
@@ -46,13 +57,12 @@ impl Host {
         let nic = self.dev.queues[q].nic as usize;
         let frames = self.dev.nics[nic].cfg.coalesce_frames.max(1);
         let usecs = self.dev.nics[nic].cfg.coalesce_usecs;
-        let itr = self.dev.nics[nic].cfg.itr_ints_per_s;
         let nq = &mut self.dev.queues[q];
         if !nq.irq_enabled || nq.irq_active {
             return;
         }
-        if itr > 0 {
-            let earliest = nq.last_irq + Time(1_000_000_000 / u64::from(itr));
+        if nq.itr_ns > 0 {
+            let earliest = nq.last_irq + Time(nq.itr_ns);
             if self.now < earliest {
                 if !nq.coalesce.is_armed() {
                     let gen = nq.coalesce.arm();

@@ -216,7 +216,13 @@ impl Host {
         match self.tcp_ack_conn(pkt) {
             Some(conn) => self.tcp_ack_begin(pkt, conn),
             // Sockets of event-driven programs (`net/ipv4/endpoint.rs`), else the simple sockets.
-            None => self.ep_proto_cost(pkt).unwrap_or_else(|| self.proto_cost(pkt)),
+            None => match self.ep_proto_cost(pkt) {
+                Some(cost) => cost,
+                None if self.cfg.kernel.tcp_prequeue => {
+                    self.tcp_prequeue_cost(pkt).unwrap_or_else(|| self.proto_cost(pkt))
+                }
+                None => self.proto_cost(pkt),
+            },
         }
     }
 
@@ -291,6 +297,12 @@ impl Host {
                         nq.napi_scheduled = false;
                         nq.irq_enabled = true;
                         nq.tx_polled = false;
+                        if let Some(d) = &mut nq.dyn_itr {
+                            // ixgbe_poll: `napi_complete(napi); if (rx_itr_setting & 1) ixgbe_set_itr()`.
+                            if d.set_itr() {
+                                nq.itr_ns = d.interval_ns();
+                            }
+                        }
                         if nq.tx.has_done(self.now) {
                             self.q.schedule(self.now, Ev::TxIrq { q });
                         }
@@ -299,6 +311,12 @@ impl Host {
                     let c = &mut self.cpus[cpu];
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
+                    if let Some(d) = &mut self.dev.queues[q as usize].dyn_itr {
+                        // ixgbe_clean_rx_irq's `total_rx_bytes += skb->len` (IP packet: payload + headers).
+                        let p = &self.skb.pkts[pkt as usize];
+                        d.rx.total_bytes += u64::from(p.bytes) + if p.tcp { 40 } else { 28 };
+                        d.rx.total_packets += 1;
+                    }
                     let mut driver = self.cfg.profile.costs.driver_rx_frame_ns;
                     if self.mech.xdp.attached() {
                         // The program runs on the frame before anything else sees it.

@@ -60,6 +60,12 @@ pub struct Sock {
     pub ooo: BTreeMap<(u32, u32, u64), PktId>,
     /// Sending connections of this socket by (source, flow) of their far end.
     pub conns: BTreeMap<(u32, u32), u32>,
+    /// TCP prequeue (`kernel.tcp_prequeue`, `net/ipv4/tcp_prequeue.rs`): the reader blocked in
+    /// recvmsg (`tp->ucopy.task`, NONE when none), the segments queued for it and their truesize
+    /// (`tp->ucopy.prequeue`, `tp->ucopy.memory`).
+    pub ucopy_task: u32,
+    pub prequeue: VecDeque<PktId>,
+    pub prequeue_mem: u32,
 }
 
 impl Sock {
@@ -82,6 +88,9 @@ impl Sock {
             delack: Timer::new(),
             delack_cpu: 0,
             conns: BTreeMap::new(),
+            ucopy_task: NONE,
+            prequeue: VecDeque::new(),
+            prequeue_mem: 0,
             enqueued: 0,
             len_area: 0,
             len_changed: Time::ZERO,

@@ -54,9 +54,18 @@ impl Host {
     pub fn dev_queue_xmit_sel(&mut self, f: TxFrame, sel: u32) -> bool {
         let nic = self.wire.srcs[f.dst as usize].nic as usize;
         let n = &self.dev.nics[nic];
-        let q = (n.first_queue + sel % n.cfg.queues.max(1)) as usize;
+        let ring = sel % n.cfg.queues.max(1);
+        let q = (n.first_queue + ring) as usize;
         let bytes = wire_bytes(f.payload, f.tcp);
         let wire_ns = (bytes as f64 * n.ns_per_byte).round() as u64;
+        if n.fdir.is_some() {
+            self.ixgbe_atr(nic, ring, &f);
+        }
+        if let Some(d) = &mut self.dev.queues[q].dyn_itr {
+            // The TX container's counts (ixgbe counts them at clean-up, a poll or two later).
+            d.tx.total_bytes += bytes - 20;
+            d.tx.total_packets += 1;
+        }
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += u64::from(f.payload);
         match self.dev.queues[q].tx.xmit(self.now, f, wire_ns, bytes, &mut self.dev.nics[nic].tx_wire_free) {
@@ -69,6 +78,25 @@ impl Host {
                 self.stats.tx_ring_drops += 1;
                 false
             }
+        }
+    }
+
+    /// `ixgbe_atr` (`drivers/net/fdir.rs`) for frame `f` put on TX ring `ring` of NIC `nic`: the
+    /// filter is keyed by the flow's hash as its received frames carry it.
+    #[cold]
+    #[inline(never)]
+    fn ixgbe_atr(&mut self, nic: usize, ring: u32, f: &TxFrame) {
+        let (syn, fin) = (matches!(f.fb, Feedback::SynAck { .. }), matches!(f.fb, Feedback::Fin { .. }));
+        let hash = if f.tcp {
+            let s = f.dst as usize;
+            let key = self.net.hash_key;
+            self.wire.srcs[s].flow_wire(s, f.fb.flow(), key, &self.dev.nics[nic]).hash
+        } else {
+            0
+        };
+        let fd = self.dev.nics[nic].fdir.as_mut().expect("called with Flow Director on");
+        if fd.atr(ring, f.tcp, syn, fin, hash) {
+            self.stats.fdir_samples += 1;
         }
     }
 

@@ -7,6 +7,7 @@
 //! (`tcp_rcv_window.rs`).
 
 use crate::net::core::sock::{Sock, TcpFlowState};
+use crate::net::ipv4::tcp_prequeue::FLAG_PREQUEUED;
 use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
@@ -41,6 +42,9 @@ impl Host {
             return self.drop_pkt(pkt, DropPlace::NoSocket);
         }
         let s = s as usize;
+        if p.tcp && self.skb.pkts_tcp[pkt as usize].flags & FLAG_PREQUEUED != 0 {
+            return self.tcp_prequeue(cpu, pkt, s);
+        }
         let truesize = p.bytes + self.cfg.kernel.skb_overhead_bytes;
         let (src, flow, seq, bytes, hash) = (p.src, p.flow, p.seq, p.bytes, p.hash);
         let linux = self.net.socks[s].rwin.is_some();

@@ -7,10 +7,13 @@
 //! - `endpoint`: the connections of event-driven servers (accept queues, connected sockets, pipes).
 //! - `forward`: IP forwarding to a route's output device (`ip_forward.c`).
 //! - `tcp_rcv_window`: the receiving TCP's advertised window and buffer autotuning (Linux 3.2).
+//! - `tcp_prequeue`: segments for a reader blocked in recvmsg, processed in its context (Linux
+//!   3.2 `tcp_prequeue`, `tcp_prequeue_process`; `kernel.tcp_prequeue`).
 
 pub mod endpoint;
 pub mod forward;
 pub mod input;
 pub mod tcp_conn;
 pub mod tcp_output;
+pub mod tcp_prequeue;
 pub mod tcp_rcv_window;

@@ -1,0 +1,111 @@
+//! The 82599/ixgbe and Linux 3.2 receive features on a host (issue 26): Flow Director ATR
+//! (`nic.fdir_atr_sample_rate`), ixgbe's dynamic ITR (`nic.itr_mode = "ixgbe_dynamic"`) and the
+//! TCP prequeue (`kernel.tcp_prequeue`). The rules alone are tested beside their code
+//! (`drivers/net/fdir.rs`, `drivers/net/itr.rs`); here, what they do to a receiving host.
+
+use crate::conservation::check_conservation;
+use crate::{load_text, process, run};
+use proptest::prelude::*;
+
+/// `flows` congestion-controlled TCP senders into one reader each on the i7-980X (12 CPUs,
+/// 12 queues, MSI-X queue i -> CPU i, RFS), with the features given as TOML lines.
+fn host(flows: u32, kernel: &str, nic: &str, ms: u32) -> String {
+    format!(
+        r#"
+profile = "core-i7-980x"
+duration_ms = {ms}
+warmup_ms = 50
+[kernel]
+rx_path = "napi"
+rps = true
+rfs = true
+rfs_entries = 32768
+tcp_receiver = "linux"
+{kernel}
+[[nic]]
+name = "eth0"
+rate_mbps = 10000
+queues = 12
+irq_routing = "msix"
+rx_ring = 512
+switch_buffer_bytes = 2325456
+{nic}
+[[process]]
+name = "rcv"
+program = "tcp_stream"
+instances = {flows}
+port = 5001
+read_bytes = 8192
+[[traffic]]
+name = "snd"
+kind = "tcp_window"
+nic = "eth0"
+dst_port = 5001
+dst_port_per_flow = true
+flows = {flows}
+link_mbps = 100000
+payload_bytes = 1448
+tcp_cc = "cubic"
+window_bytes = 4194304
+"#
+    )
+}
+
+fn rx_bytes(s: &hostsim_host::Summary, flows: u32) -> u64 {
+    (0..flows).map(|i| process(s, &format!("rcv-{i}")).rx_bytes).sum()
+}
+
+/// ATR: a flow's receive follows the CPU that transmits its ACKs. Under RFS the ACKs leave from
+/// the reader's CPU (where its protocol work runs), so with the filters the NIC delivers each
+/// flow on the reader's own queue and RFS has nothing left to steer to another CPU: the
+/// inter-processor interrupts RFS sends fall by a large factor. Without ATR (RSS alone) most
+/// flows' queues are another CPU's.
+#[test]
+fn atr_puts_each_flow_on_its_readers_queue() {
+    let without = run(&load_text("atr-off", &host(48, "", "", 300), &[]));
+    let with = run(&load_text("atr-on", &host(48, "", "fdir_atr_sample_rate = 20", 300), &[]));
+    check_conservation(&with, "atr-on");
+    let fd = with.packets.fdir.expect("ATR on: its summary");
+    assert!(fd.samples > 0 && fd.filters > 0 && fd.filters <= 48, "{fd:?}");
+    assert!(without.packets.fdir.is_none());
+    let (a, b) = (without.packets.rps_ipis as f64, with.packets.rps_ipis as f64);
+    assert!(b < 0.5 * a, "RFS IPIs: {a} without ATR, {b} with it (seed 1)");
+    // Bytes are conserved whatever the queue: every byte offered reaches a reader or is counted.
+    let rx = rx_bytes(&with, 48) as f64 * 8.0 / 0.3 / 1e6;
+    assert!(rx > 5000.0, "with ATR the readers get {rx:.0} Mbit/s (seed 1)");
+}
+
+/// ixgbe's dynamic ITR changes each vector's rate: the host's interrupt rate differs from the
+/// fixed 20,000/s start value, and everything still arrives.
+#[test]
+fn dynamic_itr_runs_and_conserves_packets() {
+    let s = run(&load_text("itr-dyn", &host(24, "", "itr_mode = \"ixgbe_dynamic\"", 200), &[]));
+    check_conservation(&s, "itr-dyn");
+    assert!(rx_bytes(&s, 24) > 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
+
+    /// Prequeue's rule: a reader blocked in recvmsg is woken once per batch (the first queued
+    /// segment), not per segment, and does the batch's TCP work itself; nothing is lost or
+    /// reordered on the way. With the prequeue, segments are prequeued, wake-ups never exceed
+    /// the segments delivered, and the readers get as many bytes as without it (within the
+    /// noise of a short run: 10%).
+    #[test]
+    fn prequeue_wakes_once_per_batch_and_loses_nothing(flows in 4u32..40, read in prop::sample::select(vec![1448u32, 8192, 65536])) {
+        let read_line = |t: String| t.replace("read_bytes = 8192", &format!("read_bytes = {read}"));
+        let off = run(&load_text("pq-off", &read_line(host(flows, "", "", 150)), &[]));
+        let on = run(&load_text("pq-on", &read_line(host(flows, "tcp_prequeue = true", "", 150)), &[]));
+        check_conservation(&on, "prequeue");
+        let queued = on.packets.tcp_prequeued.expect("prequeue on: its count");
+        prop_assert!(queued > 0, "no segment was prequeued ({} flows, reads of {})", flows, read);
+        prop_assert!(off.packets.tcp_prequeued.is_none());
+        prop_assert_eq!(on.packets.reordered, 0);
+        let wake = on.metrics["wakeups_per_s"] * 0.1;
+        let delivered: u64 = (0..flows).map(|i| process(&on, &format!("rcv-{i}")).rx_packets).sum();
+        prop_assert!(wake <= delivered as f64 + 1.0, "{} wake-ups for {} segments", wake, delivered);
+        let (a, b) = (rx_bytes(&off, flows) as f64, rx_bytes(&on, flows) as f64);
+        prop_assert!((b - a).abs() <= 0.1 * a, "bytes read: {} without, {} with the prequeue", a, b);
+    }
+}
