@@ -164,14 +164,20 @@ def _y_from_zero(ax, values: list[float], log_y: bool) -> None:
 
 def _unclash_ticks(fig, ax) -> None:
     """Tilt the x tick labels if any two of them overlap as drawn (long variant names, long
-    numbers)."""
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
-    boxes = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
-    if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+    numbers): first by 30 degrees, and upright if the tilted boxes still overlap (many long
+    names side by side: a tilted label's box reaches under its neighbour's)."""
+    def clash() -> bool:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        boxes = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
+        return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+    for angle in (30, 90):
+        if not clash():
+            return
         for t in ax.get_xticklabels():
-            t.set_rotation(30)
-            t.set_horizontalalignment("right")
+            t.set_rotation(angle)
+            t.set_horizontalalignment("right" if angle < 90 else "center")
         fig.tight_layout()
 
 
