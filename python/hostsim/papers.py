@@ -55,7 +55,7 @@ PAPERS = {
             "share as long as the sender is not CPU-bound, and that regulation lengthens some of the "
             "gaps between packets by one slot."
         ),
-        "live": "`hostsim live tabata-speed`: a SCHED_FIFO slot regulator freezing a real TCP sender (measured, README; no model twin or claims yet)",
+        "live": "hostsim live tabata-speed: a SCHED_FIFO slot regulator freezing a real TCP sender (measured, README; no model twin or claims yet)",
         "headline_claims": [
             "fast-slot, 1024 B units: bandwidth at 50 %",
             "fast-slot: at 80 %, 1024 B: 1/4 of the long gaps",
@@ -87,7 +87,7 @@ PAPERS = {
             "polls over thousands of sockets make a web accelerator's CPU use follow its request "
             "rate instead of spinning on poll(), at some cost in response time and peak throughput."
         ),
-        "live": "`hostsim live kawai-interval`: a real HTTP accelerator on the paper's poll loop (measured, README; no model twin or claims yet)",
+        "live": "hostsim live kawai-interval: a real HTTP accelerator on the paper's poll loop (measured, README; no model twin or claims yet)",
         "headline_claims": [
             "004-L6: static 20 ms: kernel CPU below the 0 ms baseline's at a high rate",
             "004-Q1:",
