@@ -16,6 +16,9 @@
 //! asserts on what its run made, nothing else on the machine. The tests run one after another
 //! (a lock), since they share the machine's two CPUs.
 
+mod common;
+
+use common::exists;
 use hostsim_live::ledger::{self, Entry};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -57,35 +60,6 @@ fn ledgers_of(pid: u32) -> Vec<PathBuf> {
 /// Every entry of process `pid`'s run ledger(s), read while it runs.
 fn entries_of(pid: u32) -> Vec<Entry> {
     ledgers_of(pid).iter().flat_map(|f| ledger::read(f).map(|(_, e)| e).unwrap_or_default()).collect()
-}
-
-/// Does what `e` describes still exist (as the run made it)?
-fn exists(e: &Entry) -> bool {
-    match e {
-        Entry::Netns { name } => ledger::netns_exists(name),
-        Entry::Veth { ns, dev } => {
-            ns.as_ref().is_none_or(|n| ledger::netns_exists(n))
-                && Command::new("ip").args(ns.iter().flat_map(|n| ["-n", n.as_str()])).args(["link", "show", "dev", dev]).output().unwrap().status.success()
-        }
-        Entry::Cgroup { path } => path.exists(),
-        Entry::Xdp { prog_id, .. } | Entry::Tcx { prog_id, .. } => {
-            Command::new("bpftool").args(["prog", "show", "id", &prog_id.to_string()]).output().is_ok_and(|o| o.status.success())
-        }
-        // A value in a namespace that is gone is gone with it; elsewhere it must be back.
-        Entry::File { ns, path, old } => match ns {
-            Some(n) if !ledger::netns_exists(n) => false,
-            n => hostsim_live::netns::read_in(n.as_deref(), path).is_ok_and(|v| v.trim() != old.trim()),
-        },
-        Entry::Affinity { pid, start_time, cpus } => {
-            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::affinity(*pid as i32).ok().as_ref() != Some(cpus)
-        }
-        Entry::Link { link_id, .. } => {
-            Command::new("bpftool").args(["link", "show", "id", &link_id.to_string()]).output().is_ok_and(|o| o.status.success())
-        }
-        Entry::Sched { pid, start_time, policy, prio } => {
-            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::sched_of(*pid as i32).ok() != Some((*policy, *prio))
-        }
-    }
 }
 
 /// Everything run `pid` recorded is gone, and so is its ledger.
@@ -155,6 +129,10 @@ fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, f64>> {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().expect("header").split(',').collect();
     lines.map(|l| head.iter().zip(l.split(',')).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()).collect()
+}
+
+fn csv_row(path: &Path) -> std::collections::BTreeMap<String, f64> {
+    csv_rows(path).into_iter().next().expect("a row")
 }
 
 fn run_json(out: &Path) -> serde_json::Value {

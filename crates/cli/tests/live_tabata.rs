@@ -13,6 +13,9 @@
 //! Every check reads the run's own ledger: a test asserts on what its run made, nothing else.
 //! The tests run one after another (a lock), since they share the machine's two CPUs.
 
+mod common;
+
+use common::exists;
 use hostsim_live::ledger::{self, Entry};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -57,25 +60,6 @@ fn entries_of(pid: u32) -> Vec<Entry> {
         .filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(&p))
         .flat_map(|f| ledger::read(&f).map(|(_, e)| e).unwrap_or_default())
         .collect()
-}
-
-fn exists(e: &Entry) -> bool {
-    match e {
-        Entry::Netns { name } => ledger::netns_exists(name),
-        Entry::Veth { ns, dev } => {
-            ns.as_ref().is_none_or(|n| ledger::netns_exists(n))
-                && Command::new("ip").args(ns.iter().flat_map(|n| ["-n", n.as_str()])).args(["link", "show", "dev", dev]).output().unwrap().status.success()
-        }
-        Entry::Cgroup { path } => path.exists(),
-        Entry::Xdp { prog_id, .. } | Entry::Tcx { prog_id, .. } => {
-            Command::new("bpftool").args(["prog", "show", "id", &prog_id.to_string()]).output().is_ok_and(|o| o.status.success())
-        }
-        Entry::File { ns, path, old } => match ns {
-            Some(n) if !ledger::netns_exists(n) => false,
-            n => hostsim_live::netns::read_in(n.as_deref(), path).is_ok_and(|v| v.trim() != old.trim()),
-        },
-        Entry::Affinity { .. } => false,
-    }
 }
 
 fn assert_undone(entries: &[Entry], when: &str) {
