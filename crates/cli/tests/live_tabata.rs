@@ -187,8 +187,9 @@ fn every_stop_signal_mid_transfer_undoes_everything() {
     }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         let out = tmp(&format!("sig{sig}"));
-        // 10 %: the sender is frozen nine slots in ten, and a point lasts most of a second.
-        let (mut child, entries) = start(&out, &["--speeds", "10", "--units", "1024", "--reps", "3", "--no-off"]);
+        // 10 %: the sender is frozen nine slots in ten, and a point lasts most of a second; ten
+        // of them, so that the run cannot end before the signal on a quiet machine (three did).
+        let (mut child, entries) = start(&out, &["--speeds", "10", "--units", "1024", "--reps", "10", "--no-off"]);
         std::thread::sleep(Duration::from_millis(600));
         let workers = frozen_group_pids(&entries);
         // SAFETY: signalling our own child.

@@ -528,6 +528,9 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
             }
         }
     }
+    // A stop signal during the last point (a transfer does not poll for one in every phase)
+    // still ends the run as interrupted, never as complete.
+    run.check()?;
     drop(s);
     Ok(())
 }
