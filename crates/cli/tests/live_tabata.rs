@@ -19,6 +19,7 @@ use common::exists;
 use hostsim_live::ledger::{self, Entry};
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -79,14 +80,21 @@ fn num(r: &BTreeMap<String, String>, k: &str) -> f64 {
 
 /// Start a run; wait until its ledger holds the tcx program and the freezer group (setup done).
 fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
-    let mut child = hostsim()
-        .args(["live", "tabata-speed", "--out", out.to_str().unwrap()])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start hostsim live");
+    let mut cmd = hostsim();
+    cmd.args(["live", "tabata-speed", "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    // The stop signals as a terminal gives them: a test run in the background (`cmd &` in a
+    // script, as CI's) inherits SIGINT ignored, and the run keeps an ignored signal ignored, as
+    // it keeps SIGHUP under nohup.
+    // SAFETY: signal() between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start hostsim live");
     let end = Instant::now() + Duration::from_secs(20);
     loop {
         let e = entries_of(child.id());
