@@ -260,6 +260,24 @@ impl LiveRun {
         self.write_value(Some(ns), &format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus"), &format!("{mask:x}"))
     }
 
+    /// The run's CPU group when `wanted` and the machine can make one (where it cannot, the run
+    /// goes on without and says so), with its `cgroup.procs` open for placing the workers.
+    pub fn optional_cpu_group(&self, wanted: bool) -> Result<(Option<CpuGroup>, Option<std::fs::File>), LiveError> {
+        if !wanted {
+            return Ok((None, None));
+        }
+        let g = match self.cpu_group() {
+            Ok(g) => g,
+            Err(LiveError::Unsupported(e)) => {
+                self.progress(format!("hostsim live: running without a CPU cgroup: {e}"));
+                return Ok((None, None));
+            }
+            Err(e) => return Err(e),
+        };
+        let procs = std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?;
+        Ok((Some(g), Some(procs)))
+    }
+
     /// Create the run's CPU cgroup of the largest weight (see `cgroup.rs`); Err(why) where no
     /// cpu controller is available (the caller decides whether to go on without one).
     pub fn cpu_group(&self) -> Result<CpuGroup, LiveError> {

@@ -181,22 +181,7 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         return Err(failed(format!("the payload must hold the 8-byte sequence number, got {} bytes", cfg.payload_bytes)));
     }
     let (srv, cli) = (run.netns("srv")?, run.netns("cli")?);
-    let group = if cfg.cgroup {
-        match run.cpu_group() {
-            Ok(g) => Some(g),
-            Err(LiveError::Unsupported(e)) => {
-                run.progress(format!("hostsim live: running without a CPU cgroup: {e}"));
-                None
-            }
-            Err(e) => return Err(e),
-        }
-    } else {
-        None
-    };
-    let group_procs = match &group {
-        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?),
-        None => None,
-    };
+    let (group, group_procs) = run.optional_cpu_group(cfg.cgroup)?;
     for (dev, n) in [("eth0", 0), ("eth1", 1)] {
         run.veth(&Veth {
             ns_a: srv.name.clone(),

@@ -221,22 +221,7 @@ pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         GateKind::Freeze => Some(run.freeze_group("sender")?),
         GateKind::Signal => None,
     };
-    let group = if cfg.cgroup {
-        match run.cpu_group() {
-            Ok(g) => Some(g),
-            Err(LiveError::Unsupported(e)) => {
-                run.progress(format!("hostsim live: running without a CPU cgroup: {e}"));
-                None
-            }
-            Err(e) => return Err(e),
-        }
-    } else {
-        None
-    };
-    let group_procs = match &group {
-        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?),
-        None => None,
-    };
+    let (group, group_procs) = run.optional_cpu_group(cfg.cgroup)?;
     let facts = serde_json::json!({
         "sender_veth": { "tcp-segmentation-offload": tso, "generic-segmentation-offload": gso, "qdisc": qdisc },
         "sink_veth": { "generic-receive-offload": gro, "tcx_ingress_prog_id": prog_id },
