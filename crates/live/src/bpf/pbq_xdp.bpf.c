@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* ozaki-pbq's priority drop at the driver's entry point (paper 000 §3.2, Fig. 3), as an XDP
  * program. The packet's destination port gives its priority level through the port -> level
- * table that the agent fills from the processes bound to each port and their nice values (the
- * paper's bind()/nice() hooks). Under high load (a flag the agent sets from the kernel's own
+ * table that the bind/release hooks at the end of this file keep (the paper's bind() hook; nice
+ * changes: the agent's rescan, src/hooks.rs), or that the agent fills from /proc (the fallback). Under high load (a flag the agent sets from the kernel's own
  * counters), levels below `shed_below` are dropped here, before RPS, the backlog, IP/UDP and the
  * socket have spent anything on them, except for a minimum share per level and window that is
  * smaller for lower priorities (the PBQ's per-queue minimum, Fig. 3 line 17). An IP packet
