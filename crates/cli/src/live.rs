@@ -17,6 +17,8 @@ pub struct OzakiOptions {
     pub modes: Option<Vec<bool>>,
     pub placements: Option<Vec<ozaki::RxPlacement>>,
     pub capacity_pps: Option<f64>,
+    /// `--ports proc`: the agent's /proc scan instead of the bind hooks.
+    pub proc_ports: bool,
 }
 
 /// The configuration a command line asks for; `--quick` is the short run of the tests (one
@@ -64,6 +66,7 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
         }
         c.capacity_pps = Some(x);
     }
+    c.hooks = !o.proc_ports;
     Ok(c)
 }
 
@@ -83,7 +86,7 @@ pub fn ozaki_pbq(o: &OzakiOptions, out: &Path) -> Result<(), LiveError> {
             "napi_fifo_prio": cfg.napi_fifo_prio, "valid_frac": cfg.valid_frac, "capacity_pps": cfg.capacity_pps,
             "bw_rate_pps": cfg.bw_rate_pps, "payload_bytes": cfg.payload_bytes, "warmup_s": cfg.warmup_s,
             "window_s": cfg.window_s, "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu,
-            "agent": format!("{:?}", cfg.agent),
+            "agent": format!("{:?}", cfg.agent), "ports": if cfg.hooks { "hooks" } else { "proc" },
         }),
     );
     run.progress(format!(
@@ -182,6 +185,70 @@ pub fn tabata_speed(o: &TabataOptions, out: &Path) -> Result<(), LiveError> {
     run.finish(outcome)?;
     progress(format!("{n} points -> {}", out.join("results.csv").display()));
     Ok(())
+}
+
+/// Options of `hostsim live pbq` (the command line's, unchecked).
+#[derive(Clone, Debug, Default)]
+pub struct PbqOptions {
+    pub dev: String,
+    pub netns: Option<String>,
+    pub drop: bool,
+    pub mode: String,
+    pub ports: String,
+    pub capacity_pps: Option<f64>,
+    pub duration_s: Option<f64>,
+    pub interval_s: f64,
+}
+
+/// The tool's configuration a command line asks for.
+pub fn pbq_config(o: &PbqOptions) -> Result<hostsim_live::pbq_tool::PbqToolConfig, String> {
+    use hostsim_live::xdp::XdpMode;
+    let mode = match o.mode.as_str() {
+        "auto" => XdpMode::Auto,
+        "native" => XdpMode::Native,
+        "generic" => XdpMode::Generic,
+        m => return Err(format!("--mode: `{m}`, expected `native`, `generic` or `auto`")),
+    };
+    let hooks = match o.ports.as_str() {
+        "hooks" => true,
+        "proc" => false,
+        p => return Err(format!("--ports: `{p}`, expected `hooks` or `proc`")),
+    };
+    if o.dev.is_empty() || o.dev.len() > 15 || o.dev.contains('/') {
+        return Err(format!("--dev: `{}` is not an interface name", o.dev));
+    }
+    if let Some(x) = o.capacity_pps {
+        if !(x.is_finite() && x > 0.0 && x <= 5e7) {
+            return Err("--capacity-pps: expected a rate in (0, 50,000,000] pkt/s".into());
+        }
+    }
+    let secs = |x: f64, what: &str, lo: f64| {
+        if x.is_finite() && x >= lo && x <= 1e7 {
+            Ok(std::time::Duration::from_secs_f64(x))
+        } else {
+            Err(format!("--{what}: expected {lo}..=10,000,000 seconds, got {x}"))
+        }
+    };
+    Ok(hostsim_live::pbq_tool::PbqToolConfig {
+        dev: o.dev.clone(),
+        netns: o.netns.clone(),
+        drop: o.drop,
+        mode,
+        hooks,
+        capacity_pps: o.capacity_pps,
+        duration: o.duration_s.map(|d| secs(d, "duration", 0.0)).transpose()?,
+        interval: secs(o.interval_s, "interval", 0.05)?,
+        agent: hostsim_live::agent::AgentConfig::default(),
+    })
+}
+
+/// `hostsim live pbq --dev IFACE`: the agent through the live harness's ledger and signals
+/// (no output directory: it prints its state on stdout).
+pub fn pbq(o: &PbqOptions) -> Result<(), LiveError> {
+    let cfg = pbq_config(o).map_err(LiveError::Failed)?;
+    let run = LiveRun::start_tool("pbq")?;
+    let outcome = hostsim_live::pbq_tool::run(&cfg, &run);
+    run.finish(outcome)
 }
 
 /// `hostsim live clean`: print what was removed and what could not be; Ok(false) if anything

@@ -201,6 +201,10 @@ enum LiveCmd {
         /// The receiver's capacity for the detector, pkt/s (default: measured on the `off` points).
         #[arg(long)]
         capacity_pps: Option<f64>,
+        /// Where ports' priorities come from: `hooks` (the program's bind hooks on a cgroup2
+        /// group the sinks join; default) or `proc` (the agent's scan of /proc, the fallback).
+        #[arg(long, default_value = "hooks")]
+        ports: String,
     },
     /// Paper 002's Fig. 1-3 and Table 1 on this kernel: a bulk TCP sender (1 MB in 1024 and
     /// 2048 B writes) over a 100 Mbit/s shaped veth, its speed regulated by a SCHED_FIFO slot
@@ -267,6 +271,41 @@ enum LiveCmd {
         /// No idle soaker on the accelerator's CPU.
         #[arg(long)]
         no_soak: bool,
+    },
+    /// The ozaki-pbq agent on an existing interface: attaches the priority-drop XDP program to
+    /// IFACE (refusing one that already has an XDP program), gives ports the priority of the
+    /// servers that bind them (bind hooks on a cgroup2 group it creates, or `--ports proc`),
+    /// counts only unless `--drop`, prints what it protects and the detector's state, and
+    /// detaches everything on exit and on SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+    Pbq {
+        /// The interface to attach to.
+        #[arg(long)]
+        dev: String,
+        /// The network namespace (a name under /run/netns) the interface is in (default: this
+        /// process's).
+        #[arg(long)]
+        netns: Option<String>,
+        /// Shed low priorities under high load (default: count only, never drop).
+        #[arg(long)]
+        drop: bool,
+        /// XDP mode: `native` (the driver's), `generic` (after the skb is built) or `auto`
+        /// (default: native where the driver supports it).
+        #[arg(long, default_value = "auto")]
+        mode: String,
+        /// Where ports' priorities come from: `hooks` (bind hooks on a cgroup2 group the agent
+        /// creates; default) or `proc` (a scan of /proc, for servers already running).
+        #[arg(long, default_value = "hooks")]
+        ports: String,
+        /// The receiver's capacity, pkt/s: arrivals at 90% of it start high load (default:
+        /// only drops at a top-priority socket do).
+        #[arg(long)]
+        capacity_pps: Option<f64>,
+        /// Stop after this many seconds (default: run until a stop signal).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Seconds between two prints of the state (default 1).
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
     },
     /// Delete what runs killed with SIGKILL left behind (namespaces named hsl-<dead pid>-*).
     Clean,
@@ -604,7 +643,12 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Live { cmd } => match cmd {
-            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, placements, capacity_pps } => {
+            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, placements, capacity_pps, ports } => {
+                let hooks = match ports.as_str() {
+                    "hooks" => true,
+                    "proc" => false,
+                    p => return Err(format!("--ports: `{p}`, expected `hooks` or `proc`")),
+                };
                 let placements = match placements {
                     None => None,
                     Some(v) => Some(
@@ -627,7 +671,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
                 };
-                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes, placements, capacity_pps };
+                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes, placements, capacity_pps, proc_ports: !hooks };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {
@@ -637,6 +681,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             LiveCmd::KawaiInterval { out, quick, reps, rates, variants, window_s, conns, origin_conns, no_soak } => {
                 let o = hostsim_cli::live::KawaiOptions { quick, reps, rates_rps: rates, variants, window_s, conns, origin_conns, no_soak };
                 live_exit(hostsim_cli::live::kawai_interval(&o, &out))
+            }
+            LiveCmd::Pbq { dev, netns, drop, mode, ports, capacity_pps, duration, interval } => {
+                let o = hostsim_cli::live::PbqOptions { dev, netns, drop, mode, ports, capacity_pps, duration_s: duration, interval_s: interval };
+                live_exit(hostsim_cli::live::pbq(&o))
             }
             LiveCmd::Clean => match hostsim_cli::live::clean() {
                 Ok(true) => Ok(ExitCode::SUCCESS),

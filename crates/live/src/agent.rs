@@ -1,7 +1,11 @@
 //! The user-space agent: it keeps the XDP program's port → priority table and its high-load flag.
 //!
-//! **Port → priority** (the paper's bind()/nice() hooks, §3.4.1). Linux offers no hook a program
-//! outside the kernel could use on bind() or nice(), so the agent reads what they leave behind:
+//! **Port → priority** (the paper's bind()/nice() hooks, §3.4.1), from one of two sources
+//! ([`PortSource`]). `Hooks` (the default of the experiment and of `hostsim live pbq`): the
+//! program's own `cgroup/post_bind4/6` and `cgroup/sock_release` hooks on a cgroup2 group of the
+//! run set a port's level at bind() and close(), and a rescan of the processes they recorded
+//! picks up nice changes (see [`crate::hooks`]). `Proc`, the fallback, finds the same from
+//! what bind() and nice() leave behind:
 //! the sockets bound in the server's namespace (`/proc/thread-self/net/{udp,udp6,tcp,tcp6}`:
 //! UDP sockets and TCP listeners, by inode), the processes of that namespace that hold them
 //! (`/proc/PID/fd` → `socket:[inode]`, only for PIDs whose `/proc/PID/ns/net` is that namespace),
@@ -36,9 +40,10 @@
 //! highest active level, which is never shed. Every shed level keeps its minimum share (the
 //! program's per-window allowance, smaller for lower levels).
 
+use crate::hooks;
 use crate::procfs;
 use crate::sys;
-use crate::xdp::{level_of_nice, Ctl, LevelStats, PbqXdp, Unsupported, LEVELS};
+use crate::xdp::{level_of_nice, Ctl, HookStats, LevelStats, PbqXdp, Unsupported, XdpMode, LEVELS};
 use hostsim_host::mechanisms::ozaki_pbq::xdp::{Detector, DetectorConfig, Observation};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -103,12 +108,34 @@ pub fn scan_ports(ns_inode: u64) -> std::io::Result<BTreeMap<u16, PortOwner>> {
     Ok(out)
 }
 
+/// Where the port → level table comes from (module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortSource {
+    /// Walk `/proc` in the namespace every `rescan_ms` ([`scan_ports`]).
+    Proc,
+    /// The program's bind/release hooks attached to the cgroup2 group at `cgroup` (a
+    /// directory), and a rescan of the holders they recorded; with `netns_only`, binds in other
+    /// network namespaces than the agent's are not recorded.
+    Hooks { cgroup: std::path::PathBuf, netns_only: bool },
+}
+
+impl PortSource {
+    pub fn name(&self) -> &'static str {
+        match self {
+            PortSource::Proc => "proc",
+            PortSource::Hooks { .. } => "hooks",
+        }
+    }
+}
+
 /// The agent's parameters. The detector's are the model's `[kernel] xdp_*` keys, with the
 /// same defaults (`hostsim_host::mechanisms::ozaki_pbq::xdp::DetectorConfig`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentConfig {
     pub poll_ms: u64,
     pub rescan_ms: u64,
+    pub ports: PortSource,
+    pub xdp_mode: XdpMode,
     pub detector: DetectorConfig,
     /// The program's minimum share: packets per window for the top level (level l: ·(l+1)/40).
     pub min_share_top: u32,
@@ -117,7 +144,7 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> AgentConfig {
-        AgentConfig { poll_ms: 10, rescan_ms: 250, detector: DetectorConfig::default(), min_share_top: 400, window_ms: 10 }
+        AgentConfig { poll_ms: 10, rescan_ms: 250, ports: PortSource::Proc, xdp_mode: XdpMode::Auto, detector: DetectorConfig::default(), min_share_top: 400, window_ms: 10 }
     }
 }
 
@@ -136,6 +163,10 @@ pub struct Snapshot {
     pub high_load_ns: u64,
     pub high_load_entries: u64,
     pub ports: BTreeMap<u16, PortOwner>,
+    /// The hooks' counters (all 0 with `PortSource::Proc`).
+    pub hooks: HookStats,
+    /// The control block as last written (mechanism on, high load, shed_below).
+    pub ctl: Ctl,
 }
 
 enum Cmd {
@@ -152,6 +183,16 @@ pub struct Attachment {
     pub iface: String,
     pub prog_id: u32,
     pub link_id: Option<u32>,
+    /// `native` or `generic`, as the kernel reports it after attaching.
+    pub mode: &'static str,
+}
+
+/// A hook program attached to the cgroup: (section name, program id, bpf_link id).
+pub type HookLink = (&'static str, u32, u32);
+
+struct Started {
+    attachments: Vec<Attachment>,
+    hook_links: Vec<HookLink>,
 }
 
 /// The agent thread: it lives in the server namespace, owns the loaded program and its links,
@@ -160,6 +201,7 @@ pub struct Agent {
     tx: mpsc::Sender<Cmd>,
     handle: Option<JoinHandle<()>>,
     attachments: Vec<Attachment>,
+    hook_links: Vec<HookLink>,
 }
 
 impl Agent {
@@ -179,7 +221,7 @@ impl Agent {
             })
             .map_err(|e| Unsupported(format!("starting the agent thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(attachments)) => Ok(Agent { tx, handle: Some(handle), attachments }),
+            Ok(Ok(s)) => Ok(Agent { tx, handle: Some(handle), attachments: s.attachments, hook_links: s.hook_links }),
             Ok(Err(e)) => {
                 let _ = handle.join();
                 Err(e)
@@ -194,6 +236,11 @@ impl Agent {
     /// Where the program is attached.
     pub fn attachments(&self) -> &[Attachment] {
         &self.attachments
+    }
+
+    /// Where the bind/release hooks are attached (empty with `PortSource::Proc`).
+    pub fn hook_links(&self) -> &[HookLink] {
+        &self.hook_links
     }
 
     /// Mechanism on (drops under high load) or off (the program only counts).
@@ -239,19 +286,31 @@ fn agent_thread(
     ifaces: Vec<String>,
     cfg: AgentConfig,
     rx: mpsc::Receiver<Cmd>,
-    ready: mpsc::Sender<Result<Vec<Attachment>, Unsupported>>,
+    ready: mpsc::Sender<Result<Started, Unsupported>>,
 ) {
-    let setup = || -> Result<(PbqXdp, u64), Unsupported> {
+    let hooked = matches!(cfg.ports, PortSource::Hooks { .. });
+    let setup = || -> Result<(PbqXdp, u64, Vec<&'static str>), Unsupported> {
         sys::enter_netns(&netns).map_err(|e| Unsupported(format!("entering the server namespace: {e}")))?;
         let ino = netns_inode(&netns).map_err(|e| Unsupported(e.to_string()))?;
-        let mut x = PbqXdp::load()?;
+        let mut x = PbqXdp::load_with(hooked)?;
+        let mut modes = Vec::new();
         for i in &ifaces {
             let idx = sys::ifindex(i).map_err(|e| Unsupported(e.to_string()))?;
-            x.attach(idx)?;
+            x.attach_mode(idx, cfg.xdp_mode)?;
+            let mode = crate::xdp::xdp_attached(idx).ok().flatten().map_or("unknown", |(_, m)| m);
+            modes.push(mode);
         }
-        Ok((x, ino))
+        if let PortSource::Hooks { cgroup, netns_only } = &cfg.ports {
+            if *netns_only {
+                let c = crate::xdp::netns_cookie().map_err(|e| Unsupported(format!("the namespace's cookie (SO_NETNS_COOKIE, Linux 5.14+): {e}")))?;
+                x.set_hook_netns(c);
+            }
+            let dir = File::open(cgroup).map_err(|e| Unsupported(format!("{}: {e}", cgroup.display())))?;
+            x.attach_hooks(&dir)?;
+        }
+        Ok((x, ino, modes))
     };
-    let (mut x, ino) = match setup() {
+    let (mut x, ino, modes) = match setup() {
         Ok(v) => v,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -262,7 +321,15 @@ fn agent_thread(
     x.set_ctl(ctl);
     let mut table: BTreeMap<u16, u8> = BTreeMap::new();
     let mut ports = BTreeMap::new();
-    let rescan = |x: &PbqXdp, table: &mut BTreeMap<u16, u8>, ports: &mut BTreeMap<u16, PortOwner>| {
+    let mut holders = hooks::Rescan::default();
+    let mut rescan = |x: &PbqXdp, table: &mut BTreeMap<u16, u8>, ports: &mut BTreeMap<u16, PortOwner>| {
+        if hooked {
+            // The hooks wrote the table; the pass refreshes nice values and says what stands.
+            let found = holders.pass(x);
+            *table = found.iter().map(|(&p, o)| (p, o.level)).collect();
+            *ports = found;
+            return;
+        }
         let Ok(found) = scan_ports(ino) else { return };
         for (&p, o) in &found {
             if table.get(&p) != Some(&o.level) && x.set_port_level(p, o.level).is_ok() {
@@ -282,9 +349,10 @@ fn agent_thread(
     let attachments = ifaces
         .iter()
         .zip(x.links())
-        .map(|(i, (_, link_id))| Attachment { iface: i.clone(), prog_id, link_id })
+        .zip(modes)
+        .map(|((i, (_, link_id)), mode)| Attachment { iface: i.clone(), prog_id, link_id, mode })
         .collect();
-    let _ = ready.send(Ok(attachments));
+    let _ = ready.send(Ok(Started { attachments, hook_links: x.hook_links() }));
 
     let t0 = Instant::now();
     let mut det = Detector::new(cfg.detector);
@@ -322,6 +390,8 @@ fn agent_thread(
                     high_load_ns: high_load_ns + if det.high { last_poll.elapsed().as_nanos() as u64 } else { 0 },
                     high_load_entries: det.entries,
                     ports: ports.clone(),
+                    hooks: x.hook_stats(),
+                    ctl,
                 });
                 continue;
             }

@@ -154,7 +154,8 @@ pub fn probe_out(dir: &Path) -> Result<(), String> {
 pub struct LiveRun {
     name: String,
     experiment: String,
-    out: PathBuf,
+    /// None: a run that writes no results ([`LiveRun::start_tool`]).
+    out: Option<PathBuf>,
     ledger: Ledger,
     t0: Instant,
     info: serde_json::Map<String, serde_json::Value>,
@@ -172,6 +173,23 @@ impl LiveRun {
         }
         signals::install().map_err(|e| failed(e.to_string()))?;
         probe_out(out).map_err(LiveError::Failed)?;
+        let run = LiveRun::open(experiment, Some(out))?;
+        run.write_run_json("running", None)?;
+        Ok(run)
+    }
+
+    /// Start a run that writes no results (`hostsim live pbq`, the agent a server runs): as
+    /// [`LiveRun::start`] without the output directory; the ledger, the stop signals and the
+    /// clean-up are the same.
+    pub fn start_tool(experiment: &str) -> Result<LiveRun, LiveError> {
+        if !crate::sys::is_root() {
+            return Err(LiveError::Unsupported("needs root (XDP, cgroups): run it with sudo".into()));
+        }
+        signals::install().map_err(|e| failed(e.to_string()))?;
+        LiveRun::open(experiment, None)
+    }
+
+    fn open(experiment: &str, out: Option<&Path>) -> Result<LiveRun, LiveError> {
         let rep = crate::ledger::clean_dead();
         for r in &rep.removed {
             progress(format!("hostsim live: undid what an earlier run left: {r}"));
@@ -185,9 +203,8 @@ impl LiveRun {
         info.insert("experiment".into(), experiment.into());
         info.insert("run".into(), name.clone().into());
         info.insert("machine".into(), machine_facts());
-        let run = LiveRun { name, experiment: experiment.to_string(), out: out.to_path_buf(), ledger, t0: Instant::now(), info, points: Vec::new(), finished: false };
-        run.write_run_json("running", None)?;
-        Ok(run)
+        let out = out.map(Path::to_path_buf);
+        Ok(LiveRun { name, experiment: experiment.to_string(), out, ledger, t0: Instant::now(), info, points: Vec::new(), finished: false })
     }
 
     /// `hsl-<pid>-<n>`: every name the run creates starts with it.
@@ -199,8 +216,9 @@ impl LiveRun {
         &self.experiment
     }
 
+    /// The output directory (empty for a run of [`LiveRun::start_tool`]).
     pub fn out(&self) -> &Path {
-        &self.out
+        self.out.as_deref().unwrap_or(Path::new(""))
     }
 
     pub fn ledger(&self) -> &Ledger {
@@ -301,13 +319,30 @@ impl LiveRun {
         self.record(Entry::Tcx { ns: ns.map(|n| n.name.clone()), dev: dev.to_string(), prog_id, link_id })
     }
 
+    /// Create cgroup v2 group `<run>-<role>` under the cgroup2 mount (`/sys/fs/cgroup`, or
+    /// `/sys/fs/cgroup/unified` on a hybrid hierarchy); `Unsupported` where there is none.
+    pub fn v2_group(&self, role: &str, why: &str) -> Result<PathBuf, LiveError> {
+        self.v2_group_as(role, why, false)
+    }
+
+    /// [`LiveRun::v2_group`] for processes the run does not start (a user's servers): undoing
+    /// moves those still in it to the group above before removing it (`Entry::ServerGroup`).
+    pub fn server_group(&self, role: &str, why: &str) -> Result<PathBuf, LiveError> {
+        self.v2_group_as(role, why, true)
+    }
+
+    fn v2_group_as(&self, role: &str, why: &str, servers: bool) -> Result<PathBuf, LiveError> {
+        let root = crate::cgroup::v2_root().ok_or_else(|| LiveError::Unsupported(format!("no cgroup v2 hierarchy is mounted ({why})")))?;
+        let path = root.join(format!("{}-{role}", self.name));
+        self.record(if servers { Entry::ServerGroup { path: path.clone() } } else { Entry::Cgroup { path: path.clone() } })?;
+        std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        Ok(path)
+    }
+
     /// Create cgroup v2 group `<run>-<role>` (for its `cgroup.freeze`: tabata-speed's
     /// regulator); `Unsupported` where no cgroup v2 hierarchy is mounted.
     pub fn freeze_group(&self, role: &str) -> Result<PathBuf, LiveError> {
-        let root = crate::cgroup::v2_root().ok_or_else(|| LiveError::Unsupported("no cgroup v2 hierarchy is mounted (for cgroup.freeze)".into()))?;
-        let path = root.join(format!("{}-{role}", self.name));
-        self.record(Entry::Cgroup { path: path.clone() })?;
-        std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        let path = self.v2_group(role, "for cgroup.freeze")?;
         if !path.join("cgroup.freeze").exists() {
             return Err(LiveError::Unsupported(format!("{}: no cgroup.freeze (cgroup v2 freezer: Linux 5.2+)", path.display())));
         }
@@ -363,7 +398,7 @@ impl LiveRun {
     pub fn push(&mut self, p: Point) -> Result<(), LiveError> {
         self.points.push(p);
         let csv = results_csv(&self.points);
-        if let Err(e) = write_atomic(&self.out, "results.csv", csv.as_bytes()) {
+        if let Err(e) = write_atomic(self.out(), "results.csv", csv.as_bytes()) {
             self.points.pop();
             return Err(failed(format!("{e} ({} point(s) measured before this one are in it)", self.points.len())));
         }
@@ -371,6 +406,7 @@ impl LiveRun {
     }
 
     fn write_run_json(&self, status: &str, left: Option<&[String]>) -> Result<(), LiveError> {
+        let Some(out) = &self.out else { return Ok(()) };
         let mut j = self.info.clone();
         j.insert("status".into(), status.into());
         j.insert("points_done".into(), self.points.len().into());
@@ -379,7 +415,7 @@ impl LiveRun {
             j.insert("left_behind".into(), l.into());
         }
         let text = serde_json::to_string_pretty(&serde_json::Value::Object(j)).expect("serialises") + "\n";
-        write_atomic(&self.out, "run.json", text.as_bytes()).map_err(LiveError::Failed)
+        write_atomic(out, "run.json", text.as_bytes()).map_err(LiveError::Failed)
     }
 
     /// Undo everything the ledger holds; the descriptions of what could not be undone.
@@ -484,7 +520,7 @@ pub fn clean() -> Result<(Vec<String>, bool), LiveError> {
         .flat_map(|(_, es)| es)
         .filter_map(|e| match e {
             Entry::Netns { name } => Some(name),
-            Entry::Cgroup { path } => Some(path.display().to_string()),
+            Entry::Cgroup { path } | Entry::ServerGroup { path } => Some(path.display().to_string()),
             _ => None,
         })
         .collect();

@@ -36,6 +36,10 @@ pub enum Entry {
     Veth { ns: Option<String>, dev: String },
     /// A cgroup directory.
     Cgroup { path: PathBuf },
+    /// A cgroup2 group made for processes the run did not start (`hostsim live pbq`: the
+    /// servers a user puts there, to be seen by the bind hooks). Undoing moves the processes
+    /// still in it to the group above (they go on running) and removes it.
+    ServerGroup { path: PathBuf },
     /// An XDP program attached to `dev` in `ns` through bpf_link `link_id`. A bpf_link dies
     /// with the last descriptor on it (the run's), so after any exit this checks that the link
     /// and the program are gone, detaching the link if something still holds it.
@@ -64,7 +68,7 @@ impl std::fmt::Display for Entry {
         match self {
             Entry::Netns { name } => write!(f, "namespace {name}"),
             Entry::Veth { ns: n, dev } => write!(f, "veth {dev}{}", ns(n)),
-            Entry::Cgroup { path } => write!(f, "cgroup {}", path.display()),
+            Entry::Cgroup { path } | Entry::ServerGroup { path } => write!(f, "cgroup {}", path.display()),
             Entry::Xdp { ns: n, dev, prog_id, link_id } => {
                 write!(f, "XDP program id {prog_id} on {dev}{}", ns(n))?;
                 link_id.map_or(Ok(()), |l| write!(f, " (bpf_link id {l})"))
@@ -357,6 +361,10 @@ pub fn undo(e: &Entry) -> Result<Undone, String> {
             Ok(Undone::Removed)
         }
         Entry::Cgroup { path } => remove_cgroup(path),
+        Entry::ServerGroup { path } => {
+            empty_group(path);
+            remove_cgroup(path)
+        }
         Entry::Xdp { prog_id, link_id, .. } => undo_xdp(*prog_id, *link_id),
         Entry::Tcx { prog_id, link_id, .. } => undo_xdp(*prog_id, Some(*link_id)),
         Entry::File { ns, path, old } => {
@@ -387,6 +395,15 @@ pub fn undo(e: &Entry) -> Result<Undone, String> {
             crate::sys::set_sched(*pid as libc::pid_t, *policy, *prio).map_err(|e| format!("pid {pid}: {e}"))?;
             Ok(Undone::Removed)
         }
+    }
+}
+
+/// Move every process in cgroup2 group `path` to the group above it.
+pub fn empty_group(path: &Path) {
+    let Some(parent) = path.parent() else { return };
+    let procs = fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs.split_whitespace() {
+        let _ = fs::write(parent.join("cgroup.procs"), pid);
     }
 }
 

@@ -72,7 +72,9 @@
 //!   src/bpf/pbq_xdp.bpf.c   the XDP program (C, libbpf; skeleton by libbpf-cargo in build.rs)
 //!   src/bpf/pbq.h           the control block and counters, shared by the program and xdp.rs
 //!   xdp.rs                  load/attach, control block, port → level map, counters, test run
-//!   agent.rs                port → priority from /proc; high load from the kernel's counters
+//!   agent.rs                the port table's upkeep; high load from the run's own counters
+//!   hooks.rs                bind()/close() hooks (cgroup/post_bind4/6, sock_release); renice rescan
+//!   pbq_tool.rs             `hostsim live pbq --dev IFACE`: the agent on a server's interface
 //!   gen.rs, src/bpf/gen.*   the live-frames generator (BPF_PROG_RUN, paced): the offered load
 //!   worker.rs               the sink (counts its window's sequence numbers) and a sendmmsg sender
 //!   ozaki.rs                the experiment: topology, sweep, points
@@ -114,7 +116,7 @@
 //!
 //! | paper 000 (PBQs in the 2.4 backlog)                         | here (XDP at veth's NAPI poll)                                   |
 //! |-------------------------------------------------------------|------------------------------------------------------------------|
-//! | priority from a port → priority hash kept by bind()/nice()  | the same table, a BPF array the agent fills from `/proc`          |
+//! | priority from a port → priority hash kept by bind()/nice()  | the same table, a BPF array set by cgroup bind/release hooks; nice: a rescan of the binders |
 //! | high load = the backlog's throttle flag, seen at enqueue    | a flag the agent sets from the kernel's counters, every 10 ms     |
 //! | full PBQs: evict the tail of a random lower-priority queue  | admit or drop the arrival; lower levels are shed first, graded    |
 //! | per-queue minimum length, smaller for lower priorities      | per-level minimum rate (packets per 10 ms window), smaller lower  |
@@ -141,10 +143,12 @@
 //! Two network namespaces `hsl-<pid>-<n>-{srv,cli}` with two veth pairs between them and a spare
 //! pair in `cli` (the generator's parking place, [`gen`]), RPS masks and threaded NAPI on the
 //! server's two veths (the NAPI kthreads' affinity and policy recorded), the XDP programs
-//! attached through bpf_links, the worker processes, and a CPU cgroup `hsl-<pid>-<n>` holding them (see [`cgroup`]), each
+//! attached through bpf_links, the bind hooks attached (bpf_links) to a cgroup2 group
+//! `hsl-<pid>-<n>-hooks` the sinks join ([`hooks`]), the worker processes, and a CPU cgroup
+//! `hsl-<pid>-<n>` holding them (see [`cgroup`]), each
 //! recorded in the run's ledger. On a normal exit, an error, and SIGINT, SIGTERM, SIGHUP or
 //! SIGQUIT (which every wait loop checks) the agent detaches the links and the harness undoes
-//! the ledger: namespaces deleted (with their veths and RPS masks), cgroup removed. Workers die
+//! the ledger: namespaces deleted (with their veths and RPS masks), cgroups removed. Workers die
 //! with the run (PR_SET_PDEATHSIG) and stop by themselves after their time limit. After a
 //! SIGKILL the ledger remains; the next run (or `hostsim live clean`) undoes it. Nothing in the
 //! root namespace, no global sysctl and no pinned BPF object is touched.
@@ -154,10 +158,12 @@ pub mod arrivals;
 pub mod cgroup;
 pub mod gen;
 pub mod harness;
+pub mod hooks;
 pub mod kawai;
 pub mod ledger;
 pub mod netns;
 pub mod ozaki;
+pub mod pbq_tool;
 pub mod procfs;
 pub mod regulator;
 pub mod signals;

@@ -33,7 +33,7 @@
 //! so an `on` point's threshold never depends on how `on` points turn out. `--capacity-pps`
 //! fixes it instead.
 
-use crate::agent::{Agent, AgentConfig, Snapshot};
+use crate::agent::{Agent, AgentConfig, PortSource, Snapshot};
 use crate::cgroup::CpuGroup;
 use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
@@ -104,6 +104,9 @@ pub struct OzakiConfig {
     pub agent: AgentConfig,
     /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
     pub cgroup: bool,
+    /// Ports' levels from the program's bind/release hooks on a cgroup2 group of the run that
+    /// the sinks join (`hooks.rs`); false: the agent's `/proc` scan (the fallback).
+    pub hooks: bool,
     /// The program to run as a worker (`hostsim`) and the arguments before the worker's own.
     pub worker_exe: PathBuf,
     pub worker_args: Vec<String>,
@@ -128,6 +131,7 @@ impl OzakiConfig {
             capacity_pps: None,
             agent: AgentConfig::default(),
             cgroup: true,
+            hooks: true,
             worker_exe,
             worker_args,
         }
@@ -163,6 +167,8 @@ pub struct Setup {
     pub group: Option<CpuGroup>,
     /// The group's `cgroup.procs`, open for the workers to join.
     group_procs: Option<File>,
+    /// The hooks' cgroup2 group's `cgroup.procs` (with `OzakiConfig::hooks`).
+    hook_procs: Option<File>,
     /// The two streams' template frames (bw, flood).
     frames: (Vec<u8>, Vec<u8>),
 }
@@ -193,10 +199,22 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         })?;
     }
     let tasks = group.as_ref().map(|g| g.path().join("tasks"));
-    let agent = Agent::start(srv.file()?, vec!["eth0".into(), "eth1".into()], cfg.agent.clone(), tasks)
-        .map_err(|e| LiveError::Unsupported(e.0))?;
+    let mut acfg = cfg.agent.clone();
+    let mut hook_procs = None;
+    if cfg.hooks {
+        // The sinks join this group before they exec, so the hooks see their binds, and only
+        // theirs (and only in the server namespace).
+        let path = run.v2_group("hooks", "for the bind hooks; `--ports proc` runs without")?;
+        let procs = path.join("cgroup.procs");
+        hook_procs = Some(std::fs::OpenOptions::new().write(true).open(&procs).map_err(|e| failed(format!("{}: {e}", procs.display())))?);
+        acfg.ports = PortSource::Hooks { cgroup: path, netns_only: true };
+    }
+    let agent = Agent::start(srv.file()?, vec!["eth0".into(), "eth1".into()], acfg, tasks).map_err(|e| LiveError::Unsupported(e.0))?;
     for a in agent.attachments() {
         run.record_xdp(Some(&srv), &a.iface, a.prog_id, a.link_id)?;
+    }
+    for (what, prog_id, link_id) in agent.hook_links() {
+        run.record_link(&format!("{what} of {}-hooks", run.name()), *prog_id, *link_id)?;
     }
     let gen = Generator::load(run, &cli)?;
     let frame = |dev: &str, n: u8, port: u16| -> Result<Vec<u8>, LiveError> {
@@ -211,7 +229,7 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         }))
     };
     let frames = (frame("eth0", 0, BW_PORT)?, frame("eth1", 1, FLOOD_PORTS[0])?);
-    Ok(Setup { agent, gen, srv, cli, group, group_procs, frames })
+    Ok(Setup { agent, gen, srv, cli, group, group_procs, hook_procs, frames })
 }
 
 /// Threaded NAPI on or off for `dev` in the server namespace. Not a ledger entry: the device
@@ -353,7 +371,7 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on:
     let secs = gen_secs + 5.0; // the sinks' own time limit
     let srv = s.srv.file()?;
     let cg = s.group_procs.as_ref();
-    let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, cgroup: cg };
+    let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, cgroup: cg, cgroup2: s.hook_procs.as_ref() };
     let (bw_win, flood_win) = (seq_window(cfg, cfg.bw_rate_pps), seq_window(cfg, rate_pps));
     let mut sinks = Vec::new();
     sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs, bw_win), &on_server(BW_NICE)).map_err(failed)?);

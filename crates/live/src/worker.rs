@@ -258,6 +258,9 @@ pub struct Placement<'a> {
     pub nice: i32,
     /// A cgroup's `cgroup.procs`, opened for writing: the worker joins it.
     pub cgroup: Option<&'a File>,
+    /// Another hierarchy's group to join the same way (the cgroup2 group of ozaki-pbq's bind
+    /// hooks, `hooks.rs`: joined before exec, so every socket the worker creates is seen).
+    pub cgroup2: Option<&'a File>,
 }
 
 /// A running worker.
@@ -293,7 +296,7 @@ pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Resu
     let ns_fd = place.netns.as_raw_fd();
     let cpu = place.cpu;
     let nice = place.nice;
-    let cg_fd = place.cgroup.map(|f| f.as_raw_fd());
+    let cg_fds = [place.cgroup.map(|f| f.as_raw_fd()), place.cgroup2.map(|f| f.as_raw_fd())];
     let mut cmd = Command::new(exe);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     // SAFETY: only async-signal-safe system calls between fork and exec.
@@ -315,7 +318,7 @@ pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Resu
             if libc::setpriority(libc::PRIO_PROCESS, 0, nice) < 0 {
                 return Err(io::Error::last_os_error());
             }
-            if let Some(fd) = cg_fd {
+            for fd in cg_fds.into_iter().flatten() {
                 if libc::write(fd, b"0".as_ptr().cast(), 1) < 0 {
                     return Err(io::Error::last_os_error());
                 }

@@ -11,7 +11,7 @@ pub fn exists(e: &Entry) -> bool {
             ns.as_ref().is_none_or(|n| ledger::netns_exists(n))
                 && Command::new("ip").args(ns.iter().flat_map(|n| ["-n", n.as_str()])).args(["link", "show", "dev", dev]).output().unwrap().status.success()
         }
-        Entry::Cgroup { path } => path.exists(),
+        Entry::Cgroup { path } | Entry::ServerGroup { path } => path.exists(),
         Entry::Xdp { prog_id, .. } | Entry::Tcx { prog_id, .. } => {
             Command::new("bpftool").args(["prog", "show", "id", &prog_id.to_string()]).output().is_ok_and(|o| o.status.success())
         }

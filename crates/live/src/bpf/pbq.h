@@ -33,4 +33,25 @@ struct pbq_share {
 	__u64 passed;
 };
 
+/* What the bind hook (cgroup/post_bind4/6 in pbq_xdp.bpf.c) recorded of one bound socket, keyed
+ * by its socket cookie; the release hook deletes it. User space (src/hooks.rs) refreshes
+ * `level` from the holder's threads' nice values. */
+struct pbq_bound {
+	__u64 leader_start_ns; /* the binder's thread-group leader's start_boottime: with tgid it
+	                        * names the process for good (pids are reused) */
+	__u32 tgid;
+	__u32 tid;             /* the thread that called bind() */
+	__u16 port;
+	__u8 protocol;         /* IPPROTO_UDP or IPPROTO_TCP */
+	__u8 level;            /* 19 - nice: the binder's at bind(), then the holder's highest */
+};
+
+/* The hooks' own counters (in .bss). */
+struct pbq_hook_stats {
+	__u64 binds;           /* UDP/TCP binds recorded */
+	__u64 other_netns;     /* binds ignored: another network namespace than `hook_netns` */
+	__u64 releases;        /* recorded sockets released */
+	__u64 full;            /* binds not recorded: the table was full */
+};
+
 #endif

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* ozaki-pbq's priority drop at the driver's entry point (paper 000 §3.2, Fig. 3), as an XDP
  * program. The packet's destination port gives its priority level through the port -> level
- * table that the agent fills from the processes bound to each port and their nice values (the
- * paper's bind()/nice() hooks). Under high load (a flag the agent sets from the kernel's own
+ * table that the bind/release hooks at the end of this file keep (the paper's bind() hook; nice
+ * changes: the agent's rescan, src/hooks.rs), or that the agent fills from /proc (the fallback). Under high load (a flag the agent sets from the kernel's own
  * counters), levels below `shed_below` are dropped here, before RPS, the backlog, IP/UDP and the
  * socket have spent anything on them, except for a minimum share per level and window that is
  * smaller for lower priorities (the PBQ's per-queue minimum, Fig. 3 line 17). An IP packet
@@ -198,6 +198,129 @@ int pbq_xdp(struct xdp_md *ctx)
 	if (level == PBQ_OTHER)
 		return XDP_PASS; /* ARP: never ours to drop (a host that cannot resolve is lost) */
 	return decide(level, st);
+}
+
+/* ---- The bind()/close() hooks (paper 000 §3.4.1: priorities set where a server binds) ----
+ *
+ * cgroup/post_bind4 and cgroup/post_bind6 run after a UDP or TCP socket of a task in the
+ * cgroup2 group they are attached to (the run's own, src/hooks.rs) got its local port; they
+ * record the socket (by cookie) with its binder and raise the port's level to the binder's,
+ * 19 - nice, read from the binding thread's static_prio (= 120 + nice, kernel/sched/sched.h
+ * NICE_TO_PRIO, Linux 6.x). cgroup/sock_release runs when such a socket is released: it
+ * forgets the socket and sets its port to the highest level among the sockets still bound to
+ * it (0 if none). Nice changes after bind(): user space rescans the recorded holders
+ * (src/hooks.rs). A socket takes its cgroup when it is created, so a server must be in the
+ * group before it creates its sockets. */
+
+/* Only the task fields the hooks read; CO-RE relocates them to this kernel's layout. */
+struct task_struct {
+	int pid;
+	int tgid;
+	int static_prio;
+	__u64 start_boottime;
+	struct task_struct *group_leader;
+} __attribute__((preserve_access_index));
+
+#define PBQ_BOUND_MAX 8192
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PBQ_BOUND_MAX);
+	__type(key, __u64);              /* socket cookie */
+	__type(value, struct pbq_bound);
+} bound SEC(".maps");
+
+/* 0: every bind in the group; else only binds in the network namespace of this cookie. */
+volatile __u64 hook_netns;
+struct pbq_hook_stats hook_stats;
+
+/* nice -> level as level_of_nice (crates/host/src/types.rs): 19 - nice, nice in -20..19. */
+static __always_inline __u8 level_of_static_prio(int static_prio)
+{
+	int nice = static_prio - 120;
+
+	if (nice < -20)
+		nice = -20;
+	if (nice > 19)
+		nice = 19;
+	return 19 - nice;
+}
+
+static __always_inline int on_bind(struct bpf_sock *sk)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pbq_bound b = {};
+	__u64 cookie;
+	__u32 key;
+	__u8 *lv;
+
+	if (sk->protocol != IPPROTO_UDP && sk->protocol != IPPROTO_TCP)
+		return 1;
+	if (hook_netns && bpf_get_netns_cookie(sk) != hook_netns) {
+		__sync_fetch_and_add(&hook_stats.other_netns, 1);
+		return 1;
+	}
+	b.port = sk->src_port; /* host byte order in struct bpf_sock */
+	b.protocol = sk->protocol;
+	b.level = level_of_static_prio(t->static_prio);
+	b.tgid = t->tgid;
+	b.tid = t->pid;
+	b.leader_start_ns = t->group_leader->start_boottime;
+	cookie = bpf_get_socket_cookie(sk);
+	if (bpf_map_update_elem(&bound, &cookie, &b, BPF_ANY)) {
+		__sync_fetch_and_add(&hook_stats.full, 1);
+		return 1;
+	}
+	__sync_fetch_and_add(&hook_stats.binds, 1);
+	key = b.port;
+	lv = bpf_map_lookup_elem(&port_level, &key);
+	/* "the highest priority among the processes sharing" the port (§3.4.1). */
+	if (lv && *lv < b.level)
+		*lv = b.level;
+	return 1; /* never refuse a bind */
+}
+
+SEC("cgroup/post_bind4")
+int pbq_post_bind4(struct bpf_sock *sk)
+{
+	return on_bind(sk);
+}
+
+SEC("cgroup/post_bind6")
+int pbq_post_bind6(struct bpf_sock *sk)
+{
+	return on_bind(sk);
+}
+
+struct port_max {
+	__u16 port;
+	__u8 level;
+};
+
+static long max_of_port(void *map, __u64 *cookie, struct pbq_bound *b, struct port_max *m)
+{
+	if (b->port == m->port && b->level > m->level)
+		m->level = b->level;
+	return 0;
+}
+
+SEC("cgroup/sock_release")
+int pbq_sock_release(struct bpf_sock *sk)
+{
+	__u64 cookie = bpf_get_socket_cookie(sk);
+	struct pbq_bound *b = bpf_map_lookup_elem(&bound, &cookie);
+	struct port_max m = {};
+	__u32 key;
+
+	if (!b)
+		return 1;
+	m.port = b->port;
+	bpf_map_delete_elem(&bound, &cookie);
+	__sync_fetch_and_add(&hook_stats.releases, 1);
+	bpf_for_each_map_elem(&bound, max_of_port, &m, 0);
+	key = m.port;
+	bpf_map_update_elem(&port_level, &key, &m.level, BPF_ANY);
+	return 1;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
