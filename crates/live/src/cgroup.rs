@@ -65,10 +65,14 @@ impl CpuGroup {
     }
 }
 
-/// Groups named `hsl-...` under every cpu controller (the live runs' groups, alive or not).
+/// Groups named `hsl-...` under every cpu controller and under cgroup2's root (the live runs' groups,
+/// alive or not).
 pub fn list() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for (root, _, _) in controllers() {
+    // The cpu hierarchies, and cgroup2's root even without the cpu controller: the bind hooks'
+    // server groups live there (crate::hooks).
+    let roots = controllers().into_iter().map(|(root, _, _)| root).chain(v2_root());
+    for root in roots {
         if let Ok(rd) = fs::read_dir(&root) {
             for e in rd.flatten() {
                 if e.file_name().to_str().is_some_and(|n| n.starts_with(crate::netns::PREFIX)) {
@@ -78,6 +82,7 @@ pub fn list() -> Vec<PathBuf> {
         }
     }
     out.sort();
+    out.dedup();
     out
 }
 
