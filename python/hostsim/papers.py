@@ -87,7 +87,7 @@ PAPERS = {
             "polls over thousands of sockets make a web accelerator's CPU use follow its request "
             "rate instead of spinning on poll(), at some cost in response time and peak throughput."
         ),
-        "live": "hostsim live kawai-interval: a real HTTP accelerator on the paper's poll loop (measured, README; no model twin or claims yet)",
+        "live": "hostsim live kawai-interval: a real HTTP accelerator on the paper's poll loop, measured beside its model twin (live-kawai-interval, README)",
         "headline_claims": [
             "004-L6: static 20 ms: kernel CPU below the 0 ms baseline's at a high rate",
             "004-Q1:",

@@ -213,6 +213,7 @@ pub const SCENARIO: &[Bound] = &[
     ("traffic.*.http.connect_ramp_ms", int(0, DAY_MS), TIME),
     ("traffic.*.http.delack_ms", int(0, 60_000), "ms; Linux's delayed ACK is 40..=200 ms"),
     ("traffic.*.http.timeout_ms", int(1, 3_600_000), "ms; at most an hour"),
+    ("traffic.*.http.drain_ms", int(0, DAY_MS), TIME),
     ("traffic.*.http.think_ms_mean", float(0.0, 86_400_000.0), TIME),
     ("traffic.*.http.think_ms_sd", float(0.0, 86_400_000.0), TIME),
     // [[expect]] and [[figure]]: values compared with or drawn, never simulated.

@@ -46,6 +46,11 @@ pub struct AccelConfig {
     pub ratio: f64,
     /// SCHED_FIFO priority of the loops during I/O (not in the paper; 1..=99).
     pub fifo_priority: u8,
+    /// Whether the loops use SCHED_FIFO at all. Absent: the paper's rule (static and dynamic
+    /// around the I/O, `none` and `old` never). `false`: never (the live `-nofifo` variants);
+    /// `true` with `none`: the uncontrolled loop at SCHED_FIFO throughout (the live `none-fifo`).
+    /// See `LoopControl::with_fifo`.
+    pub fifo: Option<bool>,
     /// The `[[traffic]]` of kind `http_origin` that answers misses.
     pub origin: String,
     /// Persistent connections to the origins, opened at the start (inferred: Little's law on
@@ -112,6 +117,7 @@ impl Default for AccelConfig {
             min_cycle_ms: 0.0,
             ratio: 1.0,
             fifo_priority: 50,
+            fifo: None,
             origin: String::new(),
             origin_conns: 64,
             origin_port: 3128,
@@ -282,7 +288,7 @@ impl Accel {
             .map(|&role| Thread {
                 role,
                 step: Step::Start,
-                ctl: LoopControl::new(cfg.policy(), cfg.fifo_priority),
+                ctl: LoopControl::with_fifo(cfg.policy(), cfg.fifo_priority, cfg.fifo.unwrap_or(cfg.policy().realtime())),
                 nfds: 0,
                 pipe: NONE,
                 changes: Vec::new(),

@@ -108,6 +108,11 @@ pub struct HttpConfig {
     pub delack_ms: u64,
     /// Clients: responses slower than this count as timeouts (they still complete).
     pub timeout_ms: u64,
+    /// Clients: response times are those of requests sent after warm-up and at least this long
+    /// before the end of the run, so that slow responses (a miss waits for the origin) to
+    /// requests sent late are not missing from the times while fast ones are there (the live
+    /// experiment's drain: the load goes on while the window's requests finish). 0: up to the end.
+    pub drain_ms: u64,
     /// Origins: think time before answering, normal mean (WebAxe-4: 300 ms).
     pub think_ms_mean: f64,
     /// Origins: think time standard deviation (WebAxe-4: 100 ms); negative draws are 0.
@@ -129,6 +134,7 @@ impl Default for HttpConfig {
             connect_ramp_ms: 1000,
             delack_ms: 100,
             timeout_ms: 10_000,
+            drain_ms: 0,
             think_ms_mean: 300.0,
             think_ms_sd: 100.0,
         }
@@ -529,7 +535,7 @@ impl HttpClients {
         if now >= self.record_from_ns {
             self.stats.completed += 1;
         }
-        if sent_at >= self.record_from_ns {
+        if sent_at >= self.record_from_ns && sent_at.saturating_add(self.cfg.drain_ms * 1_000_000) <= self.stop_ns {
             let rt = now - sent_at;
             self.stats.completed_timed += 1;
             self.stats.resp.record(rt);

@@ -150,6 +150,8 @@ pub enum Next {
 pub struct LoopControl {
     policy: IntervalPolicy,
     fifo_priority: u8,
+    /// Does the loop raise itself to SCHED_FIFO (see [`LoopControl::with_fifo`])?
+    fifo: bool,
     step: ControlStep,
     prev_ns: u64,
     /// old: this pass slept (no trailing sched_yield()).
@@ -163,12 +165,26 @@ pub struct LoopControl {
 
 impl LoopControl {
     pub fn new(policy: IntervalPolicy, fifo_priority: u8) -> LoopControl {
-        LoopControl { policy, fifo_priority, step: ControlStep::Start, prev_ns: 0, slept: false, sleep_ns: 0, sleeps: 0, yields: 0 }
+        Self::with_fifo(policy, fifo_priority, policy.realtime())
     }
 
-    /// The thread starts: static/dynamic raise it to SCHED_FIFO, then every policy takes `prev`.
+    /// A loop whose SCHED_FIFO use is chosen rather than the paper's (`new`: static and dynamic
+    /// raise it around the I/O, `none` and `old` never). With `fifo` false a static or dynamic
+    /// loop sleeps and polls at SCHED_OTHER throughout (no `normalize_priority()` /
+    /// `realtime_priority()` calls); with `fifo` true an uncontrolled loop is raised once at its
+    /// start and stays at SCHED_FIFO, blocking poll() included. These are the live experiment's
+    /// `-nofifo` and `none-fifo` variants (`crates/live/src/kawai/interval.rs`), which separate
+    /// the real-time part of the paper's proposal from its interval rule; `old` keeps its own
+    /// rule (Fig. 2) and ignores `fifo`.
+    pub fn with_fifo(policy: IntervalPolicy, fifo_priority: u8, fifo: bool) -> LoopControl {
+        let fifo = fifo && policy.kind != IntervalControl::Old;
+        LoopControl { policy, fifo_priority, fifo, step: ControlStep::Start, prev_ns: 0, slept: false, sleep_ns: 0, sleeps: 0, yields: 0 }
+    }
+
+    /// The thread starts: a SCHED_FIFO loop (static/dynamic as the paper's) is raised, then
+    /// every policy takes `prev`.
     pub fn start(&mut self) -> Next {
-        if self.policy.realtime() {
+        if self.fifo {
             self.step = ControlStep::Fifo;
             return Next::Call(Action::SetScheduler { fifo: Some(self.fifo_priority) });
         }
@@ -232,11 +248,17 @@ impl LoopControl {
                         self.step = Out;
                         Next::ProcConns
                     }
-                    (_, Decision::Sleep { ns: s }) => {
+                    (_, Decision::Sleep { ns: s }) if self.fifo => {
                         self.sleeps += 1;
                         self.sleep_ns = s;
                         self.step = Normalized;
                         Next::Call(Action::SetScheduler { fifo: None })
+                    }
+                    (_, Decision::Sleep { ns: s }) => {
+                        self.sleeps += 1;
+                        self.sleep_ns = s;
+                        self.step = Slept;
+                        Next::Call(Action::Sleep { ns: s })
                     }
                     (_, Decision::NoSleep) => {
                         self.yields += 1;
@@ -252,6 +274,10 @@ impl LoopControl {
             (Slept, _) => {
                 if policy.kind == IntervalControl::Old {
                     self.step = OldPrev;
+                    return Next::Call(Action::GetTime);
+                }
+                if !self.fifo {
+                    self.step = Prev;
                     return Next::Call(Action::GetTime);
                 }
                 self.step = Realtime;
@@ -310,5 +336,56 @@ mod tests {
         let n = p(IntervalControl::None, 0, 0.0);
         assert_eq!(n.decide(1), Decision::NoSleep);
         assert!(n.blocking_poll() && !n.realtime());
+    }
+
+    /// The calls the first pass of a loop makes, from the thread's start to the I/O; each call's
+    /// outcome is the one it would get, the clock at 0 at the start and at `now_ns` afterwards.
+    fn pass(c: &mut LoopControl, now_ns: u64) -> Vec<Action> {
+        let mut calls = Vec::new();
+        let mut times = 0;
+        let mut next = c.start();
+        loop {
+            match next {
+                Next::Call(a) => {
+                    calls.push(a);
+                    let o = match a {
+                        Action::GetTime => {
+                            times += 1;
+                            Outcome::Time { ns: if times == 1 { 0 } else { now_ns } }
+                        }
+                        Action::SetScheduler { .. } => Outcome::SchedulerSet,
+                        Action::Sleep { .. } => Outcome::Slept,
+                        _ => Outcome::Yielded,
+                    };
+                    next = c.step(o);
+                }
+                Next::Top => next = c.control(),
+                other => {
+                    assert!(matches!(other, Next::ProcConns | Next::BlockingPoll));
+                    return calls;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fifo_can_be_taken_off_a_controlled_loop_and_put_on_an_uncontrolled_one() {
+        let fifo = |a: &Action| matches!(a, Action::SetScheduler { .. });
+        // The paper's static loop: raised at start, lowered before the sleep, raised after it.
+        let s = p(IntervalControl::Static, 20, 0.0);
+        let paper = pass(&mut LoopControl::new(s, 50), 5_000_000);
+        assert_eq!(paper.iter().filter(|a| fifo(a)).count(), 3, "{paper:?}");
+        assert!(paper.contains(&Action::Sleep { ns: 15_000_000 }));
+        // -nofifo: the same sleep, no scheduling call at all.
+        let nofifo = pass(&mut LoopControl::with_fifo(s, 50, false), 5_000_000);
+        assert!(!nofifo.iter().any(fifo), "{nofifo:?}");
+        assert!(nofifo.contains(&Action::Sleep { ns: 15_000_000 }));
+        // none-fifo: raised once, then the blocking poll; plain none never raises.
+        let n = p(IntervalControl::None, 0, 0.0);
+        assert_eq!(pass(&mut LoopControl::with_fifo(n, 50, true), 0)[0], Action::SetScheduler { fifo: Some(50) });
+        assert!(!pass(&mut LoopControl::new(n, 50), 0).iter().any(fifo));
+        // old keeps Fig. 2's rule whatever is asked.
+        let o = p(IntervalControl::Old, 20, 0.0);
+        assert!(!pass(&mut LoopControl::with_fifo(o, 50, true), 5_000_000).iter().any(fifo));
     }
 }
