@@ -70,6 +70,11 @@ pub struct Cpu {
     /// The top frame waits for the kernel-concurrency model's lock (state `spin`).
     pub spinning: bool,
     pub need_resched: bool,
+    /// The current task's program is being stepped (its system call completing): a wake-up
+    /// that preempts it only sets `need_resched`, acted on when the step ends, as Linux switches
+    /// at the system call's exit (`resched_curr` sets TIF_NEED_RESCHED; `exit_to_user_mode_loop`
+    /// calls schedule()), never in the middle of the task's own step.
+    pub in_step: bool,
     // NET_RX state of the running pass
     pub softirq_pending: bool,
     pub backlog_scheduled: bool,
@@ -128,6 +133,7 @@ impl Cpu {
             done: Timer::new(),
             curr: None,
             need_resched: false,
+            in_step: false,
             pending_irqs: VecDeque::with_capacity(8),
             idle_since: Time::ZERO,
             irq_frames: 0,

@@ -33,7 +33,13 @@ impl Host {
         if let Some(op) = self.procs[pid as usize].symbiose {
             return self.symbiose_step(cpu, pid, op);
         }
-        let Some((state, cost)) = self.proc_step(cpu, pid) else {
+        // A wake-up the step makes (a pipe's byte to another thread, a reply that wakes a reader)
+        // may preempt this task: it is switched out after the step, below, not during it
+        // (`Cpu::in_step`, Host::resched).
+        self.cpus[cpu].in_step = true;
+        let step = self.proc_step(cpu, pid);
+        self.cpus[cpu].in_step = false;
+        let Some((state, cost)) = step else {
             // Blocked, sleeping or exited.
             return self.schedule(cpu);
         };

@@ -247,9 +247,13 @@ impl Host {
         }
     }
 
-    /// Set need_resched; act at once if the CPU is at process level or idle.
+    /// Set need_resched; act at once if the CPU is at process level or idle, unless the current
+    /// task is in its own step (then at the step's end).
     pub fn resched(&mut self, cpu: usize) {
         self.cpus[cpu].need_resched = true;
+        if self.cpus[cpu].in_step {
+            return; // the stepping task is switched out when its step ends (proc_step_and_run)
+        }
         match self.top_level(cpu) {
             None => self.schedule(cpu),
             Some(Level::Process) => self.schedule(cpu),
