@@ -691,9 +691,22 @@ pub struct NicConfig {
     /// Interrupt moderation's rate policy (`drivers/net/itr.rs`): `fixed` (the default:
     /// `itr_ints_per_s` as set) or `ixgbe_dynamic` (Linux 3.2 ixgbe's default,
     /// `rx_itr_setting = 1`: `ixgbe_set_itr` moves each vector between 100,000, 20,000 and 8,000
-    /// interrupts/s by the bytes it received per interval; `itr_ints_per_s` is then ignored).
+    /// interrupts/s by the bytes it received per interval; `itr_ints_per_s` is then ignored),
+    /// `net_dim_cqe` / `net_dim_eqe` (Linux 6.x `net_dim`, mlx5's default: `drivers/net/dim.rs`).
     #[serde(default)]
     pub itr_mode: ItrMode,
+    /// GRO (`net/core/gro.rs`): the NAPI poll merges in-order TCP segments of up to 8 flows
+    /// into aggregates of at most 64 KB that go up the stack as one skb (Linux 3.2
+    /// `napi_gro_receive`; `NETIF_F_GRO` is on by default for every NAPI driver that calls it,
+    /// such as ixgbe). Default off: the 2.4 drivers and the scenarios calibrated before it keep
+    /// their results; the 82599/ixgbe 3.2 scenarios set it. Needs `kernel.rx_path = "napi"`.
+    #[serde(default)]
+    pub gro: bool,
+    /// RSC (`drivers/net/rsc.rs`): the 82599 coalesces in-order TCP frames of a flow into one
+    /// receive aggregate of at most this many descriptors (ixgbe 3.2: `IXGBE_RSCCTL_MAXDESC_16`,
+    /// with `IXGBE_FLAG2_RSC_ENABLED` on by default for the 82599). 0 = off (the default).
+    #[serde(default)]
+    pub rsc_max_desc: u32,
 }
 
 /// How a NIC's interrupt throttle rate is set (`nic.itr_mode`).
@@ -705,6 +718,13 @@ pub enum ItrMode {
     Fixed,
     /// Linux 3.2 ixgbe `ixgbe_set_itr` / `ixgbe_update_itr` at every `napi_complete`.
     IxgbeDynamic,
+    /// Linux 6.x `net_dim` (lib/dim) as mlx5 runs it by default on RX queues, CQE mode (the
+    /// moderation timer restarts at each completion): `drivers/net/dim.rs`. `coalesce_frames`,
+    /// `coalesce_usecs` and `itr_ints_per_s` are then ignored.
+    NetDimCqe,
+    /// `net_dim` in EQE mode (the timer runs from the previous interrupt): mlx5 on a device
+    /// without `cq_period_start_from_cqe`.
+    NetDimEqe,
 }
 
 fn one() -> u32 {

@@ -366,6 +366,17 @@ impl Host {
 
     /// Drop a packet at `place`, counting it (in total and for its source), and free it.
     pub fn drop_pkt(&mut self, id: PktId, place: DropPlace) {
+        if self.skb.has_frags(id) {
+            // A GRO/RSC aggregate: every segment in it is dropped.
+            let mut p = self.skb.frag_next[id as usize];
+            self.skb.frag_next[id as usize] = NONE;
+            while p != NONE {
+                let next = self.skb.frag_next[p as usize];
+                self.skb.frag_next[p as usize] = NONE;
+                self.drop_pkt(p, place);
+                p = next;
+            }
+        }
         self.stats.drops[place as usize] += 1;
         let src = self.skb.pkts[id as usize].src as usize;
         if let Some(d) = self.stats.src_drops.get_mut(src) {

@@ -153,6 +153,7 @@ pub const SCENARIO: &[Bound] = &[
     ("nic.*.itr_ints_per_s", int(0, 1_000_000), "interrupts per second (e1000 allows up to 100,000)"),
     ("nic.*.balance_irq_interval_us", int(0, 60_000_000), "us; at most a minute"),
     ("nic.*.fdir_atr_sample_rate", int(0, 255), "frames per sample; ixgbe's atr_sample_rate is a u8"),
+    ("nic.*.rsc_max_desc", int(0, 16), "descriptors per RSC aggregate; the 82599's RSCCTL.MAXDESC allows at most 16"),
     // [[process]]
     ("process.*.port", int(1, 65_535), PORT),
     ("process.*.nice", int(-20, 19), NICE),

@@ -284,6 +284,23 @@ pub fn config(c: &HostConfig) -> VResult {
         if n.itr_mode == ItrMode::IxgbeDynamic && c.kernel.rx_path != RxPath::Napi {
             return fail(elem("nic", i, "itr_mode"), "ixgbe's dynamic ITR is updated at napi_complete (ixgbe_poll): it needs kernel.rx_path = \"napi\"");
         }
+        if matches!(n.itr_mode, ItrMode::NetDimCqe | ItrMode::NetDimEqe) && c.kernel.rx_path != RxPath::Napi {
+            return fail(elem("nic", i, "itr_mode"), "net_dim samples at the NAPI poll's completion (mlx5e_napi_poll): it needs kernel.rx_path = \"napi\"");
+        }
+        if n.gro && c.kernel.rx_path != RxPath::Napi {
+            return fail(elem("nic", i, "gro"), "GRO runs in the NAPI poll (napi_gro_receive): it needs kernel.rx_path = \"napi\"");
+        }
+        if n.rsc_max_desc > 0 {
+            if ![1, 4, 8, 16].contains(&n.rsc_max_desc) {
+                return fail(elem("nic", i, "rsc_max_desc"), format!("expected 1, 4, 8 or 16 (the 82599's RSCCTL.MAXDESC settings), got {}", n.rsc_max_desc));
+            }
+            if c.kernel.rx_path != RxPath::Napi {
+                return fail(elem("nic", i, "rsc_max_desc"), "RSC is modelled with ixgbe's NAPI driver: it needs kernel.rx_path = \"napi\"");
+            }
+            if !c.routes.is_empty() {
+                return fail(elem("nic", i, "rsc_max_desc"), "IP forwarding turns LRO, and with it the 82599's RSC, off (dev_disable_lro): set rsc_max_desc = 0 on a forwarding host");
+            }
+        }
     }
     processes(c, ncpu, machine)?;
     traffic(c)?;

@@ -175,7 +175,7 @@ impl Host {
         match work {
             Work::IrqEntry(IrqSrc::Tick) => 0,
             Work::IrqEntry(IrqSrc::Ipi) => 1,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => 2,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::GroRx => 2,
             Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
             Work::IrqEntry(IrqSrc::NicTx(q)) | Work::TxCleanIrq { q, .. } => 3 + nq + self.dev.queues[q as usize].nic,
             Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
@@ -310,6 +310,7 @@ impl Host {
                 self.drop_pkt(pkt, DropPlace::Xdp);
                 self.softirq_next(cpu);
             }
+            Work::GroRx => self.softirq_next(cpu),
             Work::Switch | Work::ProcUnit => self.proc_unit_done(cpu),
         }
     }

@@ -21,6 +21,9 @@ pub enum Work {
     Proto { pkt: PktId },
     /// NAPI poll of one frame that the XDP program drops (driver + program run).
     XdpDrop { pkt: PktId },
+    /// NAPI poll of one frame given to GRO (`net/core/gro.rs`): the driver's work; what GRO
+    /// passes up runs as the following units.
+    GroRx,
     /// TX clean-up of `n` completed frames of queue `q`'s ring in the NIC's interrupt handler
     /// (2.4 path); `rx`: the handler then goes on with the queue's RX frames.
     TxCleanIrq { q: u32, n: u32, rx: bool },
@@ -43,7 +46,7 @@ impl Frame {
     pub fn level(&self) -> Level {
         match self.work {
             Work::IrqEntry(_) | Work::IrqFrame { .. } | Work::TxCleanIrq { .. } => Level::Hardirq,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } => {
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::GroRx => {
                 Level::Softirq
             }
             Work::Switch | Work::ProcUnit => Level::Process,

@@ -91,6 +91,11 @@ pub struct Stats {
     pub prequeued: u64,
     /// Flow Director ATR samples (filters added or updated, `drivers/net/fdir.rs`).
     pub fdir_samples: u64,
+    /// GRO (`net/core/gro.rs`): segments merged into a held aggregate, aggregates passed up.
+    pub gro_merged: u64,
+    pub gro_aggregates: u64,
+    /// RSC (`drivers/net/rsc.rs`): frames that joined an open aggregate.
+    pub rsc_joined: u64,
     /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
     pub irq_suppressions: u64,
     /// Time the XDP agent held the high-load flag (in whole polls).
@@ -144,6 +149,9 @@ impl Stats {
             reordered: 0,
             rfs_flow_moves: 0,
             fdir_samples: 0,
+            gro_merged: 0,
+            gro_aggregates: 0,
+            rsc_joined: 0,
             prequeued: 0,
             irq_suppressions: 0,
             xdp_high_load_ns: 0,

@@ -287,6 +287,14 @@ impl Host {
                 itr_dynamic_us: self.dev.queues.iter().any(|q| q.dyn_itr.is_some()).then(|| {
                     self.dev.queues.iter().map(|q| q.dyn_itr.map_or(0, |d| d.itr >> 2)).collect()
                 }),
+                gro_rsc: self.dev.queues.iter().any(|q| q.gro.is_some() || q.rsc.is_some()).then_some(GroRscSummary {
+                    gro_merged: self.stats.gro_merged,
+                    gro_aggregates: self.stats.gro_aggregates,
+                    rsc_joined: self.stats.rsc_joined,
+                }),
+                net_dim_profile: self.dev.queues.iter().any(|q| q.net_dim.is_some()).then(|| {
+                    self.dev.queues.iter().map(|q| q.net_dim.as_ref().map_or(0, |d| d.dim.profile_ix as u32)).collect()
+                }),
                 rfs_moves_deferred: self.stats.rfs_moves_deferred,
                 rfs_unsafe_moves: self.stats.rfs_unsafe_moves,
                 rps_ipis: self.stats.ipis,
@@ -491,6 +499,14 @@ pub struct FdirSummary {
     pub overflows: u64,
 }
 
+/// GRO and RSC counts over all queues.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct GroRscSummary {
+    pub gro_merged: u64,
+    pub gro_aggregates: u64,
+    pub rsc_joined: u64,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PacketSummary {
     pub offered: u64,
@@ -510,6 +526,14 @@ pub struct PacketSummary {
     /// of the run in microseconds (the register >> 2; 0 for a queue without it); absent without.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub itr_dynamic_us: Option<Vec<u32>>,
+    /// GRO and RSC (`nic.gro`, `nic.rsc_max_desc`): segments merged, aggregates passed up,
+    /// frames that joined an RSC aggregate; absent without either.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro_rsc: Option<GroRscSummary>,
+    /// net_dim (`nic.itr_mode = "net_dim_*"`): each queue's profile index at the end (0 for a
+    /// queue without it); absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_dim_profile: Option<Vec<u32>>,
     pub rfs_moves_deferred: u64,
     pub rfs_unsafe_moves: u64,
     /// Inter-processor interrupts sent to kick another CPU's backlog (RPS/RFS).

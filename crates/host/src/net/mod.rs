@@ -38,6 +38,9 @@ pub struct NetStack {
     /// queue choice, `net/core/tx.rs`): set as each unit of work completes, and by timers to the
     /// CPU that armed them (Linux runs a timer on the CPU whose base holds it, `mod_timer`).
     pub xmit_cpu: u32,
+    /// A GRO/RSC aggregate's segments are being delivered and this is not the last: the ACK
+    /// waits for the last one (`net/ipv4/input.rs`, `protocol_deliver`).
+    pub agg_defer_ack: bool,
 }
 
 impl NetStack {
@@ -57,6 +60,7 @@ impl NetStack {
             free_conns: Vec::new(),
             eps: Endpoints::default(),
             xmit_cpu: 0,
+            agg_defer_ack: false,
         }
     }
 }

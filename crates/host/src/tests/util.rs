@@ -46,6 +46,8 @@ pub fn nic(name: &str, routing: IrqRouting) -> NicConfig {
         switch_buffer_bytes: 1 << 20, itr_ints_per_s: 0, balance_irq_interval_us: None,
             fdir_atr_sample_rate: 0,
             itr_mode: Default::default(),
+            gro: false,
+            rsc_max_desc: 0,
     }
 }
 

@@ -7,17 +7,25 @@
 //! - `txring`: one transmit queue's device queue (qdisc) and TX descriptor ring.
 //! - `fdir`: the 82599's Flow Director in ATR mode (ixgbe 3.2's default): a sampled transmit
 //!   steers the flow's received frames to the sending CPU's queue.
+//! - `dim`: Linux 6.x `net_dim`, the adaptive moderation mlx5 runs by default (modern profile).
 //! - `itr`: the interrupt throttle rate per vector, fixed or ixgbe 3.2's dynamic `ixgbe_set_itr`.
+//! - `rsc`: the 82599's receive-side coalescing (ixgbe 3.2's default): in-order TCP frames of a
+//!   flow joined into one aggregate of at most 16 descriptors before the driver sees them.
 
+pub mod dim;
 pub mod fdir;
 pub mod itr;
 pub mod nic;
+pub mod rsc;
 pub mod txring;
 
 use crate::config::HostConfig;
 use crate::config::{ItrMode, NicConfig};
 use crate::drivers::net::fdir::Fdir;
+use crate::drivers::net::dim::NetDim;
 use crate::drivers::net::itr::DynItr;
+use crate::drivers::net::rsc::Rsc;
+use crate::net::core::gro::GroList;
 use crate::drivers::net::txring::TxQueue;
 use crate::kernel::irq::route::IrqRouter;
 use crate::types::{PktId, NONE};
@@ -49,6 +57,32 @@ pub struct NicQueue {
     pub itr_ns: u64,
     /// `nic.itr_mode = "ixgbe_dynamic"`: the vector's dynamic ITR state (`itr.rs`).
     pub dyn_itr: Option<DynItr>,
+    /// `nic.itr_mode = "net_dim_*"`: the queue's `struct dim` (`dim.rs`) and its counters
+    /// (interrupts, packets, bytes received).
+    pub net_dim: Option<Box<NetDimQ>>,
+    /// `nic.gro`: the NAPI instance's GRO list (`net/core/gro.rs`).
+    pub gro: Option<GroList>,
+    /// Aggregates GRO has completed and the poll has yet to pass up (first packets, in order).
+    pub gro_up: std::collections::VecDeque<PktId>,
+    /// `nic.rsc_max_desc > 0`: the queue's open RSC aggregates (`rsc.rs`).
+    pub rsc: Option<Rsc>,
+    /// Descriptors held by frames that joined an RSC aggregate (in the ring's occupancy, not
+    /// in `ring`).
+    pub rsc_desc: u32,
+}
+
+/// A queue's `net_dim` state with the counters it samples.
+pub struct NetDimQ {
+    pub dim: NetDim,
+    pub events: u32,
+    pub pkts: u64,
+    pub bytes: u64,
+}
+
+impl NetDimQ {
+    pub fn new(cqe_mode: bool) -> NetDimQ {
+        NetDimQ { dim: NetDim::new(cqe_mode), events: 0, pkts: 0, bytes: 0 }
+    }
 }
 
 pub struct Nic {
@@ -105,8 +139,18 @@ impl NetDevs {
                         ItrMode::Fixed if n.itr_ints_per_s > 0 => 1_000_000_000 / u64::from(n.itr_ints_per_s),
                         ItrMode::Fixed => 0,
                         ItrMode::IxgbeDynamic => DynItr::default().interval_ns(),
+                        ItrMode::NetDimCqe | ItrMode::NetDimEqe => 0,
                     },
                     dyn_itr: (n.itr_mode == ItrMode::IxgbeDynamic).then(DynItr::default),
+                    net_dim: match n.itr_mode {
+                        ItrMode::NetDimCqe => Some(Box::new(NetDimQ::new(true))),
+                        ItrMode::NetDimEqe => Some(Box::new(NetDimQ::new(false))),
+                        _ => None,
+                    },
+                    gro: n.gro.then(GroList::default),
+                    gro_up: std::collections::VecDeque::new(),
+                    rsc: (n.rsc_max_desc > 0).then(|| Rsc::new(n.rsc_max_desc)),
+                    rsc_desc: 0,
                 });
             }
             nics.push(Nic {

@@ -2,6 +2,7 @@
 //! interrupt subject to moderation and the IRQ routing policy; the driver's interrupt handler
 //! then hands them to the receive path (`net/core/rx.rs`).
 
+use crate::drivers::net::rsc::RscArrive;
 use crate::kernel::cpu::{Napi, Work};
 use crate::sim::*;
 use crate::types::*;
@@ -23,9 +24,24 @@ impl Host {
             }
         }
         let nq = &mut self.dev.queues[q];
-        if nq.ring.len() >= nq.ring_max as usize {
+        if nq.ring.len() + nq.rsc_desc as usize >= nq.ring_max as usize {
             self.drop_pkt(pkt, DropPlace::NicRing);
             return;
+        }
+        if let Some(r) = &mut nq.rsc {
+            let p = &self.skb.pkts[pkt as usize];
+            if p.tcp {
+                // RSC (`rsc.rs`): a data segment without SYN/FIN may join its flow's open aggregate.
+                let t = &self.skb.pkts_tcp[pkt as usize];
+                let eligible = t.ack.is_none() && t.flags == 0;
+                if r.arrive(pkt, (p.src, p.flow), p.seq, p.bytes, eligible, &mut self.skb.frag_next) == RscArrive::Joined {
+                    nq.rsc_desc += 1;
+                    self.stats.rsc_joined += 1;
+                    nq.since_irq += 1;
+                    self.maybe_interrupt(q);
+                    return;
+                }
+            }
         }
         nq.ring.push_back(pkt);
         nq.since_irq += 1;
@@ -61,6 +77,24 @@ impl Host {
         if !nq.irq_enabled || nq.irq_active {
             return;
         }
+        if let Some(d) = &nq.net_dim {
+            // net_dim's (usec, pkts) (`dim.rs`): an interrupt at `pkts` pending completions or
+            // when the timer runs out; in CQE mode each new completion restarts the timer, in
+            // EQE mode it runs from the previous interrupt.
+            let (usec, pkts) = d.dim.moderation();
+            let period = Time::from_us(u64::from(usec));
+            if nq.since_irq >= pkts || (!d.dim.cqe_mode && self.now >= nq.last_irq + period) {
+                nq.coalesce.cancel();
+                self.nic_raise(q);
+                return;
+            }
+            let at = if d.dim.cqe_mode { self.now + period } else { nq.last_irq + period };
+            if d.dim.cqe_mode || !nq.coalesce.is_armed() {
+                let gen = nq.coalesce.arm();
+                self.q.schedule(at, Ev::Coalesce { q: q as u32, gen });
+            }
+            return;
+        }
         if nq.itr_ns > 0 {
             let earliest = nq.last_irq + Time(nq.itr_ns);
             if self.now < earliest {
@@ -90,6 +124,12 @@ impl Host {
         }
         nq.irq_active = true;
         nq.since_irq = 0;
+        if let Some(r) = &mut nq.rsc {
+            r.close_all(); // the interrupt reports the open aggregates (`rsc.rs`)
+        }
+        if let Some(d) = &mut nq.net_dim {
+            d.events = d.events.wrapping_add(1); // mlx5e_completion_event: `cq->event_ctr++`
+        }
         nq.last_irq = self.now;
         nq.coalesce.cancel();
         let cpu = self.route_irq(q);

@@ -154,6 +154,8 @@ mod tests {
             balance_irq_interval_us: None,
             fdir_atr_sample_rate: 0,
             itr_mode: Default::default(),
+            gro: false,
+            rsc_max_desc: 0,
         }
     }
 

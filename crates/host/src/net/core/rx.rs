@@ -227,26 +227,76 @@ impl Host {
     }
 
     /// Protocol cost of a packet (IP + UDP/TCP input, checksum, wake-up, ACK; or IP forwarding
-    /// and the driver's transmit).
+    /// and the driver's transmit). A GRO/RSC aggregate (`net/core/gro.rs`) is one skb: IP and TCP
+    /// input, the wake-up and the ACK once (what GRO saves), the per-byte work for all its bytes.
     pub fn proto_cost(&self, pkt: PktId) -> u64 {
         let c = &self.cfg.profile.costs;
         let p = &self.skb.pkts[pkt as usize];
         if p.fwd != NONE {
             return self.forward_cost();
         }
+        let agg = self.skb.has_frags(pkt);
+        let bytes = if agg { self.skb.agg_size(pkt).0 } else { p.bytes };
         let mut cost = if p.tcp { c.tcp_rx_ns } else { c.ip_udp_rx_ns };
-        cost += round_u64(f64::from(p.bytes) * c.rx_per_byte_ns);
+        cost += round_u64(f64::from(bytes) * c.rx_per_byte_ns);
         let s = self.net.port_sock[p.dst_port as usize];
         if s != NONE {
             let sock = &self.net.socks[s as usize];
             if !sock.waiters.is_empty() {
                 cost += c.wakeup_ns;
             }
-            if sock.tcp && self.tcp_will_ack(s as usize, pkt) {
+            if sock.tcp && (agg || self.tcp_will_ack(s as usize, pkt)) {
                 cost += c.tcp_ack_send_ns + c.driver_tx_frame_ns;
             }
         }
         cost
+    }
+
+    /// The NAPI poll hands skb `pkt` (a frame, or an aggregate's first packet) up the stack
+    /// (`netif_receive_skb`): to a backlog under RPS/RFS, else protocol processing here; one
+    /// unit, `driver` ns of the driver's work included.
+    fn napi_pass_up(&mut self, cpu: usize, pkt: PktId, driver: u64) {
+        // Without RPS the packet stays here (its rx_cpu is set below), as
+        // `rps_extra_cost_to` would say after storing NONE.
+        let (extra, rx_cpu) = if self.cfg.kernel.rps {
+            let extra = self.rps_steer(cpu, pkt);
+            (extra, self.skb.pkts[pkt as usize].rx_cpu)
+        } else {
+            (0, NONE)
+        };
+        if rx_cpu != NONE {
+            // enqueue_to_backlog runs here, in the poll: the enqueuing CPU's check
+            // and the target policy's enqueue work are charged to this unit.
+            let backlog = self.backlog_limit_cost(cpu, rx_cpu as usize) + self.backlog_enqueue_cost(rx_cpu as usize);
+            let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + backlog;
+            self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
+        } else {
+            self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
+            let cost = driver + self.proto_begin(pkt);
+            self.next_unit(cpu, Work::Poll { pkt, proto: true }, CpuState::Softirq, cost);
+        }
+    }
+
+    /// The segment GRO sees in frame `pkt`, None if GRO does not take it (not TCP data for a
+    /// local TCP socket: UDP, pure ACKs, forwarded packets; `net/core/gro.rs`).
+    fn gro_seg(&self, pkt: PktId) -> Option<crate::net::core::gro::GroSeg> {
+        let p = &self.skb.pkts[pkt as usize];
+        if !p.tcp || p.fwd != NONE || p.bytes == 0 {
+            return None;
+        }
+        let t = &self.skb.pkts_tcp[pkt as usize];
+        let s = self.net.port_sock[p.dst_port as usize];
+        if t.ack.is_some() || s == NONE || !self.net.socks[s as usize].tcp {
+            return None;
+        }
+        Some(crate::net::core::gro::GroSeg {
+            pkt,
+            key: (p.src, p.flow),
+            seq: p.seq,
+            len: p.bytes,
+            flush_flag: t.flags != 0,
+            chained: self.skb.has_frags(pkt),
+        })
     }
 
     /// `net_rx_action`: the next unit of this pass, or the end of the pass.
@@ -259,6 +309,14 @@ impl Host {
             let Some(&napi) = c.poll_list.front() else {
                 return self.softirq_end(cpu);
             };
+            if let Napi::Queue(q) = napi {
+                if let Some(head) = self.dev.queues[q as usize].gro_up.pop_front() {
+                    // An aggregate GRO completed (`napi_gro_complete` → `netif_receive_skb`),
+                    // within the driver's call for the frame that completed it: no budget of
+                    // its own, before any check of the pass's limits.
+                    return self.napi_pass_up(cpu, head, 0);
+                }
+            }
             if c.sirq_budget == 0 || self.now.since(c.sirq_pass_start) >= time_max {
                 c.softirq_pending = true; // `softnet_break`: re-raise
                 return self.softirq_end(cpu);
@@ -274,6 +332,7 @@ impl Host {
                 }
                 continue;
             }
+            let c = &mut self.cpus[cpu];
             match napi {
                 Napi::Queue(q) => {
                     // `ixgbe_poll`: the vector's TX ring first, outside the RX budget (`net/core/tx.rs`).
@@ -284,6 +343,18 @@ impl Host {
                         }
                     }
                     let Some(pkt) = self.dev.queues[q as usize].ring.pop_front() else {
+                        let nq = &mut self.dev.queues[q as usize];
+                        if let Some(g) = &mut nq.gro {
+                            if !g.is_empty() {
+                                // napi_complete → napi_gro_flush: every held aggregate goes up
+                                // first (newest first), then the instance completes.
+                                let mut up = Vec::new();
+                                g.flush(&mut up);
+                                self.stats.gro_aggregates += up.len() as u64;
+                                nq.gro_up.extend(up);
+                                continue;
+                            }
+                        }
                         // napi_complete: off the list, interrupts back on; TX frames completed
                         // since the clean-up are a pending cause. The re-enabled vector may
                         // assert at once (ITR interval already over), but the interrupt reaches
@@ -303,6 +374,11 @@ impl Host {
                                 nq.itr_ns = d.interval_ns();
                             }
                         }
+                        if let Some(d) = &mut nq.net_dim {
+                            // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
+                            let s = crate::drivers::net::dim::Sample { time_ns: self.now.ns(), events: d.events, pkts: d.pkts, bytes: d.bytes };
+                            d.dim.sample(s);
+                        }
                         if nq.tx.has_done(self.now) {
                             self.q.schedule(self.now, Ev::TxIrq { q });
                         }
@@ -311,13 +387,34 @@ impl Host {
                     let c = &mut self.cpus[cpu];
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
-                    if let Some(d) = &mut self.dev.queues[q as usize].dyn_itr {
+                    let nq = &mut self.dev.queues[q as usize];
+                    if let Some(r) = &mut nq.rsc {
+                        // The driver reads an RSC aggregate: it closes; its other descriptors
+                        // are freed with it (`drivers/net/rsc.rs`).
+                        r.close_head(pkt);
+                        if self.skb.has_frags(pkt) {
+                            nq.rsc_desc -= self.skb.agg_size(pkt).1 - 1;
+                        }
+                    }
+                    if let Some(d) = &mut nq.dyn_itr {
                         // ixgbe_clean_rx_irq's `total_rx_bytes += skb->len` (IP packet: payload + headers).
                         let p = &self.skb.pkts[pkt as usize];
-                        d.rx.total_bytes += u64::from(p.bytes) + if p.tcp { 40 } else { 28 };
+                        let bytes = if nq.rsc.is_some() { self.skb.agg_size(pkt).0 } else { p.bytes };
+                        d.rx.total_bytes += u64::from(bytes) + if p.tcp { 40 } else { 28 };
                         d.rx.total_packets += 1;
                     }
+                    if let Some(d) = &mut nq.net_dim {
+                        // The RQ's `stats->packets` and `stats->bytes` (IP packet length here).
+                        let p = &self.skb.pkts[pkt as usize];
+                        d.pkts += 1;
+                        d.bytes += u64::from(p.bytes) + if p.tcp { 40 } else { 28 };
+                    }
                     let mut driver = self.cfg.profile.costs.driver_rx_frame_ns;
+                    if nq.rsc.is_some() && self.skb.has_frags(pkt) {
+                        // Each descriptor of an RSC aggregate is the driver's work (unmap, page
+                        // reference, frag append); only the layers above see one skb.
+                        driver *= u64::from(self.skb.agg_size(pkt).1);
+                    }
                     if self.mech.xdp.attached() {
                         // The program runs on the frame before anything else sees it.
                         driver += self.cfg.profile.mechanisms.xdp_run_ns;
@@ -327,26 +424,24 @@ impl Host {
                             return;
                         }
                     }
-                    // Without RPS the packet stays here (its rx_cpu is set below), as
-                    // `rps_extra_cost_to` would say after storing NONE.
-                    let (extra, rx_cpu) = if self.cfg.kernel.rps {
-                        let extra = self.rps_steer(cpu, pkt);
-                        (extra, self.skb.pkts[pkt as usize].rx_cpu)
-                    } else {
-                        (0, NONE)
-                    };
-                    if rx_cpu != NONE {
-                        // enqueue_to_backlog runs here, in the poll: the enqueuing CPU's check
-                        // and the target policy's enqueue work are charged to this unit.
-                        let backlog = self.backlog_limit_cost(cpu, rx_cpu as usize) + self.backlog_enqueue_cost(rx_cpu as usize);
-                        let cost = driver + self.cfg.profile.costs.netif_rx_ns + extra + backlog;
-                        self.next_unit(cpu, Work::Poll { pkt, proto: false }, CpuState::Softirq, cost);
-                    } else {
-                        self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
-                        let cost = driver + self.proto_begin(pkt);
-                        self.next_unit(cpu, Work::Poll { pkt, proto: true }, CpuState::Softirq, cost);
+                    if self.dev.queues[q as usize].gro.is_some() {
+                        if let Some(seg) = self.gro_seg(pkt) {
+                            // napi_gro_receive: the driver's work now; what GRO completes goes
+                            // up in the following units (`gro_up`).
+                            let mut up = Vec::new();
+                            let nq = &mut self.dev.queues[q as usize];
+                            let g = nq.gro.as_mut().expect("checked above");
+                            let r = g.receive(seg, &mut self.skb.frag_next, &mut up);
+                            if r == crate::net::core::gro::GroResult::Merged {
+                                self.stats.gro_merged += 1;
+                            }
+                            self.stats.gro_aggregates += up.len() as u64;
+                            nq.gro_up.extend(up);
+                            self.next_unit(cpu, Work::GroRx, CpuState::Softirq, driver);
+                            return;
+                        }
                     }
-                    return;
+                    return self.napi_pass_up(cpu, pkt, driver);
                 }
                 Napi::Backlog => {
                     let Some(pkt) = self.cpus[cpu].backlog.dequeue() else {

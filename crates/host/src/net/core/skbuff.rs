@@ -54,11 +54,14 @@ pub struct PacketSlab {
     /// TCP fields of the TCP packets of `pkts`, same index (`PacketTcp`).
     pub pkts_tcp: Vec<PacketTcp>,
     pub free_pkts: Vec<PktId>,
+    /// GRO and RSC aggregates (`net/core/gro.rs`): the packet linked behind each packet of an
+    /// aggregate (NONE at its end), by packet id. Empty when neither is on.
+    pub frag_next: Vec<PktId>,
 }
 
 impl PacketSlab {
     pub fn new() -> PacketSlab {
-        PacketSlab { pkts: Vec::with_capacity(4096), pkts_tcp: Vec::new(), free_pkts: Vec::with_capacity(4096) }
+        PacketSlab { pkts: Vec::with_capacity(4096), pkts_tcp: Vec::new(), free_pkts: Vec::with_capacity(4096), frag_next: Vec::new() }
     }
 }
 
@@ -98,6 +101,17 @@ impl PacketSlab {
         debug_assert!(self.pkts[id as usize].live, "double free of packet {id}");
         self.pkts[id as usize].live = false;
         self.free_pkts.push(id);
+    }
+
+    /// The packets after `head` in its aggregate (none without GRO/RSC).
+    #[inline]
+    pub fn has_frags(&self, head: PktId) -> bool {
+        self.frag_next.get(head as usize).is_some_and(|&n| n != NONE)
+    }
+
+    /// Payload bytes and segments of the aggregate starting at `head`.
+    pub fn agg_size(&self, head: PktId) -> (u32, u32) {
+        crate::net::core::gro::chain(&self.frag_next, head).fold((0, 0), |(b, n), p| (b + self.pkts[p as usize].bytes, n + 1))
     }
 
     pub fn in_flight(&self) -> u64 {

@@ -25,8 +25,30 @@ impl Host {
     }
 
     /// Softirq protocol processing finished for `pkt` on `cpu`: queue it on its socket (or,
-    /// for an ACK to a sending connection, let the sending TCP act on it).
+    /// for an ACK to a sending connection, let the sending TCP act on it). A GRO or RSC aggregate
+    /// (`net/core/gro.rs`) is one skb to TCP: its segments are queued in order and acknowledged
+    /// once, after the last (3.2 `tcp_rcv_established` on an skb of several MSS:
+    /// `__tcp_ack_snd_check` sees more than `rcv_mss` unacknowledged and ACKs at once).
+    #[inline]
     pub fn protocol_deliver(&mut self, cpu: usize, pkt: PktId) {
+        // A prequeued aggregate goes to the prequeue whole (its reader delivers it later).
+        if !self.skb.has_frags(pkt) || self.skb.pkts_tcp[pkt as usize].flags & FLAG_PREQUEUED != 0 {
+            return self.protocol_deliver_one(cpu, pkt);
+        }
+        let mut p = pkt;
+        self.net.agg_defer_ack = true;
+        while p != NONE {
+            let next = self.skb.frag_next[p as usize];
+            self.skb.frag_next[p as usize] = NONE;
+            if next == NONE {
+                self.net.agg_defer_ack = false;
+            }
+            self.protocol_deliver_one(cpu, p);
+            p = next;
+        }
+    }
+
+    fn protocol_deliver_one(&mut self, cpu: usize, pkt: PktId) {
         if let Some(conn) = self.tcp_ack_conn(pkt) {
             return self.tcp_ack_done(cpu, pkt, conn);
         }
@@ -111,7 +133,9 @@ impl Host {
                     st.rcv_nxt += u64::from(p.bytes);
                 }
             }
-            if st.unacked_segs >= 2 || had_ooo {
+            if self.net.agg_defer_ack {
+                // Within an aggregate: the last segment decides.
+            } else if st.unacked_segs >= 2 || had_ooo {
                 st.unacked_segs = 0;
                 let ack = st.rcv_nxt;
                 let win = self.tcp_ack_window(s, src, flow);

@@ -64,7 +64,13 @@ impl Host {
     /// queued segment wakes it; over the receive buffer, everything queued is processed here.
     pub fn tcp_prequeue(&mut self, cpu: usize, pkt: PktId, s: usize) {
         self.skb.pkts_tcp[pkt as usize].flags &= !FLAG_PREQUEUED;
-        let truesize = self.skb.pkts[pkt as usize].bytes + self.cfg.kernel.skb_overhead_bytes;
+        // A GRO/RSC aggregate counts with all its segments' bytes.
+        let truesize = if self.skb.has_frags(pkt) {
+            let (bytes, segs) = self.skb.agg_size(pkt);
+            bytes + segs * self.cfg.kernel.skb_overhead_bytes
+        } else {
+            self.skb.pkts[pkt as usize].bytes + self.cfg.kernel.skb_overhead_bytes
+        };
         let sock = &mut self.net.socks[s];
         sock.prequeue.push_back(pkt);
         sock.prequeue_mem += truesize;
@@ -92,7 +98,8 @@ impl Host {
         self.net.socks[s].prequeue_mem = 0;
         while let Some(pkt) = self.net.socks[s].prequeue.pop_front() {
             cost += seg;
-            if self.tcp_will_ack(s, pkt) {
+            // A GRO/RSC aggregate of several segments is acknowledged at once (`input.rs`).
+            if self.skb.has_frags(pkt) || self.tcp_will_ack(s, pkt) {
                 cost += ack;
             }
             self.protocol_deliver(cpu, pkt);
