@@ -15,7 +15,7 @@
 //!   metric a claim or an alias names must be among them. `hostsim check`, `sweep`,
 //!   `reproduce` and Python's `sweep` do this before simulating.
 
-use crate::expect::{Cond, Expect, Reduce, Selector};
+use crate::expect::{extended_selection, Cond, Expect, Reduce, Selector};
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
 use std::collections::BTreeSet;
@@ -36,11 +36,7 @@ struct Side<'a> {
 
 impl Side<'_> {
     fn extended(&self) -> bool {
-        !self.variants.is_empty()
-            || !self.conds.is_empty()
-            || self.x.is_some()
-            || self.across.is_some()
-            || matches!(self.reduce, Some(Reduce::LinearR2 | Reduce::OriginR2 | Reduce::Spread))
+        extended_selection(self.variants, self.conds, self.x.is_some(), self.across.is_some(), self.reduce)
     }
 
     fn key(&self, k: &str) -> Vec<Seg> {

@@ -425,13 +425,26 @@ fn cond_holds(a: f64, op: Op, b: f64) -> bool {
     }
 }
 
+/// Whether a claim side needs more than one row per seed (several variants, conditions, an x
+/// axis, a reduction across values or a fit): the rule `Selector::select` and the form checks of
+/// `claims.rs` share.
+pub(crate) fn extended_selection(
+    variants: &[String],
+    conds: &[Cond],
+    has_x: bool,
+    has_across: bool,
+    reduce: Option<Reduce>,
+) -> bool {
+    !variants.is_empty()
+        || !conds.is_empty()
+        || has_x
+        || has_across
+        || matches!(reduce, Some(Reduce::LinearR2 | Reduce::OriginR2 | Reduce::Spread))
+}
+
 impl Selector {
     fn extended(&self) -> bool {
-        !self.variants.is_empty()
-            || !self.conds.is_empty()
-            || self.x.is_some()
-            || self.across.is_some()
-            || matches!(self.reduce, Some(Reduce::LinearR2 | Reduce::OriginR2 | Reduce::Spread))
+        extended_selection(&self.variants, &self.conds, self.x.is_some(), self.across.is_some(), self.reduce)
     }
 
     /// The value of this side within one seed's rows.
