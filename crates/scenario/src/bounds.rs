@@ -427,7 +427,7 @@ pub fn fmt_int(i: i64) -> String {
     }
     let mut out = String::new();
     for (n, c) in digits.chars().enumerate() {
-        if n > 0 && (digits.len() - n) % 3 == 0 {
+        if n > 0 && (digits.len() - n).is_multiple_of(3) {
             out.push('_');
         }
         out.push(c);

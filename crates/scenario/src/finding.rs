@@ -116,7 +116,7 @@ pub fn fmt_num(v: f64, digits: usize) -> String {
         let s = n.unsigned_abs().to_string();
         let mut grouped = String::new();
         for (k, c) in s.chars().enumerate() {
-            if k > 0 && (s.len() - k) % 3 == 0 {
+            if k > 0 && (s.len() - k).is_multiple_of(3) {
                 grouped.push(',');
             }
             grouped.push(c);
@@ -233,10 +233,8 @@ pub fn sentences(text: &str) -> usize {
         let mut next = next.peekable();
         match next.next() {
             None => n += 1,
-            Some(c) if c.is_whitespace() => {
-                if next.find(|c| !c.is_whitespace()).is_some_and(|c| c.is_uppercase()) {
-                    n += 1;
-                }
+            Some(c) if c.is_whitespace() && next.find(|c| !c.is_whitespace()).is_some_and(|c| c.is_uppercase()) => {
+                n += 1
             }
             _ => {}
         }

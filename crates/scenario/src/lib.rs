@@ -853,6 +853,9 @@ fn to_config(path: &Path, f: &File, profiles: &ProfileCache) -> Result<HostConfi
     Ok(cfg)
 }
 
+/// One run's variant, sweep point (key, value pairs) and seed, as [`Scenario::run_at`] gives them.
+pub type RunAt<'a> = (Option<&'a str>, Vec<(String, Value)>, u64);
+
 impl Scenario {
     /// A warning when the scenario's calibration overlay exists but has no value for some of its
     /// declared `[[calibrate]]` parameters (added or renamed since the fit): those keep the
@@ -972,7 +975,7 @@ impl Scenario {
 
     /// The variant, sweep point and seed of the `index`th run in [`Scenario::runs`]' order,
     /// without building every run's configuration.
-    pub fn run_at(&self, index: usize) -> Option<(Option<&str>, Vec<(String, Value)>, u64)> {
+    pub fn run_at(&self, index: usize) -> Option<RunAt<'_>> {
         if index >= self.run_count() {
             return None;
         }

@@ -776,7 +776,7 @@ mod tests {
         out.clear();
         o.wake(Time(10_000_000), &mut rng, &mut out);
         let sent: u32 = out.iter().map(|e| e.payload_bytes).sum();
-        assert!(sent <= 4000 && sent >= 2920, "window-limited: {sent}");
+        assert!((2920..=4000).contains(&sent), "window-limited: {sent}");
         out.clear();
         o.feedback(Time(11_000_000), Feedback::Ack { flow: 3, ack: u64::from(sent), win: u32::MAX }, &mut out);
         let more: u32 = out.iter().map(|e| e.payload_bytes).sum();

@@ -536,7 +536,7 @@ impl Source {
             }
             Feedback::Ack { flow, ack, win } if self.cfg.sender.is_some() => self.cc_ack(now_ns, flow, ack, win, out),
             Feedback::Ack { flow, ack, .. } => {
-                let Some(fl) = self.tcp.get_mut(flow as usize) else { return None };
+                let fl = self.tcp.get_mut(flow as usize)?;
                 if ack > fl.acked {
                     if now_ns < self.cfg.stop_ns {
                         // Goodput counts what is acknowledged while the source is sending.
@@ -596,7 +596,7 @@ impl Source {
     fn cc_ack(&mut self, now_ns: u64, flow: u32, ack: u64, win: u32, out: &mut Vec<Emit>) -> Option<Time> {
         let cap = u64::from(self.cfg.window_bytes);
         let f = flow as usize;
-        let Some(fl) = self.cc.get_mut(f) else { return None };
+        let fl = self.cc.get_mut(f)?;
         let win = if win == u32::MAX { u64::MAX } else { u64::from(win) };
         let e = fl.snd.on_ack(Time(now_ns), ack, win.min(cap));
         if e.acked > 0 {
@@ -770,7 +770,7 @@ mod tests {
         let mut out = Vec::new();
         s.wake(Time(0), &mut r, &mut out);
         let sent: u32 = out.iter().map(|e| e.payload_bytes).sum();
-        assert!(sent <= 4096 && sent >= 4000, "sent {sent}");
+        assert!((4000..=4096).contains(&sent), "sent {sent}");
         out.clear();
         s.feedback(Time(10), Feedback::Ack { flow: 0, ack: 2000, win: u32::MAX }, &mut out);
         assert_eq!(out.len(), 2);

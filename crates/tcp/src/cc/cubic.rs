@@ -130,7 +130,7 @@ impl Cubic {
         if self.hz >= 1000 {
             (u64::from(self.jiffies(now)) * 1000 / u64::from(self.hz)) as u32
         } else {
-            (3300_000 + now.ns() / 1_000_000) as u32
+            (3_300_000 + now.ns() / 1_000_000) as u32
         }
     }
 
@@ -185,7 +185,7 @@ impl Cubic {
         let dmin_j = (u64::from(self.delay_min >> 3) * u64::from(self.hz)).div_ceil(1000) as u32;
         let t = ((ts.wrapping_add(dmin_j).wrapping_sub(self.epoch_start) as u64) << BICTCP_HZ) / u64::from(self.hz);
         let t = t as u32;
-        let offs = u64::from(if t < self.bic_k { self.bic_k - t } else { t - self.bic_k });
+        let offs = u64::from(self.bic_k.abs_diff(t));
         let delta = ((CUBE_RTT_SCALE * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)) as u32;
         let bic_target =
             if t < self.bic_k { self.bic_origin_point.wrapping_sub(delta) } else { self.bic_origin_point.wrapping_add(delta) };
