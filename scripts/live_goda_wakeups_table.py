@@ -27,6 +27,8 @@ COLS = [
     ("unintended_fraction", "unintended_fraction", "{:.3f}"),
     ("settle_mean", "settle_mean", "{:.2f}"),
     ("settle_max", "settle_max", "{:.0f}"),
+    ("wakeup_wait_us_p50", "wait p50 us", "{:.0f}"),
+    ("wakeup_wait_us_p90", "wait p90 us", "{:.0f}"),
     ("reader_rx_mbps", "rx Mbit/s", "{:,.0f}"),
     ("loadavg_1m", "load avg", "{:.1f}"),
 ]

@@ -73,7 +73,7 @@ fn num(r: &BTreeMap<String, String>, k: &str) -> f64 {
     r.get(k).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
 
-/// Start a run; wait until its ledger holds the three tracepoint links (setup done).
+/// Start a run; wait until its ledger holds the four tracepoint links (setup done).
 fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
     let mut cmd = hostsim();
     cmd.args(["live", "goda-wakeups", "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
@@ -93,7 +93,7 @@ fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
     let end = Instant::now() + Duration::from_secs(20);
     loop {
         let e = entries_of(child.id());
-        if e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 3 {
+        if e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 4 {
             return (child, e);
         }
         if let Ok(Some(s)) = child.try_wait() {
@@ -145,7 +145,7 @@ fn a_short_run_records_only_its_own_readers_and_leaves_nothing_behind() {
     }
     assert!(st.success(), "exit {st}");
     let entries = [entries, entries_of(child.id())].concat();
-    assert_eq!(entries.iter().filter(|e| matches!(e, Entry::Link { .. })).count(), 3, "{entries:?}");
+    assert_eq!(entries.iter().filter(|e| matches!(e, Entry::Link { .. })).count(), 4, "{entries:?}");
     assert_undone(&entries, "after a normal exit");
     assert!(entries_of(child.id()).is_empty(), "the ledger file remains");
     let rows = csv_rows(&out.join("results.csv"));

@@ -26,7 +26,7 @@
 //! the bytes received are reported per point.
 //!
 //! **What a run changes, and how it is undone** (all in the run's ledger): two namespaces
-//! `hsl-<pid>-<n>-{cli,srv}` holding the veth pair; three tracepoint programs attached through
+//! `hsl-<pid>-<n>-{cli,srv}` holding the veth pair; four tracepoint programs attached through
 //! bpf_links (they go with the run's descriptors; the ledger records them); the v1 CPU group
 //! of the largest weight holding the workers (removed); the workers (they die with the run and
 //! stop by themselves after their time limit). No sysctl, RPS mask or affinity is written.
@@ -296,7 +296,7 @@ pub fn point_keys(flows: u32, rep: u32) -> Vec<(String, String)> {
 pub fn row_line(flows: u32, rep: u32, m: &BTreeMap<String, f64>) -> String {
     let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
     format!(
-        "rep {rep} flows {flows:>2}: {:>7.0} wake-ups/s (remote {:.2}, in place {:.2}; by sender {:.2} kthread {:.2} idle {:.2})  migrations/s {:>6.0} = wake-up affine {:.0} + other {:.0} + balance {:.0}; unintended {:.0}/s ({:.3}), settle mean {:.2} max {:.0}  rx {:.0} Mbit/s  load {:.2}",
+        "rep {rep} flows {flows:>2}: {:>7.0} wake-ups/s (remote {:.2}, in place {:.2}; by sender {:.2} kthread {:.2} idle {:.2})  migrations/s {:>6.0} = wake-up affine {:.0} + other {:.0} + balance {:.0}; unintended {:.0}/s ({:.3}), settle mean {:.2} max {:.0}  wait p50/p90 {:.0}/{:.0} us  rx {:.0} Mbit/s  load {:.2}",
         g("wakeups_per_s"),
         g("wakeups_remote_frac"),
         g("wakeups_on_rq_frac"),
@@ -311,6 +311,8 @@ pub fn row_line(flows: u32, rep: u32, m: &BTreeMap<String, f64>) -> String {
         g("unintended_fraction"),
         g("settle_mean"),
         g("settle_max"),
+        g("wakeup_wait_us_p50"),
+        g("wakeup_wait_us_p90"),
         g("reader_rx_mbps"),
         g("loadavg_1m"),
     )

@@ -40,6 +40,8 @@ pub enum Kind {
     Waking,
     Wakeup,
     Migrate,
+    /// `sched_switch` to the task.
+    SwitchIn,
 }
 
 /// One record (`struct wake_event` in wake.h).
@@ -77,6 +79,7 @@ impl Event {
             0 => Kind::Waking,
             1 => Kind::Wakeup,
             2 => Kind::Migrate,
+            3 => Kind::SwitchIn,
             _ => return None,
         };
         Some(Event {
@@ -121,6 +124,10 @@ pub struct WakeCounts {
 pub struct Tracker {
     /// pid -> dense index for `MigrationClass` and the open wake-up (waker, prev, flags), if any.
     tasks: BTreeMap<u32, (usize, Option<(usize, usize, u16)>)>,
+    /// pid -> time of its last `sched_wakeup` not yet followed by a switch to it.
+    woken_at: BTreeMap<u32, u64>,
+    /// Waits from `sched_wakeup` to the switch to the task, ns (the window's).
+    pub waits_ns: Vec<u64>,
     class: MigrationClass,
     pub counts: WakeCounts,
 }
@@ -136,13 +143,14 @@ impl Default for Tracker {
 
 impl Tracker {
     pub fn new() -> Tracker {
-        Tracker { tasks: BTreeMap::new(), class: MigrationClass::new(TASKS_MAX), counts: WakeCounts::default() }
+        Tracker { tasks: BTreeMap::new(), woken_at: BTreeMap::new(), waits_ns: Vec::new(), class: MigrationClass::new(TASKS_MAX), counts: WakeCounts::default() }
     }
 
     /// Start counting afresh (end of the warm-up); every task's history is kept, as the model's.
     pub fn reset(&mut self) {
         self.class.reset();
         self.counts = WakeCounts::default();
+        self.waits_ns.clear();
     }
 
     pub fn class_counts(&self) -> &ClassCounts {
@@ -163,8 +171,15 @@ impl Tracker {
     }
 
     pub fn feed(&mut self, e: &Event) {
+        if e.kind == Kind::SwitchIn {
+            if let Some(t) = self.woken_at.remove(&e.pid) {
+                self.waits_ns.push(e.ts_ns.saturating_sub(t));
+            }
+            return;
+        }
         let Some(&mut (idx, ref mut open)) = self.slot(e.pid) else { return };
         match e.kind {
+            Kind::SwitchIn => {}
             Kind::Waking => *open = Some((usize::from(e.cpu), usize::from(e.a), e.b)),
             Kind::Migrate => match *open {
                 Some((_, prev, _)) => {
@@ -204,6 +219,7 @@ impl Tracker {
                         self.counts.migrations_wakeup += 1;
                     }
                     self.class.wakeup(idx as u32, waker, prev, target);
+                    self.woken_at.insert(e.pid, e.ts_ns);
                 }
                 None => self.counts.unpaired += 1,
             },
@@ -230,6 +246,13 @@ impl Tracker {
         m.insert("wakeups_by_kthread_frac".into(), frac(c.wakeups_by_kthread));
         m.insert("wakeups_by_sender_frac".into(), frac(c.wakeups_by_sender));
         m.insert("wakeups_unpaired".into(), c.unpaired as f64);
+        // From sched_wakeup to the switch to the task: how long a woken reader waited queued.
+        let mut w = self.waits_ns.clone();
+        w.sort_unstable();
+        let q = |p: f64| if w.is_empty() { f64::NAN } else { w[((w.len() - 1) as f64 * p).round() as usize] as f64 / 1e3 };
+        m.insert("wakeup_wait_us_p50".into(), q(0.5));
+        m.insert("wakeup_wait_us_p90".into(), q(0.9));
+        m.insert("wakeup_wait_us_mean".into(), if w.is_empty() { f64::NAN } else { w.iter().sum::<u64>() as f64 / w.len() as f64 / 1e3 });
         // Tasks with any event since the tracker was made: the filter's evidence.
         m.insert("tasks_seen".into(), self.tasks.len() as f64);
         m.insert("wakeups_inconsistent".into(), c.inconsistent as f64);
@@ -253,13 +276,14 @@ impl Recorder {
         Ok(Recorder { skel, links: Vec::new() })
     }
 
-    /// Attach the three tracepoints (bpf_links). Returns (tracepoint, program id, link id).
+    /// Attach the four tracepoints (bpf_links). Returns (tracepoint, program id, link id).
     pub fn attach(&mut self) -> Result<Vec<(String, u32, u32)>, Unsupported> {
         let mut out = Vec::new();
         let progs = [
             ("tp_btf/sched_waking", &self.skel.progs.wake_waking),
             ("tp_btf/sched_wakeup", &self.skel.progs.wake_wakeup),
             ("tp_btf/sched_migrate_task", &self.skel.progs.wake_migrate),
+            ("tp_btf/sched_switch", &self.skel.progs.wake_switch),
         ];
         for (name, p) in progs {
             let link = p.attach().map_err(|e| Unsupported(format!("attaching {name}: {e}")))?;
@@ -341,6 +365,17 @@ mod tests {
             t.feed(&ev(pid, Kind::Migrate, waker, prev, target));
         }
         t.feed(&ev(pid, Kind::Wakeup, target, target, 0));
+    }
+
+    #[test]
+    fn the_wait_runs_from_wakeup_to_the_switch_in() {
+        let mut t = Tracker::new();
+        t.feed(&Event { ts_ns: 1_000, pid: 5, kind: Kind::Waking, cpu: 0, a: 0, b: 0 });
+        t.feed(&Event { ts_ns: 2_000, pid: 5, kind: Kind::Wakeup, cpu: 0, a: 0, b: 0 });
+        t.feed(&Event { ts_ns: 52_000, pid: 5, kind: Kind::SwitchIn, cpu: 0, a: 0, b: 0 });
+        t.feed(&Event { ts_ns: 90_000, pid: 5, kind: Kind::SwitchIn, cpu: 0, a: 0, b: 0 }); // a preempted task's return: no wake-up
+        assert_eq!(t.waits_ns, vec![50_000]);
+        assert_eq!(t.metrics(1.0)["wakeup_wait_us_p50"], 50.0);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 #define WAKE_EV_WAKING 0  /* sched_waking: in the waker's context; cpu = the waking CPU, a = task_cpu(p) (prev) */
 #define WAKE_EV_WAKEUP 1  /* sched_wakeup: the task is queued; a = task_cpu(p) (the chosen CPU) */
 #define WAKE_EV_MIGRATE 2 /* sched_migrate_task: a = task_cpu(p) (from), b = dest_cpu (to) */
+#define WAKE_EV_SWITCH_IN 3 /* sched_switch to the task: cpu = a = the CPU it runs on */
 
 /* `b` of WAKE_EV_WAKING: the task's state as try_to_wake_up finds it. */
 #define WAKE_F_ON_RQ 1    /* p->on_rq: still queued, woken in place (ttwu_runnable) */

@@ -131,4 +131,12 @@ int wake_migrate(unsigned long long *ctx)
 	return record((struct task_struct *)ctx[0], WAKE_EV_MIGRATE, (__u16)ctx[1]);
 }
 
+/* TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int
+ * prev_state): the task starts running; with its sched_wakeup, how long it waited queued. */
+SEC("tp_btf/sched_switch")
+int wake_switch(unsigned long long *ctx)
+{
+	return record((struct task_struct *)ctx[2], WAKE_EV_SWITCH_IN, 0);
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
