@@ -1,20 +1,23 @@
 //! Compiles the BPF programs (src/bpf/*.bpf.c) with clang and generates their libbpf-rs
 //! skeletons: the ozaki-pbq XDP program (with its cgroup hooks), the live-frames traffic
-//! generator and tabata-speed's arrival recorder. Needs clang and, for libbpf-sys, libelf and
-//! zlib headers: `scripts/deps.sh` installs them from Debian's packages.
+//! generator, tabata-speed's arrival recorder and goda-wakeups' scheduler tracepoints. Needs
+//! clang and, for libbpf-sys, libelf and zlib headers: `scripts/deps.sh` installs them from
+//! Debian's packages.
 
 use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 use std::process::Command;
 
 /// (source, skeleton file, headers it includes).
-const PROGRAMS: [(&str, &str, &[&str]); 3] = [
+const PROGRAMS: [(&str, &str, &[&str]); 4] = [
     // ozaki-pbq's priority drop (XDP) and its bind/close/connect hooks.
     ("src/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", &["src/bpf/pbq.h"]),
     // The live-frames traffic generator (src/gen.rs).
     ("src/bpf/gen.bpf.c", "gen.skel.rs", &["src/bpf/gen.h"]),
     // tabata-speed's arrival recorder (tcx ingress, src/arrivals.rs).
     ("src/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", &["src/bpf/arrivals.h"]),
+    // goda-wakeups' wake-up recorder (tp_btf sched_waking/sched_wakeup/sched_migrate_task, src/wake.rs).
+    ("src/bpf/wake_tp.bpf.c", "wake_tp.skel.rs", &["src/bpf/wake.h"]),
 ];
 
 fn main() {

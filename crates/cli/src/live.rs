@@ -359,3 +359,74 @@ pub fn kawai_interval(o: &KawaiOptions, out: &Path) -> Result<(), LiveError> {
     progress(format!("{n} points -> {}", out.join("results.csv").display()));
     Ok(())
 }
+
+/// Options of `hostsim live goda-wakeups` (None = the experiment's default).
+#[derive(Clone, Debug, Default)]
+pub struct WakeupsOptions {
+    pub quick: bool,
+    pub reps: Option<u32>,
+    pub flows: Option<Vec<u32>>,
+    pub window_s: Option<f64>,
+    pub warmup_s: Option<f64>,
+    pub rate_mbit: Option<f64>,
+}
+
+/// The configuration a command line asks for; `--quick` is the short run of the tests.
+pub fn wakeups_config(o: &WakeupsOptions) -> Result<hostsim_live::goda_wakeups::WakeupsConfig, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding the hostsim binary: {e}"))?;
+    let mut c = hostsim_live::goda_wakeups::WakeupsConfig::new(exe, vec!["live-worker".into()]);
+    if o.quick {
+        c.flows = vec![2];
+        c.reps = 1;
+        c.warmup_s = 0.5;
+        c.window_s = 1.0;
+    }
+    if let Some(r) = o.reps {
+        c.reps = r.clamp(1, 20);
+    }
+    if let Some(f) = &o.flows {
+        c.flows = f.clone();
+    }
+    if let Some(w) = o.window_s {
+        c.window_s = w;
+    }
+    if let Some(w) = o.warmup_s {
+        c.warmup_s = w;
+    }
+    if let Some(r) = o.rate_mbit {
+        c.rate_mbit = r;
+    }
+    c.check()?;
+    Ok(c)
+}
+
+/// `hostsim live goda-wakeups --out DIR`: the sweep through the live harness (results.csv point
+/// by point, run.json), everything undone at the end.
+pub fn goda_wakeups(o: &WakeupsOptions, out: &Path) -> Result<(), LiveError> {
+    let cfg = wakeups_config(o).map_err(LiveError::Failed)?;
+    let mut run = LiveRun::start("goda-wakeups", out)?;
+    let points = cfg.flows.len() * cfg.reps as usize;
+    run.set_info("points", points.into());
+    run.set_info(
+        "config",
+        serde_json::json!({
+            "flows": cfg.flows, "reps": cfg.reps, "warmup_s": cfg.warmup_s, "window_s": cfg.window_s,
+            "unit_bytes": cfg.unit_bytes, "sndbuf_bytes": cfg.sndbuf_bytes, "cgroup": cfg.cgroup,
+            "rate_mbit": cfg.rate_mbit, "pacing": "SO_MAX_PACING_RATE = rate / flows per sender", "sender_veth": "tso off, gso off",
+            "placement": "senders and readers unpinned on every CPU; no RPS, no RFS",
+        }),
+    );
+    run.progress(format!(
+        "hostsim live goda-wakeups ({}): {points} points of {:.1} s (+{:.1} s warm-up), flows {:?} -> {}",
+        run.name(),
+        cfg.window_s,
+        cfg.warmup_s,
+        cfg.flows,
+        out.join("results.csv").display()
+    ));
+    let outcome = hostsim_live::goda_wakeups::run(&cfg, &mut run);
+    let n = run.points().len();
+    run.finish(outcome)?;
+    progress(format!("{n} points -> {}", out.join("results.csv").display()));
+    Ok(())
+}

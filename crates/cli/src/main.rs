@@ -238,6 +238,33 @@ enum LiveCmd {
         #[arg(long)]
         no_off: bool,
     },
+    /// Paper 001's Fig. 2 on this kernel, without RFS: N bulk TCP senders to N readers over a
+    /// veth, unpinned on every CPU; the readers' wake-ups recorded from the scheduler's
+    /// tracepoints (waking CPU, previous CPU, chosen CPU) and classified as the model's goda-rfs
+    /// metrics. Writes DIR/results.csv (the model's metric names) and DIR/run.json.
+    #[command(name = "goda-wakeups")]
+    GodaWakeups {
+        #[arg(long)]
+        out: PathBuf,
+        /// The short run of the tests: 2 flows, 0.5 s warm-up, 1 s window, once.
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of the whole sweep (default 3).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Flow counts, comma-separated (default 1,2,4,8).
+        #[arg(long, value_delimiter = ',')]
+        flows: Option<Vec<u32>>,
+        /// Measurement window per point, seconds (default 3).
+        #[arg(long)]
+        window_s: Option<f64>,
+        /// Warm-up before each window, seconds (default 1).
+        #[arg(long)]
+        warmup_s: Option<f64>,
+        /// All flows' rate together, Mbit/s (default 400): each sender paces at rate / flows.
+        #[arg(long)]
+        rate_mbit: Option<f64>,
+    },
     /// Paper 004's Figs. 7-10 on this kernel: a real HTTP/1.1 accelerator (listen, I/O and
     /// retrieve threads; the Fig. 5 loop) under open-loop clients with an origin, request rate
     /// swept past saturation, interval control none / static / dynamic, with and without
@@ -409,6 +436,9 @@ enum WorkerCmd {
         start_ns: u64,
         #[arg(long)]
         secs: f64,
+        /// SO_MAX_PACING_RATE, bytes/s (TCP's own pacing; default: none).
+        #[arg(long)]
+        pacing: Option<u64>,
     },
 }
 
@@ -678,6 +708,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 let o = hostsim_cli::live::TabataOptions { quick, reps, speeds_pct: speeds, units_bytes: units, sndbuf_bytes: sndbuf, gate, no_off };
                 live_exit(hostsim_cli::live::tabata_speed(&o, &out))
             }
+            LiveCmd::GodaWakeups { out, quick, reps, flows, window_s, warmup_s, rate_mbit } => {
+                let o = hostsim_cli::live::WakeupsOptions { quick, reps, flows, window_s, warmup_s, rate_mbit };
+                live_exit(hostsim_cli::live::goda_wakeups(&o, &out))
+            }
             LiveCmd::KawaiInterval { out, quick, reps, rates, variants, window_s, conns, origin_conns, no_soak } => {
                 let o = hostsim_cli::live::KawaiOptions { quick, reps, rates_rps: rates, variants, window_s, conns, origin_conns, no_soak };
                 live_exit(hostsim_cli::live::kawai_interval(&o, &out))
@@ -700,8 +734,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
                 }
                 WorkerCmd::TcpSink { port, secs } => hostsim_live::tcp_worker::run_tcp_sink(port, secs),
-                WorkerCmd::TcpSend { dst, port, unit, total, sndbuf, start_ns, secs } => {
-                    let spec = hostsim_live::tcp_worker::SendSpec { dst, port, unit_bytes: unit, total_bytes: total, sndbuf_bytes: sndbuf, start_ns, secs };
+                WorkerCmd::TcpSend { dst, port, unit, total, sndbuf, start_ns, secs, pacing } => {
+                    let spec = hostsim_live::tcp_worker::SendSpec { dst, port, unit_bytes: unit, total_bytes: total, sndbuf_bytes: sndbuf, start_ns, secs, pacing_bytes_per_s: pacing };
                     hostsim_live::tcp_worker::run_tcp_sender(&spec)
                 }
                 WorkerCmd::KawaiAccel { variant, port, origin, origin_port, origin_conns, secs } => {

@@ -68,6 +68,9 @@ pub use metrics::summary::{
 /// also filled from a live run's frames (crates/live/src/tabata.rs), so both use one definition.
 pub use metrics::sink::insert as insert_sink_metrics;
 pub use metrics::trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
+/// Paper 001's wake-up migration classes (unintended ping-pongs, settling): also fed from a live
+/// run's scheduler tracepoints (crates/live/src/wake.rs), so both use one definition.
+pub use metrics::migration_class::{insert as insert_class_metrics, ClassCounts, MigrationClass};
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
 
 use hostsim_engine::TimeSeries;

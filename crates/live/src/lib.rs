@@ -112,6 +112,20 @@
 //! no real-time time, and SCHED_FIFO then fails with EPERM), sized to fit its parent
 //! (`kawai::experiment::rt_budget`) and removed with the group.
 //!
+//! ## `goda-rfs`: wake-ups measured, not changed
+//!
+//! Paper 001's mechanism needs a hook in wake-up placement that this kernel does not offer (no
+//! sched_ext, no kprobes) and RFS, which a global sysctl switches on. What can run is the
+//! measurement its Fig. 2 rests on: for every wake-up of the run's own readers, the waking CPU,
+//! the CPU the reader last ran on and the CPU the kernel chose, from three `tp_btf`
+//! tracepoints, classified by the model's own classifier; see [`goda_wakeups`].
+//!
+//! ```text
+//!   src/bpf/wake_tp.bpf.c    tp_btf sched_waking / sched_wakeup / sched_migrate_task, tgid-filtered
+//!   wake.rs                  load/attach (bpf_links), the tgid filter, pairing into Fig. 2 rows
+//!   goda_wakeups.rs          the experiment: N paced TCP flows into N unpinned readers, a sweep
+//! ```
+//!
 //! ## The mechanism, and where it differs from the PBQs of `crates/host/src/mechanisms/ozaki_pbq/pbq.rs`
 //!
 //! | paper 000 (PBQs in the 2.4 backlog)                         | here (XDP at veth's NAPI poll)                                   |
@@ -157,6 +171,7 @@ pub mod agent;
 pub mod arrivals;
 pub mod cgroup;
 pub mod gen;
+pub mod goda_wakeups;
 pub mod harness;
 pub mod hooks;
 pub mod kawai;
@@ -170,5 +185,6 @@ pub mod signals;
 pub mod sys;
 pub mod tabata;
 pub mod tcp_worker;
+pub mod wake;
 pub mod worker;
 pub mod xdp;

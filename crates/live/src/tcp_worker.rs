@@ -130,10 +130,14 @@ pub struct SendSpec {
     /// CLOCK_MONOTONIC ns of the first write.
     pub start_ns: u64,
     pub secs: f64,
+    /// `SO_MAX_PACING_RATE` (bytes/s): TCP's internal pacing (net/ipv4/tcp_output.c, since
+    /// 4.13 without the fq qdisc) spreads the flow's segments at this rate. None: unpaced.
+    pub pacing_bytes_per_s: Option<u64>,
 }
 
-/// The largest total a sender may be asked for (bytes) and the unit bounds.
-pub const TOTAL_MAX: usize = 1 << 30;
+/// The largest total a sender may be asked for (bytes; goda-wakeups' senders run until their
+/// time limit: 1 TiB is never reached) and the unit bounds.
+pub const TOTAL_MAX: usize = 1 << 40;
 pub const UNIT_MAX: usize = 1 << 20;
 
 /// The sender process.
@@ -154,6 +158,14 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
     // Before connect, so that the window scale the SYN announces and the buffer match.
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, s.sndbuf_bytes, "SO_SNDBUF")?;
     setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1, "TCP_NODELAY")?;
+    if let Some(rate) = s.pacing_bytes_per_s {
+        let v: u64 = rate.max(1);
+        // SAFETY: a u64 option of our socket (the kernel takes u32 or u64 by its length).
+        let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, (&v as *const u64).cast(), std::mem::size_of::<u64>() as u32) };
+        if r < 0 {
+            return Err(last_err("SO_MAX_PACING_RATE"));
+        }
+    }
     let sa = sockaddr(s.dst, s.port);
     // The sink may still be starting: retry for up to 2 s.
     let connect_end = Instant::now() + Duration::from_secs(2);

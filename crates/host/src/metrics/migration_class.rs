@@ -97,6 +97,22 @@ impl MigrationClass {
     }
 }
 
+/// The classes as metrics over a window of `window_s` seconds, `migrations` being every
+/// migration of the window (all causes): the model's summary and the live wake-up recorder
+/// (crates/live/src/wake.rs) both write them with this.
+pub fn insert(m: &mut std::collections::BTreeMap<String, f64>, c: &ClassCounts, migrations: u64, window_s: f64) {
+    m.insert("migrations_wakeup_affine_per_s".into(), c.wakeup_affine as f64 / window_s);
+    m.insert("migrations_wakeup_other_per_s".into(), c.wakeup_other as f64 / window_s);
+    m.insert("migrations_unintended_per_s".into(), c.unintended as f64 / window_s);
+    let frac = if migrations == 0 { 0.0 } else { c.unintended as f64 / migrations as f64 };
+    m.insert("unintended_fraction".into(), frac);
+    m.insert("settle_episodes".into(), c.settle_episodes as f64);
+    // No episode, no mean: NaN (an empty cell), never a made-up 0.
+    let mean = if c.settle_episodes == 0 { f64::NAN } else { c.settle_wakeups_sum as f64 / c.settle_episodes as f64 };
+    m.insert("settle_mean".into(), mean);
+    m.insert("settle_max".into(), c.settle_wakeups_max as f64);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

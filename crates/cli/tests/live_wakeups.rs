@@ -1,0 +1,213 @@
+//! `hostsim live goda-wakeups` on this machine's kernel (needs root, network namespaces and
+//! `tp_btf` tracepoints; elsewhere each test writes why it skips and returns):
+//!
+//! - a short run (`--quick`: 2 flows, 1 s window) records wake-ups of its own readers only (the
+//!   tracker saw at most as many tasks as there are readers, though every other task of the
+//!   machine wakes up too), pairs every one (nothing lost, none inconsistent), and leaves
+//!   nothing of its ledger behind;
+//! - SIGTERM in the middle of a point undoes every entry (namespaces, veth, tracepoint links,
+//!   CPU group) and leaves no worker behind;
+//! - after SIGKILL, `hostsim live clean` removes what remains.
+//!
+//! Every check reads the run's own ledger: a test asserts on what its run made, nothing else.
+//! The tests run one after another (a lock), since they share the machine's two CPUs.
+
+mod common;
+
+use common::exists;
+use hostsim_live::ledger::{self, Entry};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn hostsim() -> Command {
+    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
+}
+
+fn skip(why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
+}
+
+fn can_run() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        skip("needs root");
+        return false;
+    }
+    true
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hostsim-live-gw-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn entries_of(pid: u32) -> Vec<Entry> {
+    let p = format!("hsl-{pid}-");
+    ledger::list()
+        .into_iter()
+        .filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(&p))
+        .flat_map(|f| ledger::read(&f).map(|(_, e)| e).unwrap_or_default())
+        .collect()
+}
+
+fn assert_undone(entries: &[Entry], when: &str) {
+    let left: Vec<String> = entries.iter().filter(|e| exists(e)).map(|e| e.to_string()).collect();
+    assert!(left.is_empty(), "{when}: still there: {left:?}");
+}
+
+fn csv_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let h = r.headers().unwrap().clone();
+    r.records().map(|rec| h.iter().zip(rec.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect()).collect()
+}
+
+fn num(r: &BTreeMap<String, String>, k: &str) -> f64 {
+    r.get(k).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+/// Start a run; wait until its ledger holds the four tracepoint links (setup done).
+fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
+    let mut cmd = hostsim();
+    cmd.args(["live", "goda-wakeups", "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    // The stop signals as a terminal gives them: a test run in the background (`cmd &` in a
+    // script, as CI's) inherits SIGINT ignored, and the run keeps an ignored signal ignored, as
+    // it keeps SIGHUP under nohup.
+    // SAFETY: signal() between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start hostsim live");
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let e = entries_of(child.id());
+        if e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 4 {
+            return (child, e);
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("the run ended before its setup was complete: {s}");
+        }
+        assert!(Instant::now() < end, "no setup in the ledger after 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_exit(child: &mut Child, secs: u64) -> std::process::ExitStatus {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the run did not end within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Processes in the run's CPU group (its readers and senders), read while the run lives.
+fn group_pids(entries: &[Entry]) -> Vec<u32> {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Cgroup { path } => std::fs::read_to_string(path.join("cgroup.procs")).ok(),
+            _ => None,
+        })
+        .flat_map(|t| t.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
+        .collect()
+}
+
+#[test]
+fn a_short_run_records_only_its_own_readers_and_leaves_nothing_behind() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = tmp("quick");
+    let (mut child, entries) = start(&out, &["--quick"]);
+    let st = wait_exit(&mut child, 60);
+    if st.code() == Some(2) {
+        skip("hostsim live goda-wakeups says this machine cannot run it (exit 2)");
+        return;
+    }
+    assert!(st.success(), "exit {st}");
+    let entries = [entries, entries_of(child.id())].concat();
+    assert_eq!(entries.iter().filter(|e| matches!(e, Entry::Link { .. })).count(), 4, "{entries:?}");
+    assert_undone(&entries, "after a normal exit");
+    assert!(entries_of(child.id()).is_empty(), "the ledger file remains");
+    let rows = csv_rows(&out.join("results.csv"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let r = &rows[0];
+    assert_eq!(r["process.reader.instances"], "2");
+    // Only the run's readers: two tasks at most (the filter is their tgids), at least one.
+    let seen = num(r, "tasks_seen");
+    assert!((1.0..=2.0).contains(&seen), "tasks seen {seen}: {r:?}");
+    assert!(num(r, "wakeups_per_s") > 10.0, "{r:?}");
+    assert_eq!(num(r, "recorder_lost"), 0.0);
+    assert_eq!(num(r, "wakeups_inconsistent"), 0.0, "a wake-up's own migration disagreed with its pair: {r:?}");
+    assert!(num(r, "reader_rx_mbps") > 1.0, "{r:?}");
+    // The classes partition the wake-up migrations.
+    let sum = num(r, "migrations_wakeup_affine_per_s") + num(r, "migrations_wakeup_other_per_s");
+    assert!((sum - num(r, "migrations_wakeup_per_s")).abs() < 1e-6, "{r:?}");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["status"], "complete", "{run}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sigterm_mid_point_undoes_everything() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = tmp("term");
+    let (mut child, entries) = start(&out, &["--flows", "2", "--reps", "1", "--window-s", "5"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let workers = group_pids(&entries);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = wait_exit(&mut child, 20);
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM), "exit {st}");
+    let entries = [entries, entries_of(child.id())].concat();
+    assert_undone(&entries, "after SIGTERM");
+    for p in workers {
+        assert!(!hostsim_live::sys::pid_alive(p), "worker {p} outlived the run");
+    }
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert!(run["status"].as_str().unwrap().starts_with("interrupted"), "{run}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_sigkilled_run_is_cleaned_by_live_clean() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = tmp("kill");
+    let (mut child, entries) = start(&out, &["--flows", "2", "--reps", "1", "--window-s", "5"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let _ = child.kill();
+    let _ = child.wait();
+    let entries = [entries, entries_of(child.id())].concat();
+    assert!(entries.iter().any(exists), "SIGKILL left nothing to clean: the test would prove nothing");
+    let o = hostsim().args(["live", "clean"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "live clean: {text} {}", String::from_utf8_lossy(&o.stderr));
+    assert_undone(&entries, "after live clean");
+    assert!(entries_of(child.id()).is_empty());
+    let _ = std::fs::remove_dir_all(&out);
+}
