@@ -356,7 +356,7 @@ impl Host {
                 }
                 // A sample due at this very instant was scheduled after End: take it now.
                 let iv = self.cfg.sample_interval_ns;
-                if self.now.ns() % iv == 0 && self.stats.samples_taken() < self.now.ns() / iv {
+                if self.now.ns().is_multiple_of(iv) && self.stats.samples_taken() < self.now.ns() / iv {
                     self.sample();
                 }
                 self.ended = true;

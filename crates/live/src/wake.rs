@@ -119,11 +119,15 @@ pub struct WakeCounts {
     pub inconsistent: u64,
 }
 
+/// A tracked task: its dense index for `MigrationClass` and its open wake-up (waker CPU,
+/// previous CPU, flags), if any.
+type TaskSlot = (usize, Option<(usize, usize, u16)>);
+
 /// Pairs events per task and classifies each wake-up with the model's [`MigrationClass`].
 #[derive(Clone, Debug)]
 pub struct Tracker {
     /// pid -> dense index for `MigrationClass` and the open wake-up (waker, prev, flags), if any.
-    tasks: BTreeMap<u32, (usize, Option<(usize, usize, u16)>)>,
+    tasks: BTreeMap<u32, TaskSlot>,
     /// pid -> time of its last `sched_wakeup` not yet followed by a switch to it.
     woken_at: BTreeMap<u32, u64>,
     /// Waits from `sched_wakeup` to the switch to the task, ns (the window's).
@@ -162,7 +166,7 @@ impl Tracker {
         self.counts.migrations_wakeup + self.counts.migrations_other
     }
 
-    fn slot(&mut self, pid: u32) -> Option<&mut (usize, Option<(usize, usize, u16)>)> {
+    fn slot(&mut self, pid: u32) -> Option<&mut TaskSlot> {
         let n = self.tasks.len();
         if n >= TASKS_MAX && !self.tasks.contains_key(&pid) {
             return None;

@@ -166,6 +166,7 @@ fn ozaki_pbq_original_without_flood_does_not_migrate_on_wakeups() {
 ///   Package 1 is reached only by the NUMA-level periodic balance (>= 64 ms apart per CPU, hot
 ///   readers only after 3 failed passes), so in this 60 ms window it stays below 15% busy
 ///   while the interrupt CPUs 0-15 are over 50% busy.
+///
 /// 60 ms simulated (20 of warm-up) per era.
 #[test]
 fn modern_64c_linux6_placement_does_not_storm() {

@@ -47,8 +47,8 @@ impl NetStack {
     /// The stack with the sockets the tasks bound (`kernel::task::spawn_tasks`), each given the
     /// priority level of its highest-priority process.
     pub fn new(cfg: &HostConfig, mut socks: Vec<Sock>, port_sock: Vec<u32>, procs: &[Proc], streams: &RngStreams) -> NetStack {
-        for s in 0..socks.len() {
-            socks[s].level = sock_level(procs, s as u32);
+        for (s, sock) in socks.iter_mut().enumerate() {
+            sock.level = sock_level(procs, s as u32);
         }
         NetStack {
             socks,

@@ -134,7 +134,7 @@ pub fn rt_budget(parent_runtime_us: i64, parent_period_us: u64, siblings: &[(i64
     let cap = (RT_SHARE_MAX * f64::from(1u32 << BW_SHIFT)) as u64;
     let free = parent.saturating_sub(used).min(cap);
     // floor(free × period): its own ratio is then at most `free`.
-    let us = (u128::from(free) * u128::from(period_us) >> BW_SHIFT) as u64;
+    let us = ((u128::from(free) * u128::from(period_us)) >> BW_SHIFT) as u64;
     if us == 0 {
         let f = |r: u64| r as f64 / f64::from(1u32 << BW_SHIFT);
         return Err(format!("no real-time budget left under the parent group ({:.3} of each period, siblings use {:.3})", f(parent), f(used)));

@@ -12,6 +12,9 @@ use std::collections::BinaryHeap;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
+/// A response the origin owes: (due ns, fd, the connection's generation, request id, bytes).
+type Due = (u64, RawFd, u32, u64, u32);
+
 /// Descriptors wanted (the accelerator's origin connections, up to 10,000).
 const NOFILE_NEED: u64 = 10_064;
 
@@ -44,8 +47,7 @@ pub fn run(a: &OriginArgs) -> std::io::Result<()> {
     let mut rng = RngStreams::new(a.seed).stream("live/kawai/origin");
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut gens: Vec<u32> = Vec::new();
-    // (due ns, fd, gen, id, bytes)
-    let mut due: BinaryHeap<Reverse<(u64, RawFd, u32, u64, u32)>> = BinaryHeap::new();
+    let mut due: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
     let (mut served, mut errors) = (0u64, 0u64);
     let mut ready = Vec::new();
     let mut buf = vec![0u8; 65536];

@@ -88,7 +88,7 @@ impl TxQueue {
     /// Put a frame of `wire_ns` serialisation time on the ring (a descriptor must be free). The
     /// NIC's wire, next free at `*wire_free`, serialises the frames of all its TX queues in the
     /// order they are handed to it.
-    fn to_ring(&mut self, now: Time, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
+    fn put_on_ring(&mut self, now: Time, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
         debug_assert!(self.ring.len() < self.ring_max as usize);
         let start = now.max(*wire_free);
         let done = start + Time(wire_ns);
@@ -105,7 +105,7 @@ impl TxQueue {
     pub fn xmit(&mut self, now: Time, f: TxFrame, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
         self.frames += 1;
         if self.queue.is_empty() && self.ring.len() < self.ring_max as usize {
-            return self.to_ring(now, wire_ns, bytes, wire_free);
+            return self.put_on_ring(now, wire_ns, bytes, wire_free);
         }
         if self.queue.len() < self.queue_max as usize {
             self.queue.push_back(f);
@@ -149,7 +149,7 @@ impl TxQueue {
 
     /// A frame taken from the queue goes onto the ring.
     pub fn ring_queued(&mut self, now: Time, wire_ns: u64, bytes: u64, wire_free: &mut Time) -> Xmit {
-        self.to_ring(now, wire_ns, bytes, wire_free)
+        self.put_on_ring(now, wire_ns, bytes, wire_free)
     }
 }
 

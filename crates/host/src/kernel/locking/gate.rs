@@ -97,7 +97,9 @@ impl Host {
             let f = *self.cpus[cpu].stack.last().expect("a spinning CPU has a frame");
             let label = self.trace_label(cpu, f.work);
             let now = self.now;
-            self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, CpuState::Spin as u8);
+            if let Some(t) = self.trace.as_mut() {
+                t.begin(cpu, depth, now, label, CpuState::Spin as u8);
+            }
         }
     }
 

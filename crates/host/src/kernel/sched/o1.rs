@@ -84,7 +84,7 @@ impl O1Balance {
     pub fn tick_due(h: &impl BalanceView, cpu_idle: bool) -> Option<bool> {
         let hz = u64::from(h.hz());
         let every = if cpu_idle { (hz / 1000).max(1) } else { (hz / 4).max(1) };
-        (h.jiffies() % every == 0).then_some(cpu_idle)
+        h.jiffies().is_multiple_of(every).then_some(cpu_idle)
     }
 
     /// `load_balance(this_rq, idle)`: the tasks to pull to `this_cpu`, each with its CPU.
@@ -108,7 +108,7 @@ impl O1Balance {
             return Vec::new();
         };
         let mut imbalance = max_load.saturating_sub(nr_running) / 2;
-        if !idle && imbalance < (max_load + 3) / 4 {
+        if !idle && imbalance < max_load.div_ceil(4) {
             return Vec::new();
         }
         if h.nr_running(busiest) <= nr_running + 1 {

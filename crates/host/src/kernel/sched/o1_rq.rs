@@ -94,7 +94,7 @@ pub fn task_interactive(prio: i32, static_prio: i32) -> bool {
 /// `EXPIRED_STARVING(rq)`: the first task put in the expired array (at jiffy `expired_ts`, 0 =
 /// none) has waited `STARVATION_LIMIT × nr_running + 1` jiffies.
 pub fn expired_starving(expired_ts: u64, jiffies: u64, nr_running: usize, hz: u32) -> bool {
-    expired_ts != 0 && jiffies.saturating_sub(expired_ts) >= starvation_limit(hz) * nr_running as u64 + 1
+    expired_ts != 0 && jiffies.saturating_sub(expired_ts) > starvation_limit(hz) * nr_running as u64
 }
 
 /// A normal task's O(1) state (`task_struct` fields `static_prio`, `prio`, `sleep_avg`,

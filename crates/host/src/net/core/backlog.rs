@@ -29,6 +29,9 @@ pub trait BacklogPolicy {
     fn enqueue(&mut self, pkt: PktId, prio: i32) -> Enqueue;
     fn dequeue(&mut self) -> Option<PktId>;
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Is the receive path in its high-load state (2.4 throttle)?
     fn high_load(&self) -> bool {
         false

@@ -58,7 +58,7 @@ impl Host {
         if self.net.rps_cpus.is_empty() {
             return None;
         }
-        Some(self.net.rps_cpus[(u64::from(hash) * self.net.rps_cpus.len() as u64 >> 32) as usize] as usize)
+        Some(self.net.rps_cpus[((u64::from(hash) * self.net.rps_cpus.len() as u64) >> 32) as usize] as usize)
     }
 
     /// Choose the RPS target now (stored in the packet; NONE = here, no backlog) and return the
