@@ -293,6 +293,21 @@ impl Pass {
         counters::add(self.t, Loop::PollReady, n as u64);
         true
     }
+
+    /// The entries this pass's poll() reported, in the list's order; the thread's own eventfd
+    /// (`efd`, its wake-up from the other threads) is drained and left out.
+    fn reported(&self, efd: RawFd) -> impl Iterator<Item = libc::pollfd> + '_ {
+        self.list.iter().copied().filter(move |pf| {
+            if pf.revents == 0 {
+                return false;
+            }
+            if pf.fd == efd {
+                os::drain_eventfd(efd);
+                return false;
+            }
+            true
+        })
+    }
 }
 
 struct Client {
@@ -342,15 +357,7 @@ fn io_thread(sh: &Shared, ctl: Control) -> std::io::Result<()> {
         if !p.poll() {
             continue;
         }
-        for k in 0..p.list.len() {
-            let pf = p.list[k];
-            if pf.revents == 0 {
-                continue;
-            }
-            if pf.fd == sh.efd_io {
-                os::drain_eventfd(sh.efd_io);
-                continue;
-            }
+        for pf in p.reported(sh.efd_io) {
             serve_client(sh, &p.ep, &mut conns, pf, &mut buf)?;
         }
     }
@@ -498,15 +505,7 @@ fn retrieve_thread(sh: &Shared, ctl: Control, fds: Vec<RawFd>) -> std::io::Resul
         if !p.poll() {
             continue;
         }
-        for k in 0..p.list.len() {
-            let pf = p.list[k];
-            if pf.revents == 0 {
-                continue;
-            }
-            if pf.fd == sh.efd_retrieve {
-                os::drain_eventfd(sh.efd_retrieve);
-                continue;
-            }
+        for pf in p.reported(sh.efd_retrieve) {
             let i = by_fd[pf.fd as usize];
             let o = &mut conns[i];
             match os::read(o.fd, &mut buf) {
