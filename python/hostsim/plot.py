@@ -235,13 +235,19 @@ def _measured(ax, m, mx, x, y, vs, colors, label, notes):
         return []
     key = x if x in m else mx
     mv = list(dict.fromkeys(m["variant"])) if "variant" in m else ["base"]
+    # A live sweep with several placements of the receive work (`placement`, hostsim live
+    # ozaki-pbq) is drawn one line per placement, never averaged across them.
+    places = list(dict.fromkeys(m["placement"])) if "placement" in m else [None]
     values, reps = [], 1
-    for v in [v for v in vs if v in mv] or mv:
+    for v, (i, p) in [(v, ip) for v in ([v for v in vs if v in mv] or mv) for ip in enumerate(places)]:
         d = m[m["variant"] == v] if "variant" in m else m
+        d = d[d["placement"] == p] if p is not None else d
+        if d.empty:
+            continue
         g = d.groupby(key, sort=True)
         pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values("x")
-        (line,) = ax.plot(pts["x"].values, pts["mean"].values, ls="--", marker="s", ms=4, color=colors.get(v),
-                          label=f"{label}: {v}")
+        (line,) = ax.plot(pts["x"].values, pts["mean"].values, ls="--", marker="sov^"[i % 4], ms=4, color=colors.get(v),
+                          label=f"{label}: {v}" + (f" ({p})" if p is not None else ""))
         values += [float(z) for z in pts["lo"].values]
         if (g.size() > 1).any():
             reps = max(reps, int(g.size().max()))

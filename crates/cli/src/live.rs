@@ -14,11 +14,15 @@ pub struct OzakiOptions {
     pub rates_pps: Option<Vec<f64>>,
     pub window_s: Option<f64>,
     pub bw_rate_pps: Option<f64>,
-    pub modes: Option<Vec<bool>>,
+    pub variants: Option<Vec<ozaki::Variant>>,
+    /// `--supp-knob affinity|priority|both` (suppress.rs).
+    pub supp_knob: Option<hostsim_live::suppress::Knob>,
     pub placements: Option<Vec<ozaki::RxPlacement>>,
     pub capacity_pps: Option<f64>,
     /// `--ports proc`: the agent's /proc scan instead of the bind hooks.
     pub proc_ports: bool,
+    /// `--rcvbuf BYTES`: the sinks' socket limit (0: the machine's rmem_default).
+    pub rcvbuf_bytes: Option<u32>,
 }
 
 /// The configuration a command line asks for; `--quick` is the short run of the tests (one
@@ -30,6 +34,7 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
         c.rates_pps = vec![400_000.0];
         c.reps = 1;
         c.placements = vec![ozaki::RxPlacement::Rps];
+        c.variants = vec![ozaki::Variant::Off, ozaki::Variant::On];
         c.warmup_s = 0.3;
         c.window_s = 0.6;
     }
@@ -54,8 +59,11 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
         }
         c.bw_rate_pps = b;
     }
-    if let Some(m) = &o.modes {
-        c.modes = m.clone();
+    if let Some(m) = &o.variants {
+        c.variants = m.clone();
+    }
+    if let Some(k) = o.supp_knob {
+        c.supp_knob = k;
     }
     if let Some(p) = &o.placements {
         c.placements = p.clone();
@@ -66,6 +74,12 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
         }
         c.capacity_pps = Some(x);
     }
+    if let Some(b) = o.rcvbuf_bytes {
+        if b > 2 * hostsim_live::worker::RCVBUF_MAX as u32 {
+            return Err(format!("--rcvbuf: expected 0..={} bytes", 2 * hostsim_live::worker::RCVBUF_MAX));
+        }
+        c.rcvbuf_bytes = (b > 0).then_some(b);
+    }
     c.hooks = !o.proc_ports;
     Ok(c)
 }
@@ -75,16 +89,18 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
 pub fn ozaki_pbq(o: &OzakiOptions, out: &Path) -> Result<(), LiveError> {
     let cfg = ozaki_config(o).map_err(LiveError::Failed)?;
     let mut run = LiveRun::start("ozaki-pbq", out)?;
-    let points = cfg.rates_pps.len() * cfg.modes.len() * cfg.placements.len() * cfg.reps as usize;
+    let per_rate: usize = cfg.placements.iter().map(|p| cfg.variants.iter().filter(|v| *p == ozaki::RxPlacement::Threaded || !v.suppresses()).count()).sum();
+    let points = cfg.rates_pps.len() * per_rate * cfg.reps as usize;
     run.set_info("points", points.into());
     run.set_info(
         "config",
         serde_json::json!({
-            "rates_pps": cfg.rates_pps, "reps": cfg.reps, "modes": cfg.modes.iter().map(|&m| ozaki::variant_name(m)).collect::<Vec<_>>(),
+            "rates_pps": cfg.rates_pps, "reps": cfg.reps, "variants": cfg.variants.iter().map(|v| v.name()).collect::<Vec<_>>(),
+            "suppression": { "knob": cfg.supp_knob.name(), "check_ms": cfg.supp_check_ms },
             "placements": cfg.placements.iter().map(|p| p.name()).collect::<Vec<_>>(),
             "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.client_cpu },
             "napi_fifo_prio": cfg.napi_fifo_prio, "valid_frac": cfg.valid_frac, "capacity_pps": cfg.capacity_pps,
-            "bw_rate_pps": cfg.bw_rate_pps, "payload_bytes": cfg.payload_bytes, "warmup_s": cfg.warmup_s,
+            "bw_rate_pps": cfg.bw_rate_pps, "payload_bytes": cfg.payload_bytes, "rcvbuf_bytes": cfg.rcvbuf_bytes, "warmup_s": cfg.warmup_s,
             "window_s": cfg.window_s, "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu,
             "agent": format!("{:?}", cfg.agent), "ports": if cfg.hooks { "hooks" } else { "proc" },
         }),

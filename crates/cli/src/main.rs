@@ -190,9 +190,14 @@ enum LiveCmd {
         /// The bw client's rate, pkt/s (default 34000, as the paper).
         #[arg(long)]
         bw_rate: Option<f64>,
-        /// Mechanism settings to run: `off`, `on` or `off,on` (default).
+        /// Variants to run: `off` (count only), `on` (priority drop), `supp` (interrupt
+        /// suppression), `both` (default all four; `supp` and `both` only in `threaded`).
         #[arg(long, value_delimiter = ',')]
         modes: Option<Vec<String>>,
+        /// Interrupt suppression's knob: `affinity` (the NAPI kthreads moved off the server's
+        /// CPU; default), `priority` (SCHED_FIFO to SCHED_OTHER) or `both`.
+        #[arg(long)]
+        supp_knob: Option<String>,
         /// Where the server veths' receive work runs: `rps` (NAPI on the generator's CPU, RPS
         /// to the server's), `threaded` (NAPI kthreads on the server's CPU at SCHED_FIFO), or
         /// both (default `rps,threaded`).
@@ -205,6 +210,10 @@ enum LiveCmd {
         /// group the sinks join; default) or `proc` (the agent's scan of /proc, the fallback).
         #[arg(long, default_value = "hooks")]
         ports: String,
+        /// The server sockets' receive limit, bytes (default 65535, Linux 2.4's rmem_default as
+        /// in the paper; 0 = this machine's rmem_default).
+        #[arg(long)]
+        rcvbuf: Option<u32>,
     },
     /// Paper 002's Fig. 1-3 and Table 1 on this kernel: a bulk TCP sender (1 MB in 1024 and
     /// 2048 B writes) over a 100 Mbit/s shaped veth, its speed regulated by a SCHED_FIFO slot
@@ -352,6 +361,9 @@ enum WorkerCmd {
         /// ... and below this.
         #[arg(long, requires = "seq_lo")]
         seq_hi: Option<u64>,
+        /// SO_RCVBUF, bytes, set before bind (the kernel doubles it); default: rmem_default.
+        #[arg(long)]
+        rcvbuf: Option<i32>,
     },
     KawaiAccel {
         #[arg(long)]
@@ -673,7 +685,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Live { cmd } => match cmd {
-            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, placements, capacity_pps, ports } => {
+            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, supp_knob, placements, capacity_pps, ports, rcvbuf } => {
                 let hooks = match ports.as_str() {
                     "hooks" => true,
                     "proc" => false,
@@ -693,15 +705,15 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     None => None,
                     Some(v) => Some(
                         v.iter()
-                            .map(|m| match m.as_str() {
-                                "off" => Ok(false),
-                                "on" => Ok(true),
-                                o => Err(format!("--modes: `{o}`, expected `off` or `on`")),
-                            })
+                            .map(|m| hostsim_live::ozaki::Variant::parse(m).ok_or_else(|| format!("--modes: `{m}`, expected `off`, `on`, `supp` or `both`")))
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
                 };
-                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, modes, placements, capacity_pps, proc_ports: !hooks };
+                let supp_knob = match supp_knob {
+                    None => None,
+                    Some(k) => Some(hostsim_live::suppress::Knob::parse(&k).ok_or_else(|| format!("--supp-knob: `{k}`, expected `affinity`, `priority` or `both`"))?),
+                };
+                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, variants: modes, supp_knob, placements, capacity_pps, proc_ports: !hooks, rcvbuf_bytes: rcvbuf };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {
@@ -729,7 +741,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         Cmd::LiveWorker { cmd } => {
             let r = match cmd {
                 // Each worker checks its arguments (finite, in range) before it starts.
-                WorkerCmd::Sink { port, secs, seq_lo, seq_hi } => hostsim_live::worker::run_sink(port, secs, seq_lo.zip(seq_hi)),
+                WorkerCmd::Sink { port, secs, seq_lo, seq_hi, rcvbuf } => hostsim_live::worker::run_sink(port, secs, seq_lo.zip(seq_hi), rcvbuf),
                 WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
                     hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
                 }

@@ -665,3 +665,72 @@ fn every_stop_signal_undoes_a_kawai_run() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// Issue 28 item 5: interrupt suppression runs only where threaded-NAPI kthreads carry the
+/// receive work, records every kthread it may change in the ledger before changing it, reports
+/// its own columns, and a SIGTERM in the middle of a suppressed point leaves nothing changed.
+#[test]
+fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return skip("needs root (network namespaces, XDP, threaded NAPI)");
+    }
+    let out = tmp("supp");
+    let args = ["live", "ozaki-pbq", "--modes", "off,supp", "--placements", "rps,threaded", "--reps", "1", "--rates", "600000", "--window-s", "0.6"];
+    let res = hostsim().args(args).arg("--out").arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    if res.status.code() == Some(2) {
+        return skip(err.trim());
+    }
+    assert!(res.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let (v, p) = (col("variant"), col("placement"));
+    let kinds: Vec<(String, String)> = text.lines().skip(1).map(|l| l.split(',').collect::<Vec<_>>()).map(|f| (f[p].to_string(), f[v].to_string())).collect();
+    let want: Vec<(String, String)> = [("rps", "off"), ("threaded", "off"), ("threaded", "supp")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(kinds, want, "supp only in threaded, off first\n{err}");
+    let rows = csv_rows(&out.join("results.csv"));
+    for r in &rows {
+        assert_eq!(r["supp_errors"], 0.0, "a sched_setaffinity/sched_setscheduler failed\n{err}");
+    }
+    assert_eq!((rows[0]["supp_frac"], rows[1]["supp_frac"]), (0.0, 0.0), "suppressed in an `off` point\n{err}");
+    assert!(rows[2]["supp_frac"] >= 0.0 && rows[2]["supp_frac"] <= 1.0);
+    let _ = std::fs::remove_dir_all(&out);
+
+    // SIGTERM during a suppressed point: the kthreads' affinity and policy were recorded before
+    // the run changed them, and everything recorded is undone.
+    let out = tmp("supp-term");
+    let mut child = hostsim()
+        .args(["live", "ozaki-pbq", "--modes", "supp", "--placements", "threaded", "--reps", "1", "--rates", "600000", "--window-s", "5"])
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let end = Instant::now() + Duration::from_secs(30);
+    let entries = loop {
+        let e = entries_of(pid);
+        if e.iter().any(|e| matches!(e, Entry::Sched { .. })) {
+            break e;
+        }
+        if Instant::now() > end || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run recorded no kthread policy within 30 s: {e:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(entries.iter().filter(|e| matches!(e, Entry::Affinity { .. })).count() >= 2, "both kthreads' affinity recorded: {entries:?}");
+    std::thread::sleep(Duration::from_millis(1500)); // into the window, the suppressor running
+    let entries = entries_of(pid);
+    // SAFETY: our child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let res = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert_undone(pid, &entries, "SIGTERM during suppression");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -39,9 +39,15 @@
 //! overload it raises `shed_below` to the next active level every `escalate_ms`, never above the
 //! highest active level, which is never shed. Every shed level keeps its minimum share (the
 //! program's per-window allowance, smaller for lower levels).
+//!
+//! **Interrupt suppression** (§3.3, [`crate::suppress`]), when the experiment hands the agent
+//! the threaded-NAPI kthreads ([`Agent::suppress`]): every `check_ms` it compares the detector's
+//! high load and the bytes waiting on the top-level sockets with the rule and moves or lowers
+//! the kthreads; the detector itself still polls every `poll_ms`.
 
 use crate::hooks;
 use crate::procfs;
+use crate::suppress::{self, SuppressConfig, Suppressor};
 use crate::sys;
 use crate::xdp::{level_of_nice, Ctl, HookStats, LevelStats, PbqXdp, Unsupported, XdpMode, LEVELS};
 use hostsim_host::mechanisms::ozaki_pbq::xdp::{Detector, DetectorConfig, Observation};
@@ -167,11 +173,16 @@ pub struct Snapshot {
     pub hooks: HookStats,
     /// The control block as last written (mechanism on, high load, shed_below).
     pub ctl: Ctl,
+    /// Interrupt suppression: changes made, time suppressed, failed calls (0 without it).
+    pub supp_changes: u64,
+    pub supp_ns: u64,
+    pub supp_errors: u64,
 }
 
 enum Cmd {
     Enable(bool),
     Capacity(f64),
+    Suppress(Option<SuppressConfig>),
     Snapshot(mpsc::Sender<Snapshot>),
     Stop,
 }
@@ -252,6 +263,12 @@ impl Agent {
     /// unknown): see the module's "High load".
     pub fn set_capacity(&self, capacity_pps: f64) {
         let _ = self.tx.send(Cmd::Capacity(capacity_pps));
+    }
+
+    /// Interrupt suppression on these kthreads from now on (None: off, and the kthreads put
+    /// back first). The kthreads must already be recorded in the run's ledger.
+    pub fn suppress(&self, cfg: Option<SuppressConfig>) {
+        let _ = self.tx.send(Cmd::Suppress(cfg));
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -361,8 +378,16 @@ fn agent_thread(
     let mut prev_sock: BTreeMap<u16, u64> = BTreeMap::new();
     let mut high_load_ns = 0u64;
     let mut last_poll = Instant::now();
+    let mut supp: Option<Suppressor> = None;
+    // Counters of suppressors already ended, so a snapshot's are monotonic over the run.
+    let (mut supp_changes, mut supp_ns, mut supp_errors) = (0u64, 0u64, 0u64);
+    let mut next_check = Instant::now();
     loop {
-        match rx.recv_timeout(Duration::from_millis(cfg.poll_ms)) {
+        let wait = match &supp {
+            Some(_) => next_check.saturating_duration_since(Instant::now()).min(Duration::from_millis(cfg.poll_ms)),
+            None => Duration::from_millis(cfg.poll_ms).saturating_sub(last_poll.elapsed()),
+        };
+        match rx.recv_timeout(wait) {
             Ok(Cmd::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Ok(Cmd::Enable(on)) => {
                 ctl.enabled = on;
@@ -371,6 +396,16 @@ fn agent_thread(
             }
             Ok(Cmd::Capacity(c)) => {
                 det.set_capacity(c);
+                continue;
+            }
+            Ok(Cmd::Suppress(c)) => {
+                if let Some(mut old) = supp.take() {
+                    old.restore();
+                    supp_changes += old.changes;
+                    supp_ns += old.suppressed_ns;
+                    supp_errors += old.errors;
+                }
+                supp = c.map(Suppressor::new);
                 continue;
             }
             Ok(Cmd::Snapshot(reply)) => {
@@ -392,10 +427,30 @@ fn agent_thread(
                     ports: ports.clone(),
                     hooks: x.hook_stats(),
                     ctl,
+                    supp_changes: supp_changes + supp.as_ref().map_or(0, |s| s.changes),
+                    supp_ns: supp_ns + supp.as_ref().map_or(0, |s| s.suppressed_ns_now()),
+                    supp_errors: supp_errors + supp.as_ref().map_or(0, |s| s.errors),
                 });
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(s) = supp.as_mut() {
+            let now = Instant::now();
+            if now >= next_check {
+                next_check = now + Duration::from_millis(s.cfg.check_ms.max(1));
+                let top = table.values().copied().max().unwrap_or(0);
+                let queued: u64 = procfs::read_thread_socks()
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|k| top > 0 && table.get(&k.port).copied() == Some(top))
+                    .map(|k| k.rx_queue)
+                    .sum();
+                s.set(suppress::wanted(det.high, queued, s.cfg.queued_bytes_min));
+            }
+        }
+        if last_poll.elapsed() < Duration::from_millis(cfg.poll_ms) {
+            continue;
         }
         // One poll.
         let now = Instant::now();
@@ -433,5 +488,6 @@ fn agent_thread(
             x.set_ctl(ctl);
         }
     }
+    drop(supp); // the kthreads back home before the program goes
     x.detach_all();
 }

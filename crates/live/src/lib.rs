@@ -73,6 +73,7 @@
 //!   src/bpf/pbq.h           the control block and counters, shared by the program and xdp.rs
 //!   xdp.rs                  load/attach, control block, port → level map, counters, test run
 //!   agent.rs                the port table's upkeep; high load from the run's own counters
+//!   suppress.rs             §3.3's interrupt suppression, live: NAPI kthreads moved/lowered
 //!   hooks.rs                bind()/close() hooks (cgroup/post_bind4/6, sock_release); renice rescan
 //!   pbq_tool.rs             `hostsim live pbq --dev IFACE`: the agent on a server's interface
 //!   gen.rs, src/bpf/gen.*   the live-frames generator (BPF_PROG_RUN, paced): the offered load
@@ -182,6 +183,7 @@ pub mod pbq_tool;
 pub mod procfs;
 pub mod regulator;
 pub mod signals;
+pub mod suppress;
 pub mod sys;
 pub mod tabata;
 pub mod tcp_worker;

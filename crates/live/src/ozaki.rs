@@ -19,6 +19,18 @@
 //!   SCHED_FIFO: the whole receive path (program, IP/UDP, socket) preempts the server processes
 //!   on their CPU, as hard IRQ + softirq did on 2.4.
 //!
+//! The default flood rates (200,000–1,000,000 pkt/s) go past what the server's CPU takes in
+//! (~470,000 pkt/s of flood here), as the paper's Fig. 5 swept its flood past its server's
+//! capacity to livelock. The sockets keep this machine's `rmem_default`: with the paper's
+//! 65,535 bytes ([`RCVBUF_2_4_BYTES`], ~14 of this path's ~4.4 KB frames against 2.4's ~28)
+//! bw lost as much at 1,000 pkt/s of flood as at 300,000, to other processes on its CPU, so
+//! the set-up would measure the machine's neighbours, not the flood (README, results).
+//!
+//! **Variants** ([`Variant`]): `off` (the program counts only), `on` (the priority drop),
+//! `supp` (interrupt suppression, `suppress.rs`: the agent moves or lowers the threaded-NAPI
+//! kthreads while bw has data waiting under high load) and `both`; the last two only in the
+//! `threaded` placement.
+//!
 //! **What is measured.** Every frame carries its stream's sequence number; each sink counts the
 //! frames of the window's sequence range (`warmup_s·rate ..(warmup_s + window_s)·rate`) that
 //! reached it, whenever it reads them, so bw's loss is exact: `bw_loss_frac = 1 − received /
@@ -40,6 +52,7 @@ pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point};
 use crate::netns::Veth;
 use crate::procfs::{self, CpuTimes};
+use crate::suppress::{Knob, SuppressConfig};
 use crate::worker::{self, Placement, Worker, WorkerReport};
 use crate::xdp::{level_of_nice, LEVELS};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,6 +66,9 @@ pub const BW_PORT: u16 = 5000;
 pub const FLOOD_PORTS: [u16; 4] = [6000, 6001, 6002, 6003];
 pub const BW_NICE: i32 = -19;
 pub const FLOOD_NICE: i32 = 19;
+/// Linux 2.4's `net.core.rmem_default` (`SK_RMEM_MAX`, 65,535 bytes): every socket of the
+/// paper's server had this receive limit.
+pub const RCVBUF_2_4_BYTES: u32 = 65_535;
 
 /// Where the server veths' receive work runs (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -83,12 +99,21 @@ pub struct OzakiConfig {
     /// Total flood rate of the four flows, per point.
     pub rates_pps: Vec<f64>,
     pub reps: u32,
-    /// Mechanism settings to run at each point: false = off (count only), true = on.
-    pub modes: Vec<bool>,
+    /// The variants to run at each point ([`Variant`]); `supp` and `both` only in the
+    /// `threaded` placement (in `rps` no kthread carries the receive work to move).
+    pub variants: Vec<Variant>,
+    /// Interrupt suppression's knob and poll period (`suppress.rs`).
+    pub supp_knob: Knob,
+    pub supp_check_ms: u64,
     pub placements: Vec<RxPlacement>,
     pub bw_rate_pps: f64,
     /// UDP payload (at least 8: the sequence number).
     pub payload_bytes: usize,
+    /// The sinks' socket receive limit (`sk_rcvbuf`; None, the default: this machine's
+    /// `rmem_default`); the sinks ask SO_RCVBUF for half of it, which the kernel doubles. Not
+    /// the paper's era's 65,535 bytes ([`RCVBUF_2_4_BYTES`]) by default: module doc, "The
+    /// overload".
+    pub rcvbuf_bytes: Option<u32>,
     pub warmup_s: f64,
     pub window_s: f64,
     pub server_cpu: usize,
@@ -115,12 +140,15 @@ pub struct OzakiConfig {
 impl OzakiConfig {
     pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> OzakiConfig {
         OzakiConfig {
-            rates_pps: vec![50_000.0, 100_000.0, 200_000.0, 300_000.0, 400_000.0],
+            rates_pps: vec![200_000.0, 500_000.0, 800_000.0, 1_000_000.0],
             reps: 3,
-            modes: vec![false, true],
+            variants: vec![Variant::Off, Variant::On, Variant::Supp, Variant::Both],
+            supp_knob: Knob::Affinity,
+            supp_check_ms: 1,
             placements: vec![RxPlacement::Rps, RxPlacement::Threaded],
             bw_rate_pps: 34_000.0,
             payload_bytes: 18,
+            rcvbuf_bytes: None,
             warmup_s: 0.5,
             window_s: 2.0,
             server_cpu: 0,
@@ -142,17 +170,54 @@ impl OzakiConfig {
 #[derive(Clone, Debug)]
 pub struct Row {
     pub rate_pps: f64,
-    pub variant: &'static str,
+    pub variant: Variant,
     pub placement: RxPlacement,
     pub rep: u32,
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// The mechanism's variants, as the model's `ozaki-pbq-throughput` has them (original, pbq,
+/// suppression, proposed); `on` keeps its earlier name (the priority drop only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Variant {
+    /// The program attached, counting only: the baseline.
+    Off,
+    /// The priority drop (PBQ's stand-in) only.
+    On,
+    /// Interrupt suppression only (`suppress.rs`).
+    Supp,
+    /// Both, as the paper's proposal.
+    Both,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Off => "off",
+            Variant::On => "on",
+            Variant::Supp => "supp",
+            Variant::Both => "both",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Variant> {
+        [Variant::Off, Variant::On, Variant::Supp, Variant::Both].into_iter().find(|v| v.name() == s)
+    }
+
+    pub fn drops(self) -> bool {
+        matches!(self, Variant::On | Variant::Both)
+    }
+
+    pub fn suppresses(self) -> bool {
+        matches!(self, Variant::Supp | Variant::Both)
+    }
+}
+
 pub fn variant_name(on: bool) -> &'static str {
     if on {
-        "on"
+        Variant::On.name()
     } else {
-        "off"
+        Variant::Off.name()
     }
 }
 
@@ -171,6 +236,10 @@ pub struct Setup {
     hook_procs: Option<File>,
     /// The two streams' template frames (bw, flood).
     frames: (Vec<u8>, Vec<u8>),
+    /// The threaded-NAPI kthreads of the current `threaded` placement (recorded in the ledger).
+    napi_tids: Vec<u32>,
+    /// The placement in force.
+    placed: Option<RxPlacement>,
 }
 
 /// Create the namespaces and veths, start the agent (loading and attaching the program) and
@@ -229,7 +298,7 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         }))
     };
     let frames = (frame("eth0", 0, BW_PORT)?, frame("eth1", 1, FLOOD_PORTS[0])?);
-    Ok(Setup { agent, gen, srv, cli, group, group_procs, hook_procs, frames })
+    Ok(Setup { agent, gen, srv, cli, group, group_procs, hook_procs, frames, napi_tids: Vec::new(), placed: None })
 }
 
 /// Threaded NAPI on or off for `dev` in the server namespace. Not a ledger entry: the device
@@ -244,7 +313,15 @@ fn set_threaded(s: &Setup, dev: &str, on: bool) -> Result<(), LiveError> {
 
 /// Put the server veths' receive work where `p` says (every change to something the run did
 /// not create recorded in the ledger: the kthreads' affinity and policy).
-fn place_rx(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, p: RxPlacement) -> Result<(), LiveError> {
+fn place_rx(cfg: &OzakiConfig, run: &LiveRun, s: &mut Setup, p: RxPlacement) -> Result<(), LiveError> {
+    s.agent.suppress(None);
+    if s.placed == Some(p) {
+        // Already so (one placement, several repetitions): writing `threaded` = 1 again
+        // creates no kthreads to find, and the pinned ones are still pinned.
+        return Ok(());
+    }
+    s.napi_tids.clear();
+    s.placed = Some(p);
     match p {
         RxPlacement::Rps => {
             for dev in ["eth0", "eth1"] {
@@ -276,6 +353,7 @@ fn place_rx(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, p: RxPlacement) -> Resu
             for (tid, _) in ours.iter().filter(|(_, c)| c.starts_with("napi/eth0-") || c.starts_with("napi/eth1-")) {
                 run.set_affinity(*tid, &[cfg.server_cpu])?;
                 run.set_sched(*tid, libc::SCHED_FIFO, cfg.napi_fifo_prio)?;
+                s.napi_tids.push(*tid); // recorded above: suppression may change them
             }
             Ok(())
         }
@@ -307,6 +385,16 @@ struct Snap {
     gen_seq: Vec<u64>,
     /// CPU ticks of each sink process.
     proc_ticks: BTreeMap<u32, u64>,
+    /// bw's `/proc/PID/schedstat`: time runnable but waiting for a CPU (ns), and its number of
+    /// turns on a CPU (the scheduler's own accounting of how long bw waited to run).
+    bw_sched: Option<(u64, u64)>,
+}
+
+/// `/proc/PID/schedstat`: (run_delay ns, pcount).
+fn read_schedstat(pid: u32) -> Option<(u64, u64)> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    let mut f = t.split_whitespace().skip(1).map(|x| x.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
 }
 
 /// `gen_seq` read at `t` (the generator's counters and the clock together: the achieved rate
@@ -318,7 +406,9 @@ fn snap(agent: &Agent, sinks: &[Worker], (t, gen_seq): (Instant, Vec<u64>)) -> S
             proc_ticks.insert(w.pid(), s.utime + s.stime);
         }
     }
+    let bw_sched = sinks.iter().find(|w| w.name == "bw").and_then(|w| read_schedstat(w.pid()));
     Snap {
+        bw_sched,
         t,
         stat: procfs::read_stat().unwrap_or_default(),
         softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(),
@@ -332,6 +422,10 @@ fn sink_args(cfg: &OzakiConfig, port: u16, secs: f64, seq: (u64, u64)) -> Vec<St
     let mut a = cfg.worker_args.clone();
     a.extend(["sink".into(), "--port".into(), port.to_string(), "--secs".into(), format!("{secs}")]);
     a.extend(["--seq-lo".into(), seq.0.to_string(), "--seq-hi".into(), seq.1.to_string()]);
+    if let Some(b) = cfg.rcvbuf_bytes {
+        // SO_RCVBUF is doubled by the kernel (net/core/sock.c, sk_setsockopt): ask for half.
+        a.extend(["--rcvbuf".into(), (b / 2).max(1).to_string()]);
+    }
     a
 }
 
@@ -363,10 +457,27 @@ fn loadavg_1m() -> f64 {
 }
 
 /// One point: returns its metrics. `capacity_pps` is the detector's (0: unknown).
-pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on: bool, capacity_pps: f64) -> Result<BTreeMap<String, f64>, LiveError> {
+pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, variant: Variant, capacity_pps: f64) -> Result<BTreeMap<String, f64>, LiveError> {
     let agent = &s.agent;
-    agent.enable(on);
+    agent.enable(variant.drops());
     agent.set_capacity(capacity_pps);
+    if variant.suppresses() {
+        if s.napi_tids.is_empty() {
+            return Err(failed(format!("variant {}: no threaded-NAPI kthreads to suppress (placement rps)", variant.name())));
+        }
+        let away: Vec<usize> = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).filter(|&c| c != cfg.server_cpu).collect();
+        agent.suppress(Some(SuppressConfig {
+            tids: s.napi_tids.clone(),
+            home_cpus: vec![cfg.server_cpu],
+            away_cpus: away,
+            fifo_prio: cfg.napi_fifo_prio,
+            knob: cfg.supp_knob,
+            check_ms: cfg.supp_check_ms,
+            queued_bytes_min: 0,
+        }));
+    } else {
+        agent.suppress(None);
+    }
     let gen_secs = cfg.warmup_s + cfg.window_s + 0.2;
     let secs = gen_secs + 5.0; // the sinks' own time limit
     let srv = s.srv.file()?;
@@ -400,6 +511,7 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on:
     }
     let gen_seq_end = running.seq();
     let report = running.stop();
+    agent.suppress(None);
     waited?;
     if let Some(e) = &report.setup_error {
         return Err(failed(format!("the generator could not start: {e}")));
@@ -461,6 +573,8 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, on:
     m.insert("bw_rx_total".into(), got.get("bw").map_or(0, |r| r.count) as f64);
     m.insert("floodclients_sent_total".into(), gen_seq_end.get(1).copied().unwrap_or(0) as f64);
     m.insert("flood_rx_total".into(), got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.count).sum::<u64>() as f64);
+    // The socket limit bw actually had (getsockopt), so a row says which set-up it measured.
+    m.insert("bw_rcvbuf_bytes".into(), got.get("bw").and_then(|r| r.rcvbuf_bytes).map_or(f64::NAN, |b| b as f64));
     m.insert("capacity_pps".into(), capacity_pps);
     m.insert("loadavg_1m_start".into(), load_start);
     m.insert("loadavg_1m_end".into(), loadavg_1m());
@@ -521,10 +635,22 @@ fn metrics(cfg: &OzakiConfig, a: &Snap, b: &Snap, got: &BTreeMap<String, WorkerR
         }
     }
     m.insert("flood_cpu_frac".into(), flood_cpu);
+    // How long bw waited for CPU 0 once runnable (the rps-on anomaly's evidence, README).
+    if let (Some((d0, n0)), Some((d1, n1))) = (a.bw_sched, b.bw_sched) {
+        let (d, n) = (d1.saturating_sub(d0) as f64, n1.saturating_sub(n0) as f64);
+        m.insert("bw_run_delay_frac".into(), d * 1e-9 / secs);
+        m.insert("bw_wait_us_mean".into(), if n > 0.0 { d / n / 1e3 } else { f64::NAN });
+        m.insert("bw_switches_per_s".into(), n / secs);
+    }
     let _ = (cfg, got);
     let hl = b.agent.high_load_ns.saturating_sub(a.agent.high_load_ns) as f64 * 1e-9 / secs;
     m.insert("high_load_frac".into(), hl.min(1.0));
     m.insert("high_load_entries".into(), b.agent.high_load_entries.saturating_sub(a.agent.high_load_entries) as f64);
+    // Interrupt suppression (0 in the variants without it): share of the window suppressed,
+    // changes per second (each a sched_setaffinity/sched_setscheduler per kthread), failures.
+    m.insert("supp_frac".into(), (b.agent.supp_ns.saturating_sub(a.agent.supp_ns) as f64 * 1e-9 / secs).min(1.0));
+    m.insert("supp_changes_per_s".into(), b.agent.supp_changes.saturating_sub(a.agent.supp_changes) as f64 / secs);
+    m.insert("supp_errors".into(), b.agent.supp_errors.saturating_sub(a.agent.supp_errors) as f64);
     m.insert("window_s".into(), secs);
     m
 }
@@ -541,26 +667,30 @@ pub fn capacity_of(cfg: &OzakiConfig, m: &BTreeMap<String, f64>) -> Option<f64> 
 /// comes from `off` points only), each point written to `results.csv` as it is measured. The
 /// caller ends `run` ([`LiveRun::finish`]).
 pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
-    let s = setup(cfg, run)?;
+    let mut s = setup(cfg, run)?;
+    // Native or generic, as the kernel reports it: the program runs inside the veth's NAPI
+    // poll only in native mode (README, the rps-on anomaly).
+    let modes: Vec<serde_json::Value> = s.agent.attachments().iter().map(|a| serde_json::json!({ "iface": a.iface, "mode": a.mode })).collect();
+    run.set_info("xdp_attachments", modes.into());
     let mut capacity: BTreeMap<RxPlacement, f64> = BTreeMap::new();
-    let mut modes = cfg.modes.clone();
-    modes.sort(); // off first
-    modes.dedup();
+    let mut variants = cfg.variants.clone();
+    variants.sort(); // off first
+    variants.dedup();
     for rep in 1..=cfg.reps {
         for &placement in &cfg.placements {
-            place_rx(cfg, run, &s, placement)?;
-            for &on in &modes {
+            place_rx(cfg, run, &mut s, placement)?;
+            for &variant in variants.iter().filter(|v| placement == RxPlacement::Threaded || !v.suppresses()) {
                 for &rate in &cfg.rates_pps {
                     run.check()?;
                     let cap = cfg.capacity_pps.unwrap_or_else(|| capacity.get(&placement).copied().unwrap_or(0.0));
-                    let metrics = run_point(cfg, run, &s, rate, on, cap)?;
-                    if !on {
+                    let metrics = run_point(cfg, run, &s, rate, variant, cap)?;
+                    if variant == Variant::Off {
                         if let Some(c) = capacity_of(cfg, &metrics) {
                             let e = capacity.entry(placement).or_insert(0.0);
                             *e = e.max(c);
                         }
                     }
-                    let row = Row { rate_pps: rate, variant: variant_name(on), placement, rep, metrics };
+                    let row = Row { rate_pps: rate, variant, placement, rep, metrics };
                     run.progress(row_line(&row));
                     run.push(row.point())?;
                 }
@@ -576,7 +706,7 @@ impl Row {
     pub fn point(&self) -> Point {
         Point {
             keys: vec![
-                ("variant".into(), self.variant.into()),
+                ("variant".into(), self.variant.name().into()),
                 ("placement".into(), self.placement.name().into()),
                 (RATE_KEY.into(), format!("{}", self.rate_pps)),
                 ("rep".into(), self.rep.to_string()),
@@ -590,11 +720,11 @@ impl Row {
 pub fn row_line(r: &Row) -> String {
     let g = |k: &str| r.metrics.get(k).copied().unwrap_or(f64::NAN);
     format!(
-        "rep {} {:>8} flood {:>7.0} {:>3}: achieved {:>7.0}+{:>5.0} ({:.3}{})  bw loss {:>6.2}%  flood rx {:>7.0}  drops xdp {:>7.0} ring {:>6.0} socket {:>6.0}  cpu0 softirq {:.2} idle {:.2} steal {:.2}  high load {:.2} (capacity {:.0})  load {:.1}",
+        "rep {} {:>8} flood {:>7.0} {:>4}: achieved {:>7.0}+{:>5.0} ({:.3}{})  bw loss {:>6.2}%  flood rx {:>7.0}  drops xdp {:>7.0} ring {:>6.0} socket {:>6.0}  cpu0 softirq {:.2} idle {:.2} steal {:.2}  high load {:.2} (capacity {:.0})  supp {:.2}  bw wait {:.0} us  load {:.1}",
         r.rep,
         r.placement.name(),
         r.rate_pps,
-        r.variant,
+        r.variant.name(),
         g("floodclients_sent_pps"),
         g("bwclient_sent_pps"),
         g("achieved_frac"),
@@ -609,6 +739,8 @@ pub fn row_line(r: &Row) -> String {
         g("cpu_steal_frac"),
         g("high_load_frac"),
         g("capacity_pps"),
+        g("supp_frac"),
+        g("bw_wait_us_mean"),
         g("loadavg_1m_start"),
     )
 }

@@ -134,6 +134,8 @@ pub struct SockLine {
     pub inode: u64,
     /// Packets this socket dropped (UDP only; its last column): receive buffer full.
     pub drops: u64,
+    /// Bytes waiting in its receive queue (`rx_queue`: the memory charged, truesize).
+    pub rx_queue: u64,
 }
 
 pub fn parse_net_socks(text: &str, udp: bool) -> Vec<SockLine> {
@@ -149,7 +151,8 @@ pub fn parse_net_socks(text: &str, udp: bool) -> Vec<SockLine> {
         let state = u8::from_str_radix(f[3], 16).unwrap_or(0);
         let inode = f[9].parse().unwrap_or(0);
         let drops = if udp { f.last().and_then(|d| d.parse().ok()).unwrap_or(0) } else { 0 };
-        out.push(SockLine { port, state, inode, drops });
+        let rx_queue = f[4].split(':').nth(1).and_then(|q| u64::from_str_radix(q, 16).ok()).unwrap_or(0);
+        out.push(SockLine { port, state, inode, drops, rx_queue });
     }
     out
 }
@@ -258,9 +261,9 @@ mod tests {
     #[test]
     fn udp_socket_lines() {
         let t = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
-                 \x20 132: 010012C6:1388 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 41234 2 0000000000000000 17\n";
+                 \x20 132: 010012C6:1388 00000000:0000 07 00000000:00000A40 00:00000000 00000000     0        0 41234 2 0000000000000000 17\n";
         let v = parse_net_socks(t, true);
-        assert_eq!(v, vec![SockLine { port: 5000, state: 7, inode: 41234, drops: 17 }]);
+        assert_eq!(v, vec![SockLine { port: 5000, state: 7, inode: 41234, drops: 17, rx_queue: 0xA40 }]);
     }
 
     #[test]

@@ -139,3 +139,18 @@ pub fn sched_of(tid: libc::pid_t) -> io::Result<(i32, i32)> {
         Ok((policy, p.sched_priority))
     }
 }
+
+/// Set an int socket option.
+pub fn setsockopt_int(fd: i32, level: i32, opt: i32, v: i32) -> io::Result<()> {
+    // SAFETY: an int option on a socket the caller owns.
+    check(unsafe { libc::setsockopt(fd, level, opt, (&v as *const i32).cast(), std::mem::size_of::<i32>() as libc::socklen_t) }, "setsockopt")
+}
+
+/// Read an int socket option.
+pub fn getsockopt_int(fd: i32, level: i32, opt: i32) -> io::Result<i32> {
+    let mut v: i32 = 0;
+    let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
+    // SAFETY: an int option of a socket the caller owns into a local.
+    check(unsafe { libc::getsockopt(fd, level, opt, (&mut v as *mut i32).cast(), &mut len) }, "getsockopt")?;
+    Ok(v)
+}

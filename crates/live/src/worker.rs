@@ -94,11 +94,19 @@ fn check_secs(secs: f64) -> io::Result<()> {
 
 /// The sink: bind `port` on all addresses, receive one datagram per recv() (as the model's
 /// `udp_sink`), count, until SIGTERM or `secs`. With `seq`, also count the datagrams whose
-/// first 8 payload bytes (a little-endian sequence number) lie in `seq.0..seq.1`.
-pub fn run_sink(port: u16, secs: f64, seq: Option<(u64, u64)>) -> io::Result<()> {
+/// first 8 payload bytes (a little-endian sequence number) lie in `seq.0..seq.1`. With
+/// `rcvbuf`, SO_RCVBUF is set to it before the bind (the kernel doubles the value asked, so the
+/// socket's limit, `sk_rcvbuf`, is 2 × `rcvbuf`; the report's `rcvbuf_bytes` is what
+/// getsockopt reads back, that limit).
+pub fn run_sink(port: u16, secs: f64, seq: Option<(u64, u64)>, rcvbuf: Option<i32>) -> io::Result<()> {
     check_secs(secs)?;
+    if let Some(b) = rcvbuf {
+        if !(1..=RCVBUF_MAX).contains(&b) {
+            return Err(invalid(format!("--rcvbuf: expected 1..={RCVBUF_MAX} bytes, got {b}")));
+        }
+    }
     install_worker_signals();
-    let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
+    let sock = bind_udp(port, rcvbuf)?;
     sock.set_read_timeout(Some(Duration::from_millis(100)))?;
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let mut buf = [0u8; 2048];
@@ -141,8 +149,38 @@ pub fn run_sink(port: u16, secs: f64, seq: Option<(u64, u64)>) -> io::Result<()>
         .map(|t| crate::procfs::parse_net_socks(&t, true).iter().filter(|l| l.port == port).map(|l| l.drops).sum::<u64>())
         .ok();
     let seq_in = seq.map(|_| SEQ_IN.load(Ordering::Relaxed));
-    report(errors, serde_json::json!({ "socket_drops": drops, "seq_in": seq_in }));
+    let rcvbuf_bytes = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).ok();
+    report(errors, serde_json::json!({ "socket_drops": drops, "seq_in": seq_in, "rcvbuf_bytes": rcvbuf_bytes }));
     Ok(())
+}
+
+/// The largest `--rcvbuf` a sink accepts (the kernel caps it at `net.core.rmem_max` anyway).
+pub const RCVBUF_MAX: i32 = 64 << 20;
+
+/// A UDP socket bound to `port` on all addresses, SO_RCVBUF set first when asked.
+fn bind_udp(port: u16, rcvbuf: Option<i32>) -> io::Result<UdpSocket> {
+    // SAFETY: a new socket; its descriptor is owned by the UdpSocket built from it below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a socket we own.
+    let sock = unsafe { <UdpSocket as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    if let Some(b) = rcvbuf {
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, b)?;
+    }
+    let sa = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: 0 },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: binding our socket to a sockaddr_in of the right size.
+    let r = unsafe { libc::bind(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sock)
 }
 
 fn count_seq(d: &[u8], seq: Option<(u64, u64)>) {
@@ -282,6 +320,8 @@ pub struct WorkerReport {
     pub dev_tx_dropped: Option<u64>,
     /// A sink's datagrams in its sequence-number window (`run_sink`'s `seq`).
     pub seq_in: Option<u64>,
+    /// A sink's SO_RCVBUF as getsockopt read it back (the socket's limit, `sk_rcvbuf`).
+    pub rcvbuf_bytes: Option<u64>,
 }
 
 impl WorkerReport {
@@ -368,6 +408,7 @@ impl Worker {
             socket_drops: v["socket_drops"].as_u64(),
             dev_tx_dropped: v["dev_tx_dropped"].as_u64(),
             seq_in: v["seq_in"].as_u64(),
+            rcvbuf_bytes: v["rcvbuf_bytes"].as_u64(),
         })
     }
 }
