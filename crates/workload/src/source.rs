@@ -610,12 +610,23 @@ impl Source {
             self.cc_set_timer(f, outstanding.then_some(now_ns + rto));
         }
         self.cc_pump(f, now_ns, out);
-        let next = self.cc_next_wake();
-        // Ask for a wake-up only when the earliest timer moved earlier than the one asked for;
-        // a later one lets the host wake the source for nothing, which is harmless.
-        match (next, self.cc_wake) {
-            (Some(t), Some(w)) if t.ns() >= w => None,
-            _ => next,
+        // Ask for a wake-up only when the earliest timer is now earlier than the wake-up asked
+        // for (`cc_wake`, the one the host holds: asking again replaces it); a later timer lets
+        // the host wake the source at the earlier time for nothing, and that wake-up asks for
+        // the next. The comparison is with the wake-up asked for *before* this ACK: comparing
+        // with the one `cc_next_wake` has just recorded always found them equal, so no ACK
+        // ever asked, and a timer re-armed by an ACK (now + RTO) waited for the next wake-up
+        // asked before it, at the start the initial RTO of 1 s (issue 26: five CUBIC flows
+        // that lost segments at 40 ms sent nothing from 55 ms to 1,000 ms).
+        let asked = self.cc_wake;
+        let next = self.cc_due.first().map(|&(t, _)| t).filter(|&t| t < self.cfg.stop_ns);
+        match (next, asked) {
+            (Some(t), Some(w)) if t >= w => None,
+            (Some(t), _) => {
+                self.cc_wake = Some(t);
+                Some(Time(t))
+            }
+            (None, _) => None,
         }
     }
 
@@ -782,6 +793,42 @@ mod tests {
         }
         assert_eq!(s.stats.retransmits, 1);
         assert_eq!(out.first().map(|e| e.seq), Some(2000));
+    }
+
+    /// A congestion-controlled flow whose ACKs stop with data outstanding times out one RTO
+    /// after its last ACK of new data (`tcp_rearm_rto`): the ACK that re-arms the timer earlier
+    /// than the wake-up the host holds asks for a new one. (Before issue 26's fix no ACK ever
+    /// asked, and the flow waited for the initial 1 s RTO's wake-up.)
+    #[test]
+    fn cc_ack_asks_for_the_rearmed_retransmission_timer() {
+        let mut c = cfg(SourceKind::TcpWindow);
+        c.payload_bytes = 1000;
+        c.flows = 1;
+        c.window_bytes = 1_000_000;
+        c.stop_ns = 10_000_000_000;
+        c.sender = Some(SenderTcp { cc: CcKind::Reno, era: Era::Linux32, hz: 1000, tso: false });
+        let mut s = Source::new(c);
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        // The initial window leaves; the timer is the initial RTO (3.2: 1 s).
+        let first = s.wake(Time(0), &mut r, &mut out);
+        assert_eq!(first, Some(Time(1_000_000_000)));
+        assert_eq!(out.len(), 10);
+        // An ACK of new data after 100 us: an RTT sample, RTO = TCP_RTO_MIN = 200 ms, the timer
+        // re-armed at 200.1 ms, earlier than the 1 s wake-up held: the source asks for it.
+        out.clear();
+        let t = s.feedback(Time(100_000), Feedback::Ack { flow: 0, ack: 2000, win: 1_000_000 }, &mut out);
+        assert_eq!(t, Some(Time(200_100_000)));
+        // A later ACK moves the timer later: the wake-up held (200.1 ms) comes first, no new one.
+        let t = s.feedback(Time(200_000), Feedback::Ack { flow: 0, ack: 4000, win: 1_000_000 }, &mut out);
+        assert_eq!(t, None);
+        // The held wake-up finds the timer not yet due and asks for it; then it fires.
+        assert_eq!(s.wake(Time(200_100_000), &mut r, &mut out), Some(Time(200_200_000)));
+        assert_eq!(s.stats.timeouts, 0);
+        out.clear();
+        s.wake(Time(200_200_000), &mut r, &mut out);
+        assert_eq!(s.stats.timeouts, 1);
+        assert_eq!(out.first().map(|e| e.seq), Some(4000), "go back to the first unacknowledged byte");
     }
 
     #[test]

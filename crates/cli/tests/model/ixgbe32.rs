@@ -114,6 +114,32 @@ fn rsc_joins_frames_and_conserves() {
     assert!(rx_bytes(&on, 24) > 0);
 }
 
+/// The prequeue neither gains nor loses bytes, and keeps every flow in order: with a switch
+/// buffer deep enough that slow start loses nothing (16 MB, as goda-rfs), 5 flows read 1,448
+/// bytes at a time get the same bytes with and without it (within 10%), and no segment is
+/// retransmitted. Before issue 26's fix a segment whose softirq unit began while its reader was
+/// in recvmsg was prequeued even if the reader had left by the unit's end; it then waited for the
+/// reader's next recvmsg while later segments went straight to the receive queue, out of order:
+/// 223 spurious fast retransmits (seed 1, 150 ms) and flows of 3 to 82 MB.
+#[test]
+fn prequeue_keeps_flows_in_order_and_bytes_equal() {
+    let text = |kernel: &str| {
+        host(5, kernel, "", 150)
+            .replace("read_bytes = 8192", "read_bytes = 1448")
+            .replace("switch_buffer_bytes = 2325456", "switch_buffer_bytes = 16777216")
+    };
+    let off = run(&load_text("pq-off-lossless", &text(""), &[]));
+    let on = run(&load_text("pq-on-lossless", &text("tcp_prequeue = true"), &[]));
+    check_conservation(&on, "prequeue, lossless");
+    assert!(on.packets.tcp_prequeued.unwrap_or(0) > 0);
+    for (s, what) in [(&off, "off"), (&on, "on")] {
+        assert_eq!(s.traffic[0].retransmits, 0, "prequeue {what}: retransmits without loss (seed 1)");
+        assert_eq!(s.packets.reordered, 0);
+    }
+    let (a, b) = (rx_bytes(&off, 5) as f64, rx_bytes(&on, 5) as f64);
+    assert!((b / a - 1.0).abs() < 0.1, "readers' bytes: {a} without the prequeue, {b} with it (seed 1)");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
 
@@ -136,8 +162,13 @@ proptest! {
         let delivered: u64 = (0..flows).map(|i| process(&on, &format!("rcv-{i}")).rx_packets).sum();
         prop_assert!(wake <= delivered as f64 + 1.0, "{} wake-ups for {} segments", wake, delivered);
         prop_assert!(rx_bytes(&on, flows) > 0 && rx_bytes(&off, flows) > 0);
-        // Not asserted: equal bytes with and without the prequeue. With reads of 1,448 bytes
-        // and 5 flows the readers got 3.2x more with it (seed 1, 150 ms): unexplained so far
-        // (issue 26 report), so no claim about it is made here.
+        // Not asserted here: equal bytes with and without the prequeue. With this host's 2.3 MB
+        // switch buffer the CUBIC flows overflow it in slow start (~40 ms); a flow whose NewReno
+        // recovery fails (no SACK: a lost retransmission) waits for an RTO of at least 200 ms,
+        // past the end of a 150 ms run, and which flows do depends on when the ACKs leave, which
+        // the prequeue changes. (5 flows, 1,448-byte reads, seed 1: 56 MB either way; before
+        // issue 26's prequeue fix 56 MB without it and 177 MB with it, its spurious fast
+        // retransmits having kept two flows out of the RTO.) `prequeue_keeps_flows_in_order_and_
+        // bytes_equal` asserts equal bytes without loss.
     }
 }

@@ -296,6 +296,9 @@ impl Host {
             Work::SoftirqEntry => self.softirq_next(cpu),
             Work::Poll { pkt, proto } => {
                 if proto {
+                    if self.tcp_prequeue_reader_left(cpu, pkt) {
+                        return;
+                    }
                     self.protocol_deliver(cpu, pkt);
                 } else {
                     self.receive_skb(cpu, pkt);
@@ -303,6 +306,9 @@ impl Host {
                 self.softirq_next(cpu);
             }
             Work::Proto { pkt } => {
+                if self.tcp_prequeue_reader_left(cpu, pkt) {
+                    return;
+                }
                 self.protocol_deliver(cpu, pkt);
                 self.softirq_next(cpu);
             }
