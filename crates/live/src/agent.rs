@@ -218,7 +218,7 @@ pub struct Agent {
 impl Agent {
     /// Start: enter `netns`, load the program, attach it to `ifaces`, fill the port table once.
     /// Returns when all that has succeeded (or why it failed).
-    /// With `cgroup_tasks`, the thread first joins that CPU cgroup (see [`crate::cgroup`]).
+    /// With `cgroup_tasks`, the thread first joins that CPU cgroup (see `cgroup.rs`).
     pub fn start(netns: File, ifaces: Vec<String>, cfg: AgentConfig, cgroup_tasks: Option<std::path::PathBuf>) -> Result<Agent, Unsupported> {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
