@@ -58,14 +58,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A port's owners as the scan found them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortOwner {
-    /// 19 − (lowest nice among the holders).
-    pub level: u8,
-    pub nice: i8,
-    pub pids: Vec<u32>,
-}
+pub use crate::hooks::PortOwner;
 
 /// Inode of a network namespace file (`/run/netns/NAME`, `/proc/PID/ns/net`).
 pub fn netns_inode(f: &File) -> std::io::Result<u64> {

@@ -36,15 +36,23 @@
 //! `set_user_nice` (no BTF trampolines for tracing: attaching fails). So there is no hook on
 //! nice(); the rescan stands for it, and its period bounds how late a renice is seen.
 //!
-//! **Fallback**: the `/proc` scan of [`crate::agent::scan_ports`] (every process of the
+//! **Fallback**: the agent's `/proc` scan, `scan_ports` in agent.rs (every process of the
 //! namespace, every descriptor), kept as `PortSource::Proc` (`--ports proc`): it needs no
 //! cgroup and sees servers started before the agent, and every holder of a socket, at the cost
 //! of walking all of `/proc` every period.
 
-use crate::agent::PortOwner;
 use crate::procfs;
 use crate::xdp::{level_of_nice, Bound, PbqXdp};
 use std::collections::BTreeMap;
+
+/// A port's owners as the hooks (or the agent's `/proc` scan) found them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortOwner {
+    /// 19 − (lowest nice among the holders).
+    pub level: u8,
+    pub nice: i8,
+    pub pids: Vec<u32>,
+}
 
 /// The highest level (19 − nice) among the threads of process `tgid`, and that nice value, if
 /// `tgid` is still the process that started at `leader_start_ns` (boot-time ns, as the hook
