@@ -15,9 +15,8 @@
 
 mod common;
 
-use common::exists;
-use hostsim_live::ledger::{self, Entry};
-use std::collections::BTreeMap;
+use common::{assert_undone, csv_rows, entries_of, exists, num};
+use hostsim_live::ledger::Entry;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -52,30 +51,6 @@ fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hostsim-live-tt-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
-}
-
-fn entries_of(pid: u32) -> Vec<Entry> {
-    let p = format!("hsl-{pid}-");
-    ledger::list()
-        .into_iter()
-        .filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(&p))
-        .flat_map(|f| ledger::read(&f).map(|(_, e)| e).unwrap_or_default())
-        .collect()
-}
-
-fn assert_undone(entries: &[Entry], when: &str) {
-    let left: Vec<String> = entries.iter().filter(|e| exists(e)).map(|e| e.to_string()).collect();
-    assert!(left.is_empty(), "{when}: still there: {left:?}");
-}
-
-fn csv_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let h = r.headers().unwrap().clone();
-    r.records().map(|rec| h.iter().zip(rec.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect()).collect()
-}
-
-fn num(r: &BTreeMap<String, String>, k: &str) -> f64 {
-    r.get(k).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
 
 /// Start a run; wait until its ledger holds the tcx program and the freezer group (setup done).
