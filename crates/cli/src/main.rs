@@ -181,7 +181,7 @@ enum LiveCmd {
         /// Repetitions of the whole sweep (default 3).
         #[arg(long)]
         reps: Option<u32>,
-        /// Flood rates, pkt/s, comma-separated (default 50000,100000,200000,300000,400000).
+        /// Flood rates, pkt/s, comma-separated (default 200000,500000,800000,1000000).
         #[arg(long, value_delimiter = ',')]
         rates: Option<Vec<f64>>,
         /// Measurement window per point, seconds (default 2).
