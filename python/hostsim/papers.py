@@ -39,7 +39,11 @@ PAPERS = {
             "pull a moved reader back and forth (unintended migrations). The proposal does not "
             "migrate a woken process until the interrupt has followed it."
         ),
-        "live": "none: it needs a wake-up placement hook (sched_ext) that this machine's kernel refuses",
+        "live": (
+            "hostsim live goda-wakeups: wake-ups of real TCP readers recorded and classified as Fig. 2 "
+            "(measurement only: the proposal needs a wake-up placement hook, sched_ext, that this "
+            "machine's kernel refuses; RFS is a global setting left off)"
+        ),
         "headline_claims": [
             "proposed: migrations fall by 48%",
             "Linux: 2200 process migrations",
