@@ -228,26 +228,48 @@ def _lines(ax, df, x, y, vs, notes):
     return colors, values, seeds_max
 
 
+def measured_series(m: pd.DataFrame, vs: Iterable[str]) -> list[tuple[str, str, str | None, pd.DataFrame]]:
+    """The measured rows to draw beside each simulated variant: (simulated variant, measured
+    variant, placement, rows). A measured frame with several placements of the receive work
+    (`placement`, hostsim live ozaki-pbq) is split by placement, never averaged across them; a
+    simulated variant named ``<placement>-<variant>`` (a model twin with one variant per
+    placement) takes that placement's rows of that variant, any other simulated variant the rows
+    of its own name in every placement. Without a simulated variant in the measured frame, every
+    measured variant is drawn (in no simulated line's colour)."""
+    mv = list(dict.fromkeys(m["variant"])) if "variant" in m else ["base"]
+    places = [str(p) for p in dict.fromkeys(m["placement"])] if "placement" in m else [None]
+    pairs: list[tuple[str, str, str | None]] = []
+    for v in vs:
+        split = next(((p, v[len(p) + 1:]) for p in places if p is not None and v.startswith(p + "-")), None)
+        if split is not None and split[1] in mv:
+            pairs.append((v, split[1], split[0]))
+        elif v in mv:
+            pairs += [(v, v, p) for p in places]
+    if not pairs:
+        pairs = [(w, w, p) for w in mv for p in places]
+    out = []
+    for v, w, p in pairs:
+        d = m[m["variant"] == w] if "variant" in m else m
+        d = d[d["placement"].astype(str) == p] if p is not None else d
+        if not d.empty:
+            out.append((v, w, p, d))
+    return out
+
+
 def _measured(ax, m, mx, x, y, vs, colors, label, notes):
     """Measured rows averaged per point of the swept key ``x`` (repetitions), drawn at the mean
     of their column ``mx``."""
     if mx not in m or y not in m:
         return []
     key = x if x in m else mx
-    mv = list(dict.fromkeys(m["variant"])) if "variant" in m else ["base"]
-    # A live sweep with several placements of the receive work (`placement`, hostsim live
-    # ozaki-pbq) is drawn one line per placement, never averaged across them.
-    places = list(dict.fromkeys(m["placement"])) if "placement" in m else [None]
+    places = list(dict.fromkeys(m["placement"].astype(str))) if "placement" in m else [None]
     values, reps = [], 1
-    for v, (i, p) in [(v, ip) for v in ([v for v in vs if v in mv] or mv) for ip in enumerate(places)]:
-        d = m[m["variant"] == v] if "variant" in m else m
-        d = d[d["placement"] == p] if p is not None else d
-        if d.empty:
-            continue
+    for v, w, p, d in measured_series(m, vs):
+        i = places.index(p) if p is not None else 0
         g = d.groupby(key, sort=True)
         pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values("x")
         (line,) = ax.plot(pts["x"].values, pts["mean"].values, ls="--", marker="sov^"[i % 4], ms=4, color=colors.get(v),
-                          label=f"{label}: {v}" + (f" ({p})" if p is not None else ""))
+                          label=f"{label}: {w}" + (f" ({p})" if p is not None else ""))
         values += [float(z) for z in pts["lo"].values]
         if (g.size() > 1).any():
             reps = max(reps, int(g.size().max()))
@@ -255,6 +277,37 @@ def _measured(ax, m, mx, x, y, vs, colors, label, notes):
     if reps > 1:
         notes.append(Patch(facecolor="white", edgecolor="grey", hatch="//", label=f"hatched: {label} range over {reps} repetitions"))
     return values
+
+
+def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None, ys: Iterable[str],
+                      variants: Iterable[str] | None = None) -> pd.DataFrame:
+    """Each measured point beside the model's prediction for it: one row per (simulated
+    variant, measured variant, placement, measured point of ``x``), with the measured rows'
+    mean of ``mx`` (where the live generator got to; default ``x``) and, for each metric of
+    ``ys``, the measured mean (``<y>``) and the model's (``<y>_model``): the simulated
+    variant's mean curve over ``x`` (seeds averaged) read at the measured ``mx`` by linear
+    interpolation between its swept points, NaN outside them (never extrapolated).
+    ``reps`` counts the measured rows averaged."""
+    mx = mx or x
+    ys = [y for y in ys if y in m and y in df]
+    allv = list(dict.fromkeys(df["variant"])) if "variant" in df else ["base"]
+    vs = [v for v in (list(variants) if variants else allv) if v in allv]
+    key = x if x in m else mx
+    rows = []
+    for v, w, p, d in measured_series(m, vs):
+        sim = df[df["variant"] == v] if "variant" in df else df
+        curves = {y: sim.groupby(x, sort=True)[y].mean() for y in ys}
+        for k, g in d.groupby(key, sort=True):
+            at = float(g[mx].mean())
+            row = {"variant": v, "measured_variant": w, "placement": p, x if key == x else mx: k, "measured_x": at, "reps": len(g)}
+            for y in ys:
+                c = curves[y].dropna()
+                xs = c.index.astype(float).values
+                inside = len(xs) > 0 and xs.min() <= at <= xs.max()
+                row[y] = float(g[y].mean())
+                row[y + "_model"] = float(np.interp(at, xs, c.values)) if inside else float("nan")
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _resolve_ratio(m: Mapping[str, Any], df: pd.DataFrame, x: str, y: str) -> Mapping[str, Any]:

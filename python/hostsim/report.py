@@ -346,6 +346,7 @@ def build(out: str | Path, log=None) -> Path:
                 )
                 if log:
                     log(f"  figure {name}")
+            body.append(_live_points_html(d, df, figures_of(inf)))
             pclaims += [c for c in claims if c["scenario"] in (d.name, inf["name"])]
         if pclaims:
             tid = pid or "other"
@@ -371,6 +372,51 @@ def build(out: str | Path, log=None) -> Path:
     )
     (rep / "index.html").write_text(page)
     return rep / "index.html"
+
+
+def live_points(d: Path, df: pd.DataFrame, figures: list[dict]) -> list[tuple[str, pd.DataFrame]]:
+    """Per measured file drawn in a scenario's figures: (its name, every measured point beside
+    the model's prediction for it, `plot.measured_vs_model` over the metrics of the figures that
+    draw it)."""
+    out = []
+    by_file: dict[str, list[dict]] = {}
+    for spec in figures:
+        if spec.get("measured") and spec.get("x"):
+            by_file.setdefault(Path(spec["measured"]).name, []).append(spec)
+    for name, specs in by_file.items():
+        path = d / name
+        if not path.exists():
+            continue
+        x, mx = specs[0]["x"], specs[0].get("measured_x")
+        ys = list(dict.fromkeys(s["y"] for s in specs if s.get("x") == x and s.get("measured_x") == mx))
+        t = plot.measured_vs_model(df, pd.read_csv(path), x, mx, ys)
+        if not t.empty:
+            out.append((name, t))
+    return out
+
+
+def _live_points_html(d: Path, df: pd.DataFrame, figures: list[dict]) -> str:
+    """The table under a twin's figures: each measured point (repetitions averaged) and the
+    model's prediction beside it."""
+    parts = []
+    for name, t in live_points(d, df, figures):
+        ys = [c[: -len("_model")] for c in t.columns if c.endswith("_model")]
+        label = next((s.get("measured_label") for s in figures if s.get("measured") and Path(s["measured"]).name == name), None) or "measured"
+        key = t.columns[3]
+        head = ("<tr><th>placement</th><th>variant</th><th>offered</th><th>achieved</th><th>reps</th>"
+                + "".join(f"<th>{html.escape(y)}: {html.escape(label)}</th><th>model</th>" for y in ys) + "</tr>")
+        body = []
+        for r in t.to_dict("records"):
+            cells = "".join(f"<td>{_fmt(r[y])}</td><td>{_fmt(r[y + '_model'])}</td>" for y in ys)
+            body.append(f"<tr><td>{html.escape(str(r['placement'] or '–'))}</td><td>{html.escape(str(r['measured_variant']))}</td>"
+                        f"<td>{_fmt(r[key])}</td><td>{_fmt(r['measured_x'])}</td><td>{int(r['reps'])}</td>{cells}</tr>")
+        parts.append(
+            f'<table class="claims live-points" id="live-points-{html.escape(d.name)}"><caption>{html.escape(label)} '
+            f"({html.escape(name)}) point by point, the model's prediction beside each: the model's mean over its seeds of the "
+            f"variant drawn in that colour, read at the rate the {html.escape(label)} run achieved by linear interpolation "
+            "between its swept points (– outside them); the measured value is the mean of its repetitions.</caption>"
+            f"<thead>{head}</thead><tbody>{''.join(body)}</tbody></table>")
+    return "".join(parts)
 
 
 def _section_head(pid: str) -> str:

@@ -377,6 +377,11 @@ pub struct KernelConfig {
     pub xdp_min_share_top: u32,
     /// XDP `pbq`: the minimum-share window.
     pub xdp_window_ms: u64,
+    /// XDP `pbq`: the receiver's capacity in packets per second, measured with the mechanism
+    /// off (the live agent's `--capacity-pps`, or what its sweep measured on the `off` points);
+    /// an arrival rate the program counts of at least 90% of it is overload. 0 (default): this
+    /// sign unused, overload only from the backlogs and the top level's socket drops.
+    pub xdp_capacity_pps: f64,
     /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs
     /// by the RPS map (`rps_cpus`) and/or the RFS flow tables (`rfs`).
     pub rps: bool,
@@ -569,6 +574,7 @@ impl Default for KernelConfig {
             xdp_probe_ms: 2000,
             xdp_min_share_top: 400,
             xdp_window_ms: 10,
+            xdp_capacity_pps: 0.0,
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,

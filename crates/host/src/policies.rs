@@ -217,6 +217,7 @@ impl Xdp {
                     hold_ms: k.xdp_hold_ms,
                     escalate_ms: k.xdp_escalate_ms,
                     probe_ms: k.xdp_probe_ms,
+                    capacity_pps: k.xdp_capacity_pps,
                     ..DetectorConfig::default()
                 };
                 Xdp::Pbq(Box::new(XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000)))
@@ -329,5 +330,37 @@ impl Concurrency {
             Concurrency::Functional(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 40 polls 10 ms apart, each after `per_poll` frames of level 0 and 340 of level 39 (the
+    /// live twin's bw): whether the program ends in high load.
+    fn high_after(k: &KernelConfig, per_poll: u64) -> bool {
+        let mut x = Xdp::new(k);
+        for t in 0..40u64 {
+            for _ in 0..per_poll {
+                x.verdict(t * 10_000_000, 0);
+            }
+            for _ in 0..340 {
+                x.verdict(t * 10_000_000, 39);
+            }
+            x.poll(Observation { t_ns: (t + 1) * 10_000_000, ..Observation::default() });
+        }
+        x.high_load()
+    }
+
+    #[test]
+    fn the_kernel_capacity_option_reaches_the_detector() {
+        // 4,000 + 340 frames per 10 ms = 434,000 pkt/s against 400,000: over 90% of it.
+        let on = KernelConfig { xdp: XdpKind::Pbq, xdp_capacity_pps: 400_000.0, ..KernelConfig::default() };
+        assert!(high_after(&on, 4000), "the arrival rate over the capacity is overload");
+        assert!(!high_after(&on, 2000), "234,000 pkt/s is under 90% of 400,000");
+        // Default 0: no capacity sign; no backlog or socket counter moved, so no high load.
+        let off = KernelConfig { xdp: XdpKind::Pbq, ..KernelConfig::default() };
+        assert!(!high_after(&off, 4000));
     }
 }

@@ -131,6 +131,7 @@ pub const SCENARIO: &[Bound] = &[
     ("kernel.xdp_probe_ms", int(0, DAY_MS), TIME),
     ("kernel.xdp_min_share_top", int(0, 1_000_000_000), "packets per window; a frame takes at least 1 ns, so a 1 s window holds at most 10^9"),
     ("kernel.xdp_window_ms", int(1, 60_000), "ms per minimum-share window; at most a minute"),
+    ("kernel.xdp_capacity_pps", float(0.0, 1e10), "packets per second (0: unused); a frame takes at least 0.1 ns"),
     ("kernel.online_cpus", int(1, 128), "CPUs brought up (the first N of the profile's); the model has at most 128"),
     ("kernel.driver_cpu", int(0, 127), CPU_ID),
     ("kernel.ip_cpu", int(0, 127), CPU_ID),

@@ -45,7 +45,8 @@ pub struct DetectorConfig {
     /// known, this sign unused). An arrival rate (all levels, counted by the program before
     /// dropping) of at least `capacity_frac` of it is overload: a sign only the run's own
     /// devices can move, where the backlog's counters are per CPU and shared by every
-    /// namespace on the machine (issue 28). The model leaves it 0.
+    /// namespace on the machine (issue 28). The model takes it from `kernel.xdp_capacity_pps`
+    /// (default 0).
     pub capacity_pps: f64,
     pub capacity_frac: f64,
 }
