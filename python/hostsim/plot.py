@@ -114,7 +114,7 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         colors, v1, n1 = _lines(ax, df, x, y, vs, notes)
         values += v1
         if measured is not None:
-            values += _measured(ax, measured, measured_x or x, x, y, vs, colors, measured_label or "measured", notes)
+            values += _measured(ax, _at(measured, at), measured_x or x, x, y, vs, colors, measured_label or "measured", notes)
         values += _marks(ax, [_resolve_ratio(m, df, x, y) for m in marks])
         xlabel_default, ylabel_default = x, y
     else:

@@ -61,3 +61,17 @@ def test_a_histogram_draws_the_measured_counts_over_their_own_group():
     assert list(lines[f"live: speed_pct = 80 (mean over {len(d)} runs)"].get_ydata()) == [float(d[c].mean()) for _, c in cols]
     assert not any("off" in k for k in lines), "the live unregulated rows are not a group of this figure"
     plt.close(fig)
+
+
+def test_measured_lines_keep_to_the_figure_s_at():
+    """A line figure restricted by `at` (one send unit of tabata-speed's Fig. 1) draws only the
+    measured rows at those coordinates, never the mean over the others too."""
+    live = pd.read_csv(ROOT / "scenarios/live/tabata-speed.csv")
+    speed, unit = "process.sender.speed_pct", "process.sender.unit_bytes"
+    model = live[live["variant"] == "regulated"].copy()
+    for u in (1024, 2048):
+        fig = plot.figure(model, "bw_mbps", x=speed, at={unit: u}, variants=["regulated"], measured=live, measured_label="live")
+        (ln,) = [x for x in fig.axes[0].lines if str(x.get_label()) == "live: regulated"]
+        d = live[(live["variant"] == "regulated") & (live[unit] == u)]
+        assert list(ln.get_ydata()) == list(d.groupby(speed)["bw_mbps"].mean().sort_index().values)
+        plt.close(fig)
