@@ -59,7 +59,7 @@ PAPERS = {
             "share as long as the sender is not CPU-bound, and that regulation lengthens some of the "
             "gaps between packets by one slot."
         ),
-        "live": "hostsim live tabata-speed: a SCHED_FIFO slot regulator freezing a real TCP sender (measured, README; no model twin or claims yet)",
+        "live": "hostsim live tabata-speed: a SCHED_FIFO slot regulator freezing a real TCP sender, measured beside its model twin (live-tabata-speed, README)",
         "headline_claims": [
             "fast-slot, 1024 B units: bandwidth at 50 %",
             "fast-slot: at 80 %, 1024 B: 1/4 of the long gaps",

@@ -102,7 +102,8 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
     notes: list[Any] = []  # legend entries that explain the drawing (bands, gaps)
     values: list[float] = []  # everything plotted, to decide where the axis starts
     if kind == "histogram":
-        values += _histogram(ax, df, y, vs, series, marks, thumbnail)
+        values += _histogram(ax, df, y, vs, series, marks, thumbnail,
+                             _at(measured, at) if measured is not None else None, measured_label or "measured")
         if log_y:
             ax.set_yscale("symlog", linthresh=1.0)
         xlabel_default, ylabel_default = y, "count"
@@ -113,7 +114,7 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         colors, v1, n1 = _lines(ax, df, x, y, vs, notes)
         values += v1
         if measured is not None:
-            values += _measured(ax, measured, measured_x or x, x, y, vs, colors, measured_label or "measured", notes)
+            values += _measured(ax, _at(measured, at), measured_x or x, x, y, vs, colors, measured_label or "measured", notes)
         values += _marks(ax, [_resolve_ratio(m, df, x, y) for m in marks])
         xlabel_default, ylabel_default = x, y
     else:
@@ -355,7 +356,11 @@ def _marks(ax, marks) -> list[float]:
     return values
 
 
-def _histogram(ax, df, y, vs, series, marks, thumbnail) -> list[float]:
+def _histogram(ax, df, y, vs, series, marks, thumbnail, measured=None, measured_label="measured") -> list[float]:
+    """Bars of the simulated histogram ``y`` per variant (and per value of ``series``); with
+    ``measured`` (rows shaped like results.csv, already restricted to the figure's ``at``), the
+    same groups' measured means per bin drawn over their bars as dashed lines with hollow markers,
+    in the bars' colours: live and model on the same axes."""
     cols = histogram_columns(df, y)
     if not cols:
         ax.text(0.5, 0.5, f"no histogram `{y}_h*` in the results", ha="center", va="center", transform=ax.transAxes)
@@ -376,8 +381,11 @@ def _histogram(ax, df, y, vs, series, marks, thumbnail) -> list[float]:
     for i, (label, d) in enumerate(groups):
         means = [d[c].mean() for _, c in cols]
         xs = [lo + width * (i + 0.5) / n for lo in edges]
-        ax.bar(xs, means, width=width / n, label=f"simulated: {label} (mean over {len(d)} runs)", alpha=0.85)
+        bars = ax.bar(xs, means, width=width / n, label=f"simulated: {label} (mean over {len(d)} runs)", alpha=0.85)
         values += [float(z) for z in means]
+        if measured is not None:
+            values += _histogram_measured(ax, measured, d, cols, xs, series, label, bars.patches[0].get_facecolor() if bars.patches else None,
+                                          measured_label)
     # The paper's counts: one legend entry per group of marks (the label's part before ':'),
     # which lists the group's values and their bins, so that no number is written on the axes.
     points: dict[str, list[tuple[float, float]]] = {}
@@ -403,6 +411,21 @@ def _histogram(ax, df, y, vs, series, marks, thumbnail) -> list[float]:
                 nv += 1
             last_v = style
     return values
+
+
+def _histogram_measured(ax, m, d, cols, xs, series, label, color, measured_label) -> list[float]:
+    """The measured rows of the simulated group ``d`` (same variant and ``series`` value), their
+    mean per bin at the group's bar positions ``xs``."""
+    if "variant" in m and "variant" in d and len(d):
+        m = m[m["variant"].astype(str) == str(d["variant"].iloc[0])]
+    if series and series in m and series in d and len(d):
+        m = m[m[series].astype(float) == float(d[series].iloc[0])]
+    if m.empty or any(c not in m for _, c in cols):
+        return []
+    means = [float(m[c].mean()) for _, c in cols]
+    ax.plot(xs, means, ls="--", lw=0.9, marker="o", ms=4, mfc="white", color=color, zorder=4,
+            label=f"{measured_label}: {label} (mean over {len(m)} runs)")
+    return means
 
 
 def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:

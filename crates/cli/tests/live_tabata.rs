@@ -151,6 +151,9 @@ fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
     for r in [full, slow] {
         assert_eq!(num(r, "regulator_schedule_errors"), 0.0);
         assert_eq!(num(r, "regulator_gate_errors"), 0.0);
+        // The regulator was in place before the sender's first write (a point where it was not
+        // is measured again, up to three times): the slots below are the whole transfer's.
+        assert_eq!(num(r, "regulator_ready"), 1.0, "the regulator thread did not run before the sender's start in {} attempts: {r:?}", num(r, "attempts"));
     }
     let slots = num(slow, "regulator_slots");
     assert!((num(slow, "regulator_allocated_frac") - 0.2).abs() <= 1.0 / slots + 0.005, "{slow:?}");

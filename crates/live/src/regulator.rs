@@ -137,11 +137,11 @@ fn read_clock(c: libc::clockid_t) -> Option<u64> {
     (unsafe { libc::clock_gettime(c, &mut ts) } == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// Make the calling thread the regulator: pinned to `cfg.cpu`, at SCHED_FIFO `cfg.fifo_prio`.
-fn become_regulator(cfg: &RegulatorConfig) -> io::Result<()> {
-    if let Some(c) = cfg.cpu {
-        crate::sys::set_affinity(0, &[c])?;
-    }
+/// Make the calling thread the regulator: at SCHED_FIFO `cfg.fifo_prio`, pinned to `cfg.cpu`
+/// (the policy first, so that a thread queued behind other work on a loaded machine waits at
+/// most once, at its first run, and not again on the target's CPU, where the target may be
+/// running at SCHED_OTHER).
+pub fn become_regulator(cfg: &RegulatorConfig) -> io::Result<()> {
     if let Some(p) = cfg.fifo_prio {
         let sp = libc::sched_param { sched_priority: p };
         // SAFETY: pid 0 = the calling thread (Linux: sched_setscheduler acts on a thread).
@@ -149,6 +149,9 @@ fn become_regulator(cfg: &RegulatorConfig) -> io::Result<()> {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(e.kind(), format!("sched_setscheduler(SCHED_FIFO, {p}): {e}")));
         }
+    }
+    if let Some(c) = cfg.cpu {
+        crate::sys::set_affinity(0, &[c])?;
     }
     Ok(())
 }
@@ -159,6 +162,13 @@ fn become_regulator(cfg: &RegulatorConfig) -> io::Result<()> {
 /// with it, so nothing of the policy outlives the run). The gate is left open at the end.
 pub fn regulate(cfg: &RegulatorConfig, gate: &mut dyn Gate, target: u32, origin_ns: u64, stop: &AtomicBool) -> Result<Regulation, String> {
     become_regulator(cfg).map_err(|e| format!("regulator thread: {e}"))?;
+    regulate_slots(cfg, gate, target, origin_ns, stop)
+}
+
+/// [`regulate`]'s slot loop, for a thread that has already called [`become_regulator`] (the
+/// live experiment makes its regulator before it starts the target, so that the regulator is
+/// in place when the target's first slot begins).
+pub fn regulate_slots(cfg: &RegulatorConfig, gate: &mut dyn Gate, target: u32, origin_ns: u64, stop: &AtomicBool) -> Result<Regulation, String> {
     let plan = cfg.plan();
     let clock = cpu_clock(target).map_err(|e| format!("CPU clock of pid {target}: {e}"))?;
     let mut reg = Regulation { origin_ns, slots: Vec::with_capacity(cfg.slots_max.min(1 << 20) as usize), gate_errors: 0 };
