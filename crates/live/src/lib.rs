@@ -184,6 +184,7 @@ pub mod procfs;
 pub mod regulator;
 pub mod signals;
 pub mod suppress;
+pub mod symbiose;
 pub mod sys;
 pub mod tabata;
 pub mod tcp_worker;
