@@ -151,9 +151,12 @@ pub struct SymbConfig {
     pub cpumap_qsize: u32,
     /// The generator's quantum, largest call and batch (`Pacing::quantum_us`,
     /// `call_frames_max`, `batch_max`): the input veth's ring holds 256 frames
-    /// (VETH_RING_SIZE), so a call is handed over in batches of a quarter of it, so that the
-    /// ring overflows when the router cannot keep up rather than because one call outran it;
-    /// quanta of 250 us keep calls at ≤ 4,000/s (the page-pool pitfall, gen.rs).
+    /// (VETH_RING_SIZE), so a call is handed over in batches of an eighth of it, so that the
+    /// ring overflows when the router cannot keep up rather than because one call outran it
+    /// (with the default 1 ms quanta and 256-frame batches the ring overflowed at 400,000
+    /// pkt/s with the router's CPU 29 % busy); quanta of 500 us keep calls at ≤ 2,000/s (the
+    /// page-pool pitfall, gen.rs: at 4,000/s calls began to fail with ENOSPC after ~1 min of a
+    /// sweep on this machine at load 6-7).
     pub gen_quantum_us: f64,
     pub gen_call_frames_max: u32,
     pub gen_batch: u32,
@@ -176,9 +179,9 @@ impl Default for SymbConfig {
             sink_fifo_prio: 60,
             router_fifo_prio: 50,
             cpumap_qsize: 2048,
-            gen_quantum_us: 250.0,
+            gen_quantum_us: 500.0,
             gen_call_frames_max: 1024,
-            gen_batch: 64,
+            gen_batch: 32,
             valid_frac: 0.98,
         }
     }
