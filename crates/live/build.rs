@@ -1,6 +1,7 @@
 //! Compiles the BPF programs (src/bpf/*.bpf.c) with clang and generates their libbpf-rs
 //! skeletons: the ozaki-pbq XDP program (with its cgroup hooks), the live-frames traffic
-//! generator, tabata-speed's arrival recorder and goda-wakeups' scheduler tracepoints. Needs
+//! generator, tabata-speed's arrival recorder, goda-wakeups' scheduler tracepoints and
+//! takeuchi-symbiose's router and sink programs. Needs
 //! clang and, for libbpf-sys, libelf and zlib headers: `scripts/deps.sh` installs them from
 //! Debian's packages.
 
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// (source, skeleton file, headers it includes).
-const PROGRAMS: [(&str, &str, &[&str]); 4] = [
+const PROGRAMS: [(&str, &str, &[&str]); 5] = [
     // ozaki-pbq's priority drop (XDP) and its bind/close/connect hooks.
     ("src/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", &["src/bpf/pbq.h"]),
     // The live-frames traffic generator (src/gen.rs).
@@ -18,6 +19,9 @@ const PROGRAMS: [(&str, &str, &[&str]); 4] = [
     ("src/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", &["src/bpf/arrivals.h"]),
     // goda-wakeups' wake-up recorder (tp_btf sched_waking/sched_wakeup/sched_migrate_task, src/wake.rs).
     ("src/bpf/wake_tp.bpf.c", "wake_tp.skel.rs", &["src/bpf/wake.h"]),
+    // takeuchi-symbiose's router input (pass or cpumap redirect), checksum-checking sink and
+    // NET_RX softirq clock (src/symbiose.rs).
+    ("src/bpf/symb.bpf.c", "symb.skel.rs", &["src/bpf/symb.h"]),
 ];
 
 fn main() {

@@ -75,7 +75,7 @@ PAPERS = {
             "dual-CPU UNIX router under one big kernel lock does worse than a single-CPU one, and "
             "that the split lowers the load of each CPU."
         ),
-        "live": "none yet (a batched two-stage forwarder is planned)",
+        "live": "hostsim live takeuchi-symbiose: an XDP driver half and a cpumap IP half against the kernel's own forwarding on one and two CPUs (measured, README; no model twin or claims yet)",
         "headline_claims": [
             "003-Q2 [R1] HiTactix dual's per-CPU load is 0.57x HiTactix single's (its one CPU), at 10,000",
             "003-L1 UNIX dual outputs fewer packets",

@@ -203,6 +203,85 @@ pub fn tabata_speed(o: &TabataOptions, out: &Path) -> Result<(), LiveError> {
     Ok(())
 }
 
+/// Options of `hostsim live takeuchi-symbiose` (None = the experiment's default).
+#[derive(Clone, Debug, Default)]
+pub struct SymbioseOptions {
+    pub quick: bool,
+    pub reps: Option<u32>,
+    pub rates_pps: Option<Vec<f64>>,
+    pub variants: Option<Vec<String>>,
+    pub window_s: Option<f64>,
+}
+
+/// The configuration a command line asks for; `--quick` is the short run of the tests (every
+/// variant at 50,000 pkt/s, below saturation, 0.3 s warm-up and 1 s window, once).
+pub fn symbiose_config(o: &SymbioseOptions) -> Result<hostsim_live::symbiose::SymbConfig, String> {
+    use hostsim_live::symbiose::{SymbConfig, Variant};
+    let mut c = SymbConfig::default();
+    if o.quick {
+        c.rates_pps = vec![50_000.0];
+        c.reps = 1;
+        c.warmup_s = 0.3;
+        c.window_s = 1.0;
+    }
+    if let Some(r) = o.reps {
+        c.reps = r.clamp(1, 20);
+    }
+    if let Some(r) = &o.rates_pps {
+        if r.is_empty() || r.iter().any(|&x| !(x.is_finite() && x > 0.0 && x <= 5e6)) {
+            return Err("--rates: each rate must be in (0, 5,000,000] pkt/s".into());
+        }
+        c.rates_pps = r.clone();
+    }
+    if let Some(v) = &o.variants {
+        let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+        c.variants = v
+            .iter()
+            .map(|s| Variant::parse(s).ok_or_else(|| format!("--variants: `{s}`, expected one of {}", names.join(", "))))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(w) = o.window_s {
+        if !(0.1..=60.0).contains(&w) {
+            return Err("--window-s: expected 0.1..=60".into());
+        }
+        c.window_s = w;
+    }
+    Ok(c)
+}
+
+/// `hostsim live takeuchi-symbiose --out DIR`: paper 003's Fig. 4 on this kernel (module doc of
+/// hostsim_live::symbiose), through the live harness.
+pub fn takeuchi_symbiose(o: &SymbioseOptions, out: &Path) -> Result<(), LiveError> {
+    let cfg = symbiose_config(o).map_err(LiveError::Failed)?;
+    let mut run = LiveRun::start("takeuchi-symbiose", out)?;
+    let points = cfg.rates_pps.len() * cfg.variants.len() * cfg.reps as usize;
+    run.set_info("points", points.into());
+    run.set_info(
+        "config",
+        serde_json::json!({
+            "rates_pps": cfg.rates_pps, "reps": cfg.reps,
+            "variants": cfg.variants.iter().map(|v| serde_json::json!({ "name": v.name(), "model_variant": v.model_variant(), "router_cpus": v.router_cpus() })).collect::<Vec<_>>(),
+            "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.other_cpu, "flows": hostsim_live::symbiose::SRC_PORTS.len() },
+            "driver_cpu": cfg.driver_cpu, "other_cpu": cfg.other_cpu, "router_fifo_prio": cfg.router_fifo_prio, "sink_fifo_prio": cfg.sink_fifo_prio,
+            "cpumap_qsize": cfg.cpumap_qsize, "payload_bytes": cfg.payload_bytes, "warmup_s": cfg.warmup_s, "window_s": cfg.window_s, "valid_frac": cfg.valid_frac,
+        }),
+    );
+    run.progress(format!(
+        "hostsim live takeuchi-symbiose ({}): {points} points of {:.1} s (+{:.1} s warm-up), driver CPU {}, generator/sink CPU {} -> {}",
+        run.name(),
+        cfg.window_s,
+        cfg.warmup_s,
+        cfg.driver_cpu,
+        cfg.other_cpu,
+        out.join("results.csv").display()
+    ));
+    let outcome = hostsim_live::symbiose::run(&cfg, &mut run);
+    let n = run.points().len();
+    run.finish(outcome)?;
+    progress(format!("{n} points -> {}", out.join("results.csv").display()));
+    Ok(())
+}
+
 /// Options of `hostsim live pbq` (the command line's, unchecked).
 #[derive(Clone, Debug, Default)]
 pub struct PbqOptions {

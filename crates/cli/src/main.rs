@@ -247,6 +247,31 @@ enum LiveCmd {
         #[arg(long)]
         no_off: bool,
     },
+    /// Paper 003's Fig. 4 on this kernel: a router namespace forwarding 64-byte UDP frames from
+    /// a paced kernel-side generator to a checksum-checking sink, input rate swept past
+    /// saturation, the kernel's forwarding on one CPU and on two (RPS), and the functional split
+    /// (XDP driver half on one CPU, cpumap IP half on the other), 3 repetitions. Writes
+    /// DIR/results.csv (the model's metric names) and DIR/run.json.
+    #[command(name = "takeuchi-symbiose")]
+    TakeuchiSymbiose {
+        #[arg(long)]
+        out: PathBuf,
+        /// The short run of the tests: every variant at 50,000 pkt/s, 1 s, once.
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of the whole sweep (default 3).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Input rates, pkt/s, comma-separated (default 100000 to 1000000 in steps of 100000, and 1200000).
+        #[arg(long, value_delimiter = ',')]
+        rates: Option<Vec<f64>>,
+        /// Variants: kernel-1cpu, kernel-rps, split-cpumap (default all three).
+        #[arg(long, value_delimiter = ',')]
+        variants: Option<Vec<String>>,
+        /// Measurement window per point, seconds (default 2).
+        #[arg(long)]
+        window_s: Option<f64>,
+    },
     /// Paper 001's Fig. 2 on this kernel, without RFS: N bulk TCP senders to N readers over a
     /// veth, unpinned on every CPU; the readers' wake-ups recorded from the scheduler's
     /// tracepoints (waking CPU, previous CPU, chosen CPU) and classified as the model's goda-rfs
@@ -719,6 +744,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {
                 let o = hostsim_cli::live::TabataOptions { quick, reps, speeds_pct: speeds, units_bytes: units, sndbuf_bytes: sndbuf, gate, no_off };
                 live_exit(hostsim_cli::live::tabata_speed(&o, &out))
+            }
+            LiveCmd::TakeuchiSymbiose { out, quick, reps, rates, variants, window_s } => {
+                let o = hostsim_cli::live::SymbioseOptions { quick, reps, rates_pps: rates, variants, window_s };
+                live_exit(hostsim_cli::live::takeuchi_symbiose(&o, &out))
             }
             LiveCmd::GodaWakeups { out, quick, reps, flows, window_s, warmup_s, rate_mbit } => {
                 let o = hostsim_cli::live::WakeupsOptions { quick, reps, flows, window_s, warmup_s, rate_mbit };

@@ -113,11 +113,14 @@ pub struct Stream {
     pub rotate: Option<(usize, Vec<u16>)>,
     /// Byte offset of the 64-bit sequence number (little-endian) written into every frame.
     pub seq_off: Option<usize>,
+    /// Keep the UDP checksum of an Ethernet + IPv4 (20-byte header) + UDP frame right, frame
+    /// by frame, after the two fields above change ([`Stream::udp_csum`]).
+    pub udp_csum: bool,
 }
 
 impl Stream {
     pub fn new(name: &str, dev: &str, frame: Vec<u8>, rate_pps: f64) -> Stream {
-        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None }
+        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None, udp_csum: false }
     }
 
     /// Rotate the 16-bit field at `off` through `vals` (e.g. destination ports), frame by frame.
@@ -129,6 +132,15 @@ impl Stream {
     /// Write the frame's sequence number at byte `off` (8 bytes, little-endian).
     pub fn seq_at(mut self, off: usize) -> Stream {
         self.seq_off = Some(off);
+        self
+    }
+
+    /// Give every frame a right UDP checksum (the frame: Ethernet, a 20-byte IPv4 header, UDP;
+    /// the rotated field and the sequence number inside the UDP segment at even offsets). The
+    /// program adds the two fields it wrote to the template's partial sum ([`udp4_partial_sum`])
+    /// and writes the complement, as [`gen_udp_checksum`] does.
+    pub fn udp_csum(mut self) -> Stream {
+        self.udp_csum = true;
         self
     }
 }
@@ -155,11 +167,16 @@ pub struct Pacing {
     /// frame each would pay per frame, and holds an XDP memory-model id while its frames are in
     /// flight (the page-pool pitfall above).
     pub quantum_us: f64,
+    /// Frames per batch within a call (1..=256, the kernel's `TEST_XDP_MAX_BATCH`): the kernel
+    /// transmits and flushes each batch before building the next (`xdp_test_run_batch`), so a
+    /// smaller batch hands the receiver's ring (a veth's holds 256 frames) fewer frames at once,
+    /// at the same number of calls.
+    pub batch_max: u32,
 }
 
 impl Default for Pacing {
     fn default() -> Pacing {
-        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 1024, lag_ms_max: 5.0, quantum_us: 1000.0 }
+        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 1024, lag_ms_max: 5.0, quantum_us: 1000.0, batch_max: GEN_BATCH_MAX }
     }
 }
 
@@ -249,6 +266,9 @@ impl Generator {
         if !((1..=4096).contains(&p.call_frames_max) && p.lag_ms_max.is_finite() && p.lag_ms_max > 0.0) {
             return Err(failed("generator: call_frames_max must be in 1..=4096 and lag_ms_max > 0".to_string()));
         }
+        if !(1..=GEN_BATCH_MAX).contains(&p.batch_max) {
+            return Err(failed(format!("generator: batch_max must be in 1..={GEN_BATCH_MAX}")));
+        }
         if !(p.quantum_us.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&p.quantum_us)) {
             return Err(failed("generator: quantum_us must be in 0..=lag_ms_max".to_string()));
         }
@@ -280,6 +300,20 @@ impl Generator {
                     return Err(failed(format!("stream {}: the sequence number must lie inside the frame", s.name)));
                 }
                 cfg.seq_off = off as u32;
+            }
+            if s.udp_csum {
+                let fields: Vec<(usize, usize)> = s.rotate.iter().map(|(o, _)| (*o, 2)).chain(s.seq_off.map(|o| (o, 8))).collect();
+                let inside = |(o, n): (usize, usize)| o >= UDP4_HDR_OFF && o % 2 == 0 && o + n <= frame.len();
+                if frame.len() < UDP4_PAYLOAD_OFF || frame[14] != 0x45 || frame[23] != 17 || !fields.iter().all(|f| inside(*f)) {
+                    return Err(failed(format!(
+                        "stream {}: a UDP checksum needs an IPv4 (20-byte header) UDP frame, its rotated field and sequence number in the UDP segment at even offsets",
+                        s.name
+                    )));
+                }
+                let mut zeroed = fields;
+                zeroed.push((UDP4_CSUM_OFF, 2));
+                cfg.csum_off = UDP4_CSUM_OFF as u16;
+                cfg.csum_base = udp4_partial_sum(&frame, &zeroed);
             }
             // SAFETY: `base` points at the mmapped .bss array of STREAMS_MAX entries, valid while
             // `self` lives; the program only reads these fields (and writes `next`).
@@ -445,7 +479,7 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
             }
             any = true;
             r.calls += 1;
-            match run_live(fd, &s.frame, idx[i], n, n.min(GEN_BATCH_MAX)) {
+            match run_live(fd, &s.frame, idx[i], n, n.min(p.batch_max)) {
                 Ok(()) => {
                     r.sent += u64::from(n);
                     total += u64::from(n);
@@ -490,11 +524,16 @@ pub struct Udp4 {
     pub payload: usize,
 }
 
-/// Offsets in a [`udp4_frame`]: the UDP destination port and the payload.
+/// Offsets in a [`udp4_frame`]: the UDP header, its source and destination ports, its
+/// checksum, and the payload.
+pub const UDP4_HDR_OFF: usize = 14 + 20;
+pub const UDP4_SRC_PORT_OFF: usize = 14 + 20;
 pub const UDP4_DST_PORT_OFF: usize = 14 + 20 + 2;
+pub const UDP4_CSUM_OFF: usize = 14 + 20 + 6;
 pub const UDP4_PAYLOAD_OFF: usize = 14 + 20 + 8;
 
-/// The frame: IPv4 header checksummed, UDP checksum 0 (none, allowed over IPv4), payload zero.
+/// The frame: IPv4 header checksummed, UDP checksum 0 (none, allowed over IPv4; see
+/// [`udp4_set_checksum`]), payload zero.
 pub fn udp4_frame(u: &Udp4) -> Vec<u8> {
     let mut f = vec![0u8; UDP4_PAYLOAD_OFF + u.payload];
     f[0..6].copy_from_slice(&u.dst_mac);
@@ -528,6 +567,64 @@ pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
     !(s as u16)
 }
 
+/// One's-complement sum of `bytes` as host-order 16-bit words (an odd last byte padded with a
+/// zero), folded to 16 bits. The sum is byte-order independent (RFC 1071 §2(B)): the complement
+/// of a host-order sum, stored in host order, is the right checksum.
+pub fn ones_sum_ne(bytes: &[u8], start: u32) -> u16 {
+    let mut s: u64 = u64::from(start) + bytes.chunks(2).map(|c| u64::from(u16::from_ne_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum::<u64>();
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+/// The UDP checksum's sum over an Ethernet + IPv4 (20-byte header) + UDP frame: the
+/// pseudo-header (addresses, protocol, UDP length: RFC 768) and the UDP segment, with the byte
+/// ranges `zeroed` (offset, length) taken as zero; host-order words, folded.
+pub fn udp4_partial_sum(frame: &[u8], zeroed: &[(usize, usize)]) -> u16 {
+    let mut f = frame.to_vec();
+    for &(o, n) in zeroed {
+        f[o..o + n].fill(0);
+    }
+    let ulen = usize::from(u16::from_be_bytes([f[UDP4_HDR_OFF + 4], f[UDP4_HDR_OFF + 5]])).min(f.len() - UDP4_HDR_OFF);
+    let mut pseudo = [0u8; 12];
+    pseudo[0..8].copy_from_slice(&f[26..34]);
+    pseudo[9] = 17;
+    pseudo[10..12].copy_from_slice(&f[UDP4_HDR_OFF + 4..UDP4_HDR_OFF + 6]);
+    ones_sum_ne(&f[UDP4_HDR_OFF..UDP4_HDR_OFF + ulen], u32::from(ones_sum_ne(&pseudo, 0)))
+}
+
+/// What the generator program writes as a frame's UDP checksum: `base` ([`udp4_partial_sum`]
+/// of the template) plus the sequence number's four words and the rotated field (host order,
+/// as they lie in the frame), complemented; 0 becomes 0xffff (0 means "none", RFC 768).
+pub fn gen_udp_checksum(base: u16, seq: Option<u64>, rot: Option<u16>) -> u16 {
+    let mut b = Vec::new();
+    if let Some(q) = seq {
+        b.extend_from_slice(&q.to_le_bytes());
+    }
+    if let Some(v) = rot {
+        b.extend_from_slice(&v.to_ne_bytes());
+    }
+    let c = !ones_sum_ne(&b, u32::from(base));
+    if c == 0 {
+        0xffff
+    } else {
+        c
+    }
+}
+
+/// Write the right UDP checksum into a [`udp4_frame`].
+pub fn udp4_set_checksum(frame: &mut [u8]) {
+    let c = !udp4_partial_sum(frame, &[(UDP4_CSUM_OFF, 2)]);
+    frame[UDP4_CSUM_OFF..UDP4_CSUM_OFF + 2].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_ne_bytes());
+}
+
+/// Is a [`udp4_frame`]'s UDP checksum present and right (the receiver's check: the sum over
+/// pseudo-header and segment, checksum included, is all ones)?
+pub fn udp4_checksum_ok(frame: &[u8]) -> bool {
+    frame[UDP4_CSUM_OFF..UDP4_CSUM_OFF + 2] != [0, 0] && udp4_partial_sum(frame, &[]) == 0xffff
+}
+
 /// A device's MAC address in namespace `ns` (`/sys/class/net/DEV/address`).
 pub fn mac_of(ns: &Netns, dev: &str) -> Result<[u8; 6], LiveError> {
     let t = crate::netns::read_in(Some(&ns.name), &format!("/sys/class/net/{dev}/address")).map_err(failed)?;
@@ -552,6 +649,44 @@ mod tests {
         assert_eq!(ipv4_checksum(&f[14..34]), 0, "a checksummed header sums to zero");
         assert_eq!(u16::from_be_bytes([f[UDP4_DST_PORT_OFF], f[UDP4_DST_PORT_OFF + 1]]), 5000);
         assert_eq!(f.len(), UDP4_PAYLOAD_OFF + 18);
+    }
+
+    #[test]
+    fn the_generators_udp_checksum_is_right_for_every_sequence_number_and_port() {
+        let mut f = udp4_frame(&Udp4 { src_mac: [2; 6], dst_mac: [4; 6], src_ip: [198, 18, 0, 2], dst_ip: [198, 18, 1, 2], src_port: 0, dst_port: 9, payload: 18 });
+        // A known UDP checksum (computed by hand-independent code: the RFC 1071 big-endian sum).
+        let be_sum = |b: &[u8]| -> u16 {
+            let mut s: u32 = b.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s as u16
+        };
+        let zeroed = [(UDP4_SRC_PORT_OFF, 2), (UDP4_PAYLOAD_OFF, 8), (UDP4_CSUM_OFF, 2)];
+        let base = udp4_partial_sum(&f, &zeroed);
+        for (seq, port) in [(0u64, 40000u16), (1, 40001), (0xffff_ffff, 40015), (123_456_789_012, 1), (u64::MAX, 65535)] {
+            f[UDP4_SRC_PORT_OFF..UDP4_SRC_PORT_OFF + 2].copy_from_slice(&port.to_be_bytes());
+            f[UDP4_PAYLOAD_OFF..UDP4_PAYLOAD_OFF + 8].copy_from_slice(&seq.to_le_bytes());
+            let rot = u16::from_ne_bytes(port.to_be_bytes());
+            let c = gen_udp_checksum(base, Some(seq), Some(rot));
+            f[UDP4_CSUM_OFF..UDP4_CSUM_OFF + 2].copy_from_slice(&c.to_ne_bytes());
+            assert!(udp4_checksum_ok(&f), "seq {seq} port {port}");
+            // The same check written the RFC's way: big-endian words, pseudo-header first.
+            let mut pseudo = f[26..34].to_vec();
+            pseudo.extend_from_slice(&[0, 17]);
+            pseudo.extend_from_slice(&f[38..40]);
+            pseudo.extend_from_slice(&f[UDP4_HDR_OFF..]);
+            assert_eq!(be_sum(&pseudo), 0xffff, "seq {seq} port {port}");
+            let mut g = f.clone();
+            udp4_set_checksum(&mut g);
+            assert_eq!(g, f, "the full computation agrees with the incremental one");
+            // One flipped payload bit is caught.
+            let mut bad = f.clone();
+            bad[UDP4_PAYLOAD_OFF + 9] ^= 0x10;
+            assert!(!udp4_checksum_ok(&bad));
+        }
+        f[UDP4_CSUM_OFF..UDP4_CSUM_OFF + 2].fill(0);
+        assert!(!udp4_checksum_ok(&f), "no checksum is not a right one");
     }
 
     #[test]

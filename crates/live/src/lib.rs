@@ -113,6 +113,22 @@
 //! no real-time time, and SCHED_FIFO then fails with EPERM), sized to fit its parent
 //! (`kawai::experiment::rt_budget`) and removed with the group.
 //!
+//! ## `takeuchi-symbiose` on today's Linux
+//!
+//! Paper 003 splits a router's protocol work by function over two CPUs (the driver on one, IP
+//! on the other, buffers exchanged in bulk). Linux can do the split with XDP and a cpumap: the
+//! input veth's program (the driver half, in its NAPI kthread on one CPU) redirects every frame
+//! to the other CPU's cpumap kthread, which builds the skbs in bulk and forwards them. The
+//! experiment forwards 64-byte UDP frames from the live-frames generator through a router
+//! namespace to a sink program that checks every frame's checksums, and compares the split
+//! with the kernel's own forwarding on one CPU and on two (RPS); see [`symbiose`].
+//!
+//! ```text
+//!   src/bpf/symb.bpf.c       the router's input program (pass / cpumap redirect), the sink
+//!                            (checksums, counts, window by sequence number), NET_RX softirq clock
+//!   symbiose.rs              the experiment: three namespaces, kthreads, variants, sweep, points
+//! ```
+//!
 //! ## `goda-rfs`: wake-ups measured, not changed
 //!
 //! Paper 001's mechanism needs a hook in wake-up placement that this kernel does not offer (no
@@ -184,6 +200,7 @@ pub mod procfs;
 pub mod regulator;
 pub mod signals;
 pub mod suppress;
+pub mod symbiose;
 pub mod sys;
 pub mod tabata;
 pub mod tcp_worker;

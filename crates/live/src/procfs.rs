@@ -113,7 +113,12 @@ pub fn read_softnet() -> io::Result<Vec<Softnet>> {
 
 /// The `Udp:` counters of `/proc/net/snmp` by name (InDatagrams, NoPorts, RcvbufErrors, ...).
 pub fn parse_snmp_udp(text: &str) -> BTreeMap<String, u64> {
-    let mut lines = text.lines().filter(|l| l.starts_with("Udp:"));
+    parse_snmp(text, "Udp:")
+}
+
+/// One group of `/proc/net/snmp` (`Ip:`, `Udp:`, ...) by name: a line of names, then a line of values.
+pub fn parse_snmp(text: &str, group: &str) -> BTreeMap<String, u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(group));
     let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
         return BTreeMap::new();
     };
@@ -254,6 +259,7 @@ mod tests {
     fn snmp_udp() {
         let t = "Ip: a b\nIp: 1 2\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdp: 61 3 0 62 9\n";
         let m = parse_snmp_udp(t);
+        assert_eq!(parse_snmp(t, "Ip:")["b"], 2);
         assert_eq!(m["NoPorts"], 3);
         assert_eq!(m["RcvbufErrors"], 9);
     }

@@ -7,7 +7,10 @@
  * 16-bit field per frame (a destination port, so one stream can spread over several flows) and
  * returns XDP_TX; everything else of the frame is the template's. It also writes the frame's sequence
  * number (frames of this stream built before it) into the payload, so that a receiver can tell
- * exactly which frames of a measurement window arrived, whenever it reads them.
+ * exactly which frames of a measurement window arrived, whenever it reads them. With csum_off
+ * set it then writes the frame's UDP checksum from the template's partial sum and the two fields
+ * it wrote (never from the frame's old checksum: see below), so that every frame carries a right
+ * one (takeuchi-symbiose's sink checks it).
  *
  * A frame says which stream it belongs to in the last byte of its source MAC address, which the
  * program never rewrites (the kernel keeps a page's contents between runs: only fields written
@@ -26,9 +29,9 @@ int gen_xdp(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct gen_stream *s;
-	__u32 id, off, i;
-	__u64 seq, *q;
-	__u16 *f;
+	__u32 id, off, i, sum;
+	__u64 seq, *q = 0;
+	__u16 *f = 0, *c;
 
 	if ((void *)(eth + 1) > end)
 		return XDP_DROP;
@@ -57,6 +60,26 @@ int gen_xdp(struct xdp_md *ctx)
 		 * verifier the index is in bounds. */
 		i = (seq % s->nvals) & (GEN_VALS_MAX - 1);
 		*f = s->vals[i];
+	}
+	if (s->csum_off) {
+		/* One's-complement sums are byte-order independent (RFC 1071): host-order words. */
+		sum = s->csum_base;
+		if (q) {
+			__u16 *w = (__u16 *)q;
+			sum += (__u32)w[0] + w[1] + w[2] + w[3];
+		}
+		if (f)
+			sum += *f;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = ~sum & 0xffff;
+		off = s->csum_off;
+		if (off > 1500)
+			return XDP_DROP;
+		c = data + off;
+		if ((void *)(c + 1) > end)
+			return XDP_DROP;
+		*c = sum ? sum : 0xffff; /* 0 means "no checksum" in UDP (RFC 768) */
 	}
 	return XDP_TX;
 }

@@ -1,0 +1,264 @@
+//! `hostsim live takeuchi-symbiose` on this machine's kernel (needs root, two CPUs, network
+//! namespaces, XDP on veth, a cpumap and tp_btf; elsewhere each test writes why it skips):
+//!
+//! - a short forwarding run (`--quick`: every variant at 50,000 pkt/s) forwards frames through
+//!   the router namespace in every variant, and every frame reaches the sink with its IPv4
+//!   header and UDP checksums right (the sink program checks both); nothing of it remains;
+//! - a write that fails after the first point (the output directory made immutable) ends the
+//!   run with exit 1 and undoes everything;
+//! - SIGINT, SIGTERM, SIGHUP and SIGQUIT mid-sweep each undo every entry of the run's ledger
+//!   (namespaces, veths, `ip_forward`, RPS mask, XDP programs, tracepoint links, the kthreads'
+//!   affinity and policy);
+//! - after SIGKILL, `hostsim live clean` removes what is left.
+//!
+//! Every check reads the run's own ledger. The tests run one after another (a lock).
+
+mod common;
+
+use common::{assert_undone, csv_rows, entries_of, exists, num};
+use hostsim_live::ledger::Entry;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn hostsim() -> Command {
+    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
+}
+
+fn skip(why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
+}
+
+fn can_run() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        skip("needs root");
+        return false;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        skip("needs two CPUs");
+        return false;
+    }
+    true
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hostsim-live-ts-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// The set-up is complete once the ledger holds the three XDP attachments (sink, router input,
+/// the generator's spare veth) and the two tracepoint links.
+fn set_up(e: &[Entry]) -> bool {
+    e.iter().filter(|e| matches!(e, Entry::Xdp { .. })).count() >= 3 && e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 2
+}
+
+/// Start a run; wait until its set-up is in the ledger.
+// The child is returned to the caller, who waits for it; on failure it is killed and waited for.
+#[allow(clippy::zombie_processes)]
+fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
+    let mut cmd = hostsim();
+    cmd.args(["live", "takeuchi-symbiose", "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    // The stop signals as a terminal gives them (a background test inherits SIGINT ignored,
+    // and the run keeps an ignored signal ignored).
+    // SAFETY: signal() between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start hostsim live");
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let e = entries_of(child.id());
+        if set_up(&e) {
+            return (child, e);
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("the run ended before its set-up was complete: {s}\n{err}");
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no set-up in the ledger after 30 s: {e:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_exit(child: &mut Child, secs: u64) -> std::process::ExitStatus {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the run did not end within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+    err
+}
+
+fn no_namespace_of(pid: u32) {
+    let left = hostsim_live::netns::netns_of(pid);
+    assert!(left.is_empty(), "namespaces of the run remain: {left:?}");
+}
+
+#[test]
+fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothing_behind() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = tmp("quick");
+    let (mut child, entries) = start(&out, &["--quick"]);
+    let st = wait_exit(&mut child, 90);
+    let err = stderr_of(&mut child);
+    if st.code() == Some(2) {
+        skip(&format!("hostsim live takeuchi-symbiose says this machine cannot run it (exit 2): {err}"));
+        return;
+    }
+    assert!(st.success(), "exit {st}\n{err}");
+    let entries = [entries, entries_of(child.id())].concat();
+    assert_undone(&entries, "after a normal exit");
+    assert!(entries_of(child.id()).is_empty(), "the ledger file remains");
+    no_namespace_of(child.id());
+    let rows = csv_rows(&out.join("results.csv"));
+    let variants: Vec<&str> = rows.iter().map(|r| r["variant"].as_str()).collect();
+    assert_eq!(variants, ["kernel-1cpu", "kernel-rps", "split-cpumap"], "{err}");
+    for r in &rows {
+        let v = &r["variant"];
+        // Frames went through the router's IP forwarding and reached the sink...
+        assert!(num(r, "forwarded_pps") > 0.0, "{v}: nothing forwarded: {r:?}");
+        assert!(num(r, "sink_valid_count") > 0.0, "{v}: nothing reached the sink: {r:?}");
+        // ... every one with its IPv4 header and UDP checksums right, and nothing else arrived.
+        assert_eq!(num(r, "sink_invalid_count"), 0.0, "{v}: frames with a wrong or missing checksum: {r:?}");
+        assert_eq!(num(r, "sink_other_count"), 0.0, "{v}: {r:?}");
+        assert_eq!(num(r, "sink_valid_count"), num(r, "sink_frames_count"), "{v}: {r:?}");
+        // At 50,000 pkt/s, far below every variant's saturation, the window's frames arrive.
+        assert!(num(r, "out_window_frac") > 0.95, "{v}: {} of the window's frames arrived\n{err}", num(r, "out_window_frac"));
+        assert_eq!(num(r, "gen_errors"), 0.0, "{v}: {r:?}");
+    }
+    let split = rows.iter().find(|r| r["variant"] == "split-cpumap").unwrap();
+    // The functional split really redirected: every frame the router saw went to the cpumap.
+    assert!(num(split, "redirected_pps") >= 0.99 * num(split, "rtr_rx_pps"), "{split:?}");
+    assert_eq!(num(split, "redirect_failed_pps"), 0.0);
+    let one = rows.iter().find(|r| r["variant"] == "kernel-1cpu").unwrap();
+    assert_eq!(num(one, "redirected_pps"), 0.0);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Set FS_IMMUTABLE_FL on a directory (or clear it): nothing can be created in it, not even by root.
+fn set_immutable(dir: &Path, on: bool) -> bool {
+    use std::os::fd::AsRawFd;
+    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
+    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
+    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
+    let Ok(f) = std::fs::File::open(dir) else { return false };
+    let mut flags: libc::c_long = 0;
+    // SAFETY: the flag ioctls read and write one long.
+    unsafe {
+        if libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) < 0 {
+            return false;
+        }
+        flags = if on { flags | FS_IMMUTABLE_FL } else { flags & !FS_IMMUTABLE_FL };
+        libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &flags) == 0
+    }
+}
+
+#[test]
+fn an_error_mid_run_undoes_everything() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = tmp("error");
+    let (mut child, entries) = start(&out, &["--rates", "50000,60000,70000,80000", "--variants", "kernel-1cpu", "--reps", "1", "--window-s", "0.5"]);
+    let end = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("results.csv")).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < end, "no point written within 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if !set_immutable(&out, true) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return skip("this file system cannot make a directory immutable (FS_IMMUTABLE_FL)");
+    }
+    let st = wait_exit(&mut child, 60);
+    set_immutable(&out, false);
+    let err = stderr_of(&mut child);
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(err.contains("writing "), "the error does not name the file it could not write: {err}");
+    let entries = [entries, entries_of(child.id())].concat();
+    assert_undone(&entries, "after an error");
+    no_namespace_of(child.id());
+    assert_eq!(csv_rows(&out.join("results.csv")).len(), 1, "the point written before the failure is kept");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn every_stop_signal_mid_sweep_undoes_everything() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        let out = tmp(&format!("sig{sig}"));
+        // The split variant (cpumap entry and its kthread) under load, long enough not to end first.
+        let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-cpumap,kernel-rps", "--reps", "5", "--window-s", "1"]);
+        std::thread::sleep(Duration::from_millis(700));
+        assert!(entries.iter().any(|e| matches!(e, Entry::Sched { .. })), "the kthreads' policy is in the ledger: {entries:?}");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let st = wait_exit(&mut child, 30);
+        let err = stderr_of(&mut child);
+        assert_eq!(st.code(), Some(128 + sig), "signal {sig}: exit {st}\n{err}");
+        let entries = [entries, entries_of(child.id())].concat();
+        assert_undone(&entries, &format!("after signal {sig}"));
+        assert!(entries_of(child.id()).is_empty(), "signal {sig}: the ledger file remains");
+        no_namespace_of(child.id());
+        let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        assert!(run["status"].as_str().unwrap().starts_with("interrupted"), "{run}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+#[test]
+fn a_sigkilled_run_is_cleaned_by_live_clean() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !can_run() {
+        return;
+    }
+    let out = tmp("kill");
+    let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-cpumap", "--reps", "5", "--window-s", "1"]);
+    std::thread::sleep(Duration::from_millis(700));
+    let _ = child.kill();
+    let _ = child.wait();
+    let entries = [entries, entries_of(child.id())].concat();
+    assert!(entries.iter().any(exists), "SIGKILL left nothing to clean: the test would prove nothing");
+    let o = hostsim().args(["live", "clean"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "live clean: {text} {}", String::from_utf8_lossy(&o.stderr));
+    assert_undone(&entries, "after live clean");
+    assert!(entries_of(child.id()).is_empty());
+    no_namespace_of(child.id());
+    let _ = std::fs::remove_dir_all(&out);
+}
