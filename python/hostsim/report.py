@@ -407,7 +407,10 @@ def _live_points_html(d: Path, df: pd.DataFrame, figures: list[dict]) -> str:
                 + "".join(f"<th>{html.escape(y)}: {html.escape(label)}</th><th>model</th>" for y in ys) + "</tr>")
         body = []
         for r in t.to_dict("records"):
-            cells = "".join(f"<td>{_fmt(r[y])}</td><td>{_fmt(r[y + '_model'])}</td>" for y in ys)
+            # A model value outside its swept points is not read off the curve: "–", as the
+            # caption says (a measured NaN stays NaN: that run had no value).
+            model = {y: "–" if r[y + "_model"] != r[y + "_model"] else _fmt(r[y + "_model"]) for y in ys}
+            cells = "".join(f"<td>{_fmt(r[y])}</td><td>{model[y]}</td>" for y in ys)
             body.append(f"<tr><td>{html.escape(str(r['placement'] or '–'))}</td><td>{html.escape(str(r['measured_variant']))}</td>"
                         f"<td>{_fmt(r[key])}</td><td>{_fmt(r['measured_x'])}</td><td>{int(r['reps'])}</td>{cells}</tr>")
         parts.append(

@@ -93,5 +93,9 @@ def test_report_table_under_the_figures(tmp_path):
     page = report._live_points_html(d, model, figs)
     assert page.count("<tr>") == 1 + 6
     assert "<td>threaded</td><td>off</td><td>600,000</td><td>594,002</td><td>2</td><td>30,500</td>" in page
+    # A live point outside the model's sweep: "–" in the model's cell, never a number or NaN.
+    page = report._live_points_html(d, model[model[KEY] <= 500000], figs)
+    assert "<td>threaded</td><td>off</td><td>600,000</td><td>594,002</td><td>2</td><td>30,500</td><td>–</td>" in page
+    assert "NaN" not in page
     # No measured file beside the results: no table.
     assert report._live_points_html(tmp_path, model, figs) == ""
