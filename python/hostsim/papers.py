@@ -39,11 +39,7 @@ PAPERS = {
             "pull a moved reader back and forth (unintended migrations). The proposal does not "
             "migrate a woken process until the interrupt has followed it."
         ),
-        "live": (
-            "hostsim live goda-wakeups: wake-ups of real TCP readers recorded and classified as Fig. 2 "
-            "(measurement only: the proposal needs a wake-up placement hook, sched_ext, that this "
-            "machine's kernel refuses; RFS is a global setting left off)"
-        ),
+        "live": "hostsim live goda-wakeups: real wake-ups measured (the proposal itself needs sched_ext)",
         "headline_claims": [
             "proposed: migrations fall by 48%",
             "Linux: 2200 process migrations",
@@ -75,7 +71,7 @@ PAPERS = {
             "dual-CPU UNIX router under one big kernel lock does worse than a single-CPU one, and "
             "that the split lowers the load of each CPU."
         ),
-        "live": "hostsim live takeuchi-symbiose: an XDP driver half and a cpumap IP half against the kernel's own forwarding on one and two CPUs (measured, README; no model twin or claims yet)",
+        "live": "hostsim live takeuchi-symbiose: the split as XDP + cpumap, measured (README; no model twin yet)",
         "headline_claims": [
             "003-Q2 [R1] HiTactix dual's per-CPU load is 0.57x HiTactix single's (its one CPU), at 10,000",
             "003-L1 UNIX dual outputs fewer packets",

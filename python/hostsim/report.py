@@ -56,7 +56,7 @@ table.summary .key.inconclusive b { color: #b7791f; }
 table.summary .alt { color: #555; font-size: .9em; }
 td.tally { text-align: center; font-weight: bold; white-space: nowrap; font-family: monospace; font-size: 1.05em; }
 td.tally.all { background: #d7f5d7; } td.tally.some { background: #fbeecb; } td.tally.zero { background: #f8d0d0; }
-img.thumb { width: 120px; height: 53px; display: block; border: 1px solid #ddd; }
+img.thumb { width: 104px; height: 46px; display: block; border: 1px solid #ddd; }
 td.live { max-width: 170px; font-size: .92em; }
 table.claims { border-collapse: collapse; width: 100%; font-size: .85em; margin: .5em 0 1em; }
 table.claims th, table.claims td { border: 1px solid #ccc; padding: .25em .4em; text-align: left; vertical-align: top; }
