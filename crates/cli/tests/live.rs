@@ -712,14 +712,18 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
     let pid = child.id();
     let end = Instant::now() + Duration::from_secs(30);
     let entries = loop {
+        // The run records each kthread's affinity and policy just before it changes that
+        // kthread, one kthread after the other: wait for both (reading the ledger after the
+        // first kthread's entries alone was a race of this test, not of the run).
         let e = entries_of(pid);
-        if e.iter().any(|e| matches!(e, Entry::Sched { .. })) {
+        let count = |f: fn(&Entry) -> bool| e.iter().filter(|e| f(e)).count();
+        if count(|e| matches!(e, Entry::Affinity { .. })) >= 2 && count(|e| matches!(e, Entry::Sched { .. })) >= 2 {
             break e;
         }
         if Instant::now() > end || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the run recorded no kthread policy within 30 s: {e:?}");
+            panic!("the run did not record both kthreads' affinity and policy within 30 s: {e:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };

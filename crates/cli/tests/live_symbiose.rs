@@ -15,23 +15,22 @@
 
 mod common;
 
-use common::{assert_undone, csv_rows, entries_of, exists, num};
+use common::{assert_undone, csv_rows, entries_of, exists, hostsim, num, skip, start_live, stderr_of, wait_exit};
 use hostsim_live::ledger::Entry;
-use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn hostsim() -> Command {
-    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("ts", name)
 }
 
-fn skip(why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
+/// Start a run; wait until its set-up is in the ledger.
+fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
+    start_live("takeuchi-symbiose", out, args, true, Duration::from_secs(30), set_up)
 }
 
 fn can_run() -> bool {
@@ -47,74 +46,10 @@ fn can_run() -> bool {
     true
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hostsim-live-ts-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 /// The set-up is complete once the ledger holds the three XDP attachments (sink, router input,
 /// the generator's spare veth) and the two tracepoint links.
 fn set_up(e: &[Entry]) -> bool {
     e.iter().filter(|e| matches!(e, Entry::Xdp { .. })).count() >= 3 && e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 2
-}
-
-/// Start a run; wait until its set-up is in the ledger.
-// The child is returned to the caller, who waits for it; on failure it is killed and waited for.
-#[allow(clippy::zombie_processes)]
-fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
-    let mut cmd = hostsim();
-    cmd.args(["live", "takeuchi-symbiose", "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    // The stop signals as a terminal gives them (a background test inherits SIGINT ignored,
-    // and the run keeps an ignored signal ignored).
-    // SAFETY: signal() between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(s, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("start hostsim live");
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let e = entries_of(child.id());
-        if set_up(&e) {
-            return (child, e);
-        }
-        if let Ok(Some(s)) = child.try_wait() {
-            let mut err = String::new();
-            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
-            panic!("the run ended before its set-up was complete: {s}\n{err}");
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("no set-up in the ledger after 30 s: {e:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn wait_exit(child: &mut Child, secs: u64) -> std::process::ExitStatus {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("the run did not end within {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn stderr_of(child: &mut Child) -> String {
-    let mut err = String::new();
-    let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
-    err
 }
 
 fn no_namespace_of(pid: u32) {

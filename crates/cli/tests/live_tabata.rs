@@ -15,23 +15,22 @@
 
 mod common;
 
-use common::{assert_undone, csv_rows, entries_of, exists, num};
+use common::{assert_undone, csv_rows, entries_of, exists, hostsim, num, skip, start_live, wait_exit};
 use hostsim_live::ledger::Entry;
-use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn hostsim() -> Command {
-    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("tt", name)
 }
 
-fn skip(why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
+/// Start a run; wait until its ledger holds the tcx program and the freezer group (setup done).
+fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
+    start_live("tabata-speed", out, args, false, Duration::from_secs(20), |e| e.iter().any(|e| matches!(e, Entry::Tcx { .. })) && e.iter().any(|e| matches!(e, Entry::Cgroup { .. })))
 }
 
 fn can_run() -> bool {
@@ -45,58 +44,6 @@ fn can_run() -> bool {
         return false;
     }
     true
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hostsim-live-tt-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-/// Start a run; wait until its ledger holds the tcx program and the freezer group (setup done).
-fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
-    let mut cmd = hostsim();
-    cmd.args(["live", "tabata-speed", "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
-    // The stop signals as a terminal gives them: a test run in the background (`cmd &` in a
-    // script, as CI's) inherits SIGINT ignored, and the run keeps an ignored signal ignored, as
-    // it keeps SIGHUP under nohup.
-    // SAFETY: signal() between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(s, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("start hostsim live");
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        let e = entries_of(child.id());
-        let cg = e.iter().filter(|e| matches!(e, Entry::Cgroup { .. })).count();
-        if e.iter().any(|e| matches!(e, Entry::Tcx { .. })) && cg >= 1 {
-            return (child, e);
-        }
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("the run ended before its setup was complete: {s}");
-        }
-        assert!(Instant::now() < end, "no setup in the ledger after 20 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn wait_exit(child: &mut Child, secs: u64) -> std::process::ExitStatus {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("the run did not end within {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Processes in the run's freezer group (its sender), read while the run lives.

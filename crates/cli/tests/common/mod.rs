@@ -1,11 +1,97 @@
-//! What the live tests share: whether something a run recorded in its ledger still exists, a
-//! run's ledger entries, and its results.csv read back. Each test file uses a part of it.
+//! What the live tests share: the binary, a skip notice, a scratch directory, starting a run
+//! with the stop signals as a terminal gives them and waiting for its set-up, waiting for its
+//! exit, whether something a run recorded in its ledger still exists, a run's ledger entries,
+//! and its results.csv read back. Each test file uses a part of it.
 #![allow(dead_code)]
 
 use hostsim_live::ledger::{self, Entry};
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The hostsim binary under test (`HOSTSIM_TEST_BIN` overrides the one cargo built).
+pub fn hostsim() -> Command {
+    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
+}
+
+/// Says on stderr why a live test does not run here.
+pub fn skip(why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
+}
+
+/// An empty scratch path for this test process: `hostsim-live-TAG-PID-NAME` in the temp dir.
+pub fn tmp(tag: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hostsim-live-{tag}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Starts `hostsim live EXPERIMENT --out OUT ARGS...` and waits until `ready` holds for its
+/// ledger entries (its set-up is done), at most `within`; returns the child and those entries.
+/// stderr is `piped` (read into the panic message if the run ends early) or inherited. The stop
+/// signals are set to their defaults in the child, as a terminal gives them: a test run in the
+/// background (`cmd &` in a script, as CI's) inherits SIGINT ignored, and the run keeps an
+/// ignored signal ignored, as it keeps SIGHUP under nohup. The child is returned to the caller,
+/// who waits for it; on a failure here it is killed and waited for.
+#[allow(clippy::zombie_processes)]
+pub fn start_live(experiment: &str, out: &Path, args: &[&str], piped_stderr: bool, within: Duration, ready: impl Fn(&[Entry]) -> bool) -> (Child, Vec<Entry>) {
+    let mut cmd = hostsim();
+    cmd.args(["live", experiment, "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null());
+    cmd.stderr(if piped_stderr { Stdio::piped() } else { Stdio::inherit() });
+    // SAFETY: signal() between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start hostsim live");
+    let end = Instant::now() + within;
+    loop {
+        let e = entries_of(child.id());
+        if ready(&e) {
+            return (child, e);
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("the run ended before its set-up was complete: {s}\n{}", stderr_of(&mut child));
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no set-up in the ledger after {} s: {e:?}", within.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for the run to end, at most `secs`; kills it and fails after that.
+pub fn wait_exit(child: &mut Child, secs: u64) -> std::process::ExitStatus {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the run did not end within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What the run wrote on a piped stderr (empty when it was inherited).
+pub fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    if let Some(e) = child.stderr.as_mut() {
+        let _ = std::io::Read::read_to_string(e, &mut err);
+    }
+    err
+}
 
 /// The entries of every ledger of the run whose process is `pid`.
 pub fn entries_of(pid: u32) -> Vec<Entry> {
