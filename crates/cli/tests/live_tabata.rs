@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{assert_undone, csv_rows, entries_of, exists, hostsim, num, skip, start_live, wait_exit};
+use common::{assert_interrupted, assert_undone, kill_then_clean, csv_rows, entries_of, num, skip, start_live, wait_exit};
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -134,8 +134,7 @@ fn every_stop_signal_mid_transfer_undoes_everything() {
         for p in workers {
             assert!(!hostsim_live::sys::pid_alive(p), "signal {sig}: the sender {p} outlived the run");
         }
-        let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
-        assert!(run["status"].as_str().unwrap().starts_with("interrupted"), "{run}");
+        assert_interrupted(&out);
         let _ = std::fs::remove_dir_all(&out);
     }
 }
@@ -149,14 +148,6 @@ fn a_sigkilled_run_with_its_sender_frozen_is_cleaned_by_live_clean() {
     let out = tmp("kill");
     let (mut child, entries) = start(&out, &["--speeds", "10", "--units", "1024", "--reps", "3", "--no-off"]);
     std::thread::sleep(Duration::from_millis(600));
-    let _ = child.kill();
-    let _ = child.wait();
-    let entries = [entries, entries_of(child.id())].concat();
-    assert!(entries.iter().any(exists), "SIGKILL left nothing to clean: the test would prove nothing");
-    let o = hostsim().args(["live", "clean"]).output().unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "live clean: {text} {}", String::from_utf8_lossy(&o.stderr));
-    assert_undone(&entries, "after live clean");
-    assert!(entries_of(child.id()).is_empty());
+    kill_then_clean(&mut child, entries);
     let _ = std::fs::remove_dir_all(&out);
 }

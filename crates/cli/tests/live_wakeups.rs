@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{assert_undone, csv_rows, entries_of, exists, hostsim, num, skip, start_live, wait_exit};
+use common::{assert_interrupted, assert_undone, kill_then_clean, csv_rows, entries_of, num, skip, start_live, wait_exit};
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -109,8 +109,7 @@ fn sigterm_mid_point_undoes_everything() {
     for p in workers {
         assert!(!hostsim_live::sys::pid_alive(p), "worker {p} outlived the run");
     }
-    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
-    assert!(run["status"].as_str().unwrap().starts_with("interrupted"), "{run}");
+    assert_interrupted(&out);
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -123,14 +122,6 @@ fn a_sigkilled_run_is_cleaned_by_live_clean() {
     let out = tmp("kill");
     let (mut child, entries) = start(&out, &["--flows", "2", "--reps", "1", "--window-s", "5"]);
     std::thread::sleep(Duration::from_millis(1000));
-    let _ = child.kill();
-    let _ = child.wait();
-    let entries = [entries, entries_of(child.id())].concat();
-    assert!(entries.iter().any(exists), "SIGKILL left nothing to clean: the test would prove nothing");
-    let o = hostsim().args(["live", "clean"]).output().unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "live clean: {text} {}", String::from_utf8_lossy(&o.stderr));
-    assert_undone(&entries, "after live clean");
-    assert!(entries_of(child.id()).is_empty());
+    kill_then_clean(&mut child, entries);
     let _ = std::fs::remove_dir_all(&out);
 }

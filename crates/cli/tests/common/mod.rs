@@ -93,6 +93,27 @@ pub fn stderr_of(child: &mut Child) -> String {
     err
 }
 
+/// SIGKILLs the run after its set-up (`entries`), then checks that it left something and that
+/// `hostsim live clean` removes all of it and the ledger file; returns every entry it recorded.
+pub fn kill_then_clean(child: &mut Child, entries: Vec<Entry>) -> Vec<Entry> {
+    let _ = child.kill();
+    let _ = child.wait();
+    let entries = [entries, entries_of(child.id())].concat();
+    assert!(entries.iter().any(exists), "SIGKILL left nothing to clean: the test would prove nothing");
+    let o = hostsim().args(["live", "clean"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "live clean: {text} {}", String::from_utf8_lossy(&o.stderr));
+    assert_undone(&entries, "after live clean");
+    assert!(entries_of(child.id()).is_empty());
+    entries
+}
+
+/// The run's run.json says it was interrupted.
+pub fn assert_interrupted(out: &Path) {
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert!(run["status"].as_str().unwrap().starts_with("interrupted"), "{run}");
+}
+
 /// The entries of every ledger of the run whose process is `pid`.
 pub fn entries_of(pid: u32) -> Vec<Entry> {
     let p = format!("hsl-{pid}-");
