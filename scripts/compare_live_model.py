@@ -5,7 +5,7 @@ variant `<placement>-<variant>`, its seeds averaged) at the rates the live gener
 and print both side by side: bw delivered, bw's loss (1 - received / sent), flood delivered and
 the mean softirq share of the two CPUs, with the model's gap.
 
-    python3 scripts/compare_live_model.py [scenarios/live/ozaki-pbq.csv ...] [--hostsim target/release/hostsim]
+    python3 scripts/compare_live_model.py [scenarios/live/ozaki-pbq-batch32.csv ...] [--hostsim target/release/hostsim]
         [--seeds 3] [--jobs 2] [--csv OUT.csv]
 
 A live variant without a model form (`supp`, `both`: see the scenario's header) is printed with
@@ -91,7 +91,7 @@ def table(live, models):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("live_csv", nargs="*", default=[str(ROOT / "scenarios/live/ozaki-pbq.csv")])
+    ap.add_argument("live_csv", nargs="*", default=[str(ROOT / "scenarios/live/ozaki-pbq-batch32.csv")])
     ap.add_argument("--hostsim", default=str(ROOT / "target/release/hostsim"))
     ap.add_argument("--seeds", type=int, default=None, help="model seeds per point (default: the scenario's)")
     ap.add_argument("--jobs", type=int, default=2)

@@ -23,6 +23,11 @@ pub struct OzakiOptions {
     pub proc_ports: bool,
     /// `--rcvbuf BYTES`: the sinks' socket limit (0: the machine's rmem_default).
     pub rcvbuf_bytes: Option<u32>,
+    /// `--gen-batch FRAMES` and `--gen-quantum-us US`: the generator's pacing.
+    pub gen_batch: Option<u32>,
+    pub gen_quantum_us: Option<f64>,
+    /// `--bw-slice-us US`: bw's EEVDF slice (0: the kernel's base slice).
+    pub bw_slice_us: Option<u32>,
 }
 
 /// The configuration a command line asks for; `--quick` is the short run of the tests (one
@@ -62,6 +67,24 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
     if let Some(m) = &o.variants {
         c.variants = m.clone();
     }
+    if let Some(b) = o.gen_batch {
+        if !(1..=256).contains(&b) {
+            return Err("--gen-batch: expected 1..=256 frames (the kernel's TEST_XDP_MAX_BATCH)".into());
+        }
+        c.gen_batch = b;
+    }
+    if let Some(q) = o.gen_quantum_us {
+        if !(50.0..=5000.0).contains(&q) {
+            return Err("--gen-quantum-us: expected 50..=5000".into());
+        }
+        c.gen_quantum_us = q;
+    }
+    if let Some(us) = o.bw_slice_us {
+        if us != 0 && !(100..=100_000).contains(&us) {
+            return Err("--bw-slice-us: expected 0 (the kernel's base slice) or 100..=100000 (the kernel's clamp)".into());
+        }
+        c.bw_slice_ns = (us > 0).then_some(u64::from(us) * 1000);
+    }
     if let Some(k) = o.supp_knob {
         c.supp_knob = k;
     }
@@ -98,9 +121,9 @@ pub fn ozaki_pbq(o: &OzakiOptions, out: &Path) -> Result<(), LiveError> {
             "rates_pps": cfg.rates_pps, "reps": cfg.reps, "variants": cfg.variants.iter().map(|v| v.name()).collect::<Vec<_>>(),
             "suppression": { "knob": cfg.supp_knob.name(), "check_ms": cfg.supp_check_ms },
             "placements": cfg.placements.iter().map(|p| p.name()).collect::<Vec<_>>(),
-            "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.client_cpu },
+            "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.client_cpu, "quantum_us": cfg.gen_quantum_us, "batch": cfg.gen_batch, "call_frames_max": cfg.gen_call_frames_max },
             "napi_fifo_prio": cfg.napi_fifo_prio, "valid_frac": cfg.valid_frac, "capacity_pps": cfg.capacity_pps,
-            "bw_rate_pps": cfg.bw_rate_pps, "payload_bytes": cfg.payload_bytes, "rcvbuf_bytes": cfg.rcvbuf_bytes, "warmup_s": cfg.warmup_s,
+            "bw_rate_pps": cfg.bw_rate_pps, "bw_slice_ns": cfg.bw_slice_ns, "payload_bytes": cfg.payload_bytes, "rcvbuf_bytes": cfg.rcvbuf_bytes, "warmup_s": cfg.warmup_s,
             "window_s": cfg.window_s, "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu,
             "agent": format!("{:?}", cfg.agent), "ports": if cfg.hooks { "hooks" } else { "proc" },
         }),

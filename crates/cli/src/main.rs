@@ -210,10 +210,20 @@ enum LiveCmd {
         /// group the sinks join; default) or `proc` (the agent's scan of /proc, the fallback).
         #[arg(long, default_value = "hooks")]
         ports: String,
-        /// The server sockets' receive limit, bytes (default 65535, Linux 2.4's rmem_default as
-        /// in the paper; 0 = this machine's rmem_default).
+        /// The server sockets' receive limit, bytes (default: this machine's rmem_default;
+        /// 65535 is Linux 2.4's, as in the paper).
         #[arg(long)]
         rcvbuf: Option<u32>,
+        /// Frames per batch the generator hands a server veth's 256-frame ring (default 32).
+        #[arg(long)]
+        gen_batch: Option<u32>,
+        /// The generator's quantum, microseconds of a stream's frames per call (default 1000).
+        #[arg(long)]
+        gen_quantum_us: Option<f64>,
+        /// bw's EEVDF slice, microseconds (default 100, the shortest the kernel grants, so that
+        /// its wake-up preempts its CPU's other tasks; 0 = the kernel's base slice).
+        #[arg(long)]
+        bw_slice_us: Option<u32>,
     },
     /// Paper 002's Fig. 1-3 and Table 1 on this kernel: a bulk TCP sender (1 MB in 1024 and
     /// 2048 B writes) over a 100 Mbit/s shaped veth, its speed regulated by a SCHED_FIFO slot
@@ -710,7 +720,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Live { cmd } => match cmd {
-            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, supp_knob, placements, capacity_pps, ports, rcvbuf } => {
+            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, supp_knob, placements, capacity_pps, ports, rcvbuf, gen_batch, gen_quantum_us, bw_slice_us } => {
                 let hooks = match ports.as_str() {
                     "hooks" => true,
                     "proc" => false,
@@ -738,7 +748,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     None => None,
                     Some(k) => Some(hostsim_live::suppress::Knob::parse(&k).ok_or_else(|| format!("--supp-knob: `{k}`, expected `affinity`, `priority` or `both`"))?),
                 };
-                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, variants: modes, supp_knob, placements, capacity_pps, proc_ports: !hooks, rcvbuf_bytes: rcvbuf };
+                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, variants: modes, supp_knob, placements, capacity_pps, proc_ports: !hooks, rcvbuf_bytes: rcvbuf, gen_batch, gen_quantum_us, bw_slice_us };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {

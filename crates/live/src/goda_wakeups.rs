@@ -185,7 +185,7 @@ pub fn run_point(cfg: &WakeupsConfig, run: &LiveRun, s: &Setup, flows: u32) -> R
         let port = PORT_BASE + f as u16;
         let mut args = cfg.worker_args.clone();
         args.extend(["tcp-sink".into(), "--port".into(), port.to_string(), "--secs".into(), format!("{}", secs + 5.0)]);
-        let w = worker::spawn(&format!("reader{f}"), &cfg.worker_exe, &args, &Placement { netns: &srv, cpu: None, nice: 0, cgroup: cg, cgroup2: None }).map_err(failed)?;
+        let w = worker::spawn(&format!("reader{f}"), &cfg.worker_exe, &args, &Placement { netns: &srv, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
         s.recorder.watch(w.pid()).map_err(failed)?;
         readers.push(w);
     }
@@ -213,7 +213,7 @@ pub fn run_point(cfg: &WakeupsConfig, run: &LiveRun, s: &Setup, flows: u32) -> R
             "--pacing".into(),
             format!("{}", (cfg.rate_mbit * 1e6 / 8.0 / f64::from(flows)) as u64),
         ]);
-        let w = worker::spawn(&format!("sender{f}"), &cfg.worker_exe, &args, &Placement { netns: &cli, cpu: None, nice: 0, cgroup: cg, cgroup2: None }).map_err(failed)?;
+        let w = worker::spawn(&format!("sender{f}"), &cfg.worker_exe, &args, &Placement { netns: &cli, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
         s.recorder.set_sender(w.pid(), true).map_err(failed)?;
         senders.push(w);
     }

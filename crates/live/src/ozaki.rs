@@ -122,6 +122,31 @@ pub struct OzakiConfig {
     /// kthreads' (placement `threaded`).
     pub gen_fifo_prio: Option<i32>,
     pub napi_fifo_prio: i32,
+    /// The generator's quantum and batch (`Pacing::quantum_us`, `Pacing::batch_max`). A
+    /// server veth's ring holds 256 frames (`VETH_RING_SIZE`, drivers/net/veth.c, 6.18), and a
+    /// batch is handed to it whole (`xdp_test_run_batch`): with 256-frame batches a woken
+    /// threaded-NAPI kthread found its ring full and the rest of the batch dropped while it was
+    /// busy with less than all of its CPU (threaded `off` at 1,000,000 pkt/s: CPU 0 ~50 %
+    /// system, 540,000 pkt/s lost at the ring, bw unharmed), so the ring, not the receiver's CPU,
+    /// was the bottleneck. So the generator hands the ring 32-frame batches, as the
+    /// takeuchi-symbiose run found for the same ring (symbiose.rs). The quantum stays 1 ms: two
+    /// streams in 500 µs quanta made ~4,000 calls a second, and after ~1 min of a sweep (load
+    /// 6) every other call failed with ENOSPC (the page-pool pitfall, gen.rs).
+    pub gen_quantum_us: f64,
+    pub gen_batch: u32,
+    /// The generator's largest call (`Pacing::call_frames_max`): 4,096 frames, so that a
+    /// stream's 1 ms quantum is one call up to 4,096,000 pkt/s. With 1,024, a flood of
+    /// 2,100,000–2,400,000 pkt/s took 3 calls a quantum (~4,000 calls a second with bw's), and
+    /// in the second minute of the sweep a third of the calls failed with ENOSPC (the page-pool
+    /// pitfall, gen.rs; the flood sinks at nice 19 hold their frames' pages in full sockets).
+    pub gen_call_frames_max: u32,
+    /// bw's EEVDF slice (`worker::Placement::slice_ns`; None: the kernel's base slice). The
+    /// default, 100 µs (the shortest the kernel grants), makes bw's wake-up preempt whatever
+    /// else runs on its CPU, as a nice -19 process's wake-up did on 2.4 (`reschedule_idle`:
+    /// `preemption_goodness` > 0 sets `need_resched`). With the base slice, bw lost 2–3 % of
+    /// its frames at 1,000 pkt/s of flood, mechanism off or on, to compilers at nice 10 on its
+    /// CPU (its socket holds ~1.3 ms of its frames): the machine's neighbours, not the flood.
+    pub bw_slice_ns: Option<u64>,
     /// A point is valid when each stream achieved at least this fraction of its rate.
     pub valid_frac: f64,
     /// The detector's capacity, fixed (None: measured on the `off` points, module doc).
@@ -155,6 +180,10 @@ impl OzakiConfig {
             client_cpu: 1,
             gen_fifo_prio: Some(50),
             napi_fifo_prio: 50,
+            gen_quantum_us: 1000.0,
+            gen_batch: 32,
+            gen_call_frames_max: 4096,
+            bw_slice_ns: Some(100_000),
             valid_frac: 0.98,
             capacity_pps: None,
             agent: AgentConfig::default(),
@@ -482,12 +511,12 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
     let secs = gen_secs + 5.0; // the sinks' own time limit
     let srv = s.srv.file()?;
     let cg = s.group_procs.as_ref();
-    let on_server = |nice| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, cgroup: cg, cgroup2: s.hook_procs.as_ref() };
+    let on_server = |nice, slice_ns| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, slice_ns, cgroup: cg, cgroup2: s.hook_procs.as_ref() };
     let (bw_win, flood_win) = (seq_window(cfg, cfg.bw_rate_pps), seq_window(cfg, rate_pps));
     let mut sinks = Vec::new();
-    sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs, bw_win), &on_server(BW_NICE)).map_err(failed)?);
+    sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs, bw_win), &on_server(BW_NICE, cfg.bw_slice_ns)).map_err(failed)?);
     for (i, &p) in FLOOD_PORTS.iter().enumerate() {
-        let w = worker::spawn(&format!("flood-{i}"), &cfg.worker_exe, &sink_args(cfg, p, secs, flood_win), &on_server(FLOOD_NICE))
+        let w = worker::spawn(&format!("flood-{i}"), &cfg.worker_exe, &sink_args(cfg, p, secs, flood_win), &on_server(FLOOD_NICE, None))
             .map_err(failed)?;
         sinks.push(w);
     }
@@ -499,7 +528,15 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
             .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec())
             .seq_at(gen::UDP4_PAYLOAD_OFF),
     ];
-    let pacing = Pacing { cpu: Some(cfg.client_cpu), fifo_prio: cfg.gen_fifo_prio, secs: gen_secs, ..Pacing::default() };
+    let pacing = Pacing {
+        cpu: Some(cfg.client_cpu),
+        fifo_prio: cfg.gen_fifo_prio,
+        secs: gen_secs,
+        quantum_us: cfg.gen_quantum_us,
+        batch_max: cfg.gen_batch,
+        call_frames_max: cfg.gen_call_frames_max,
+        ..Pacing::default()
+    };
     let running = s.gen.start(&s.cli, streams, &pacing)?;
     let waited = run.sleep(Duration::from_secs_f64(cfg.warmup_s));
     let a = snap(agent, &sinks, (Instant::now(), running.seq()));

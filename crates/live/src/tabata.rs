@@ -362,7 +362,7 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
     let snd = s.snd.file()?;
     let mut args = cfg.worker_args.clone();
     args.extend(["tcp-sink".into(), "--port".into(), PORT.to_string(), "--secs".into(), format!("{secs}")]);
-    let sink = worker::spawn("sink", &cfg.worker_exe, &args, &Placement { netns: &rcv, cpu: Some(cfg.sink_cpu), nice: 0, cgroup: cg, cgroup2: None }).map_err(failed)?;
+    let sink = worker::spawn("sink", &cfg.worker_exe, &args, &Placement { netns: &rcv, cpu: Some(cfg.sink_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
     let slot_ns = cfg.slot_us * 1000;
     // The grid starts 150 ms ahead (time to start the sender and put it in its group); the
     // sender's first write falls at a phase of the slot that differs per repetition (the model's
@@ -399,7 +399,7 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
         "--secs".into(),
         format!("{secs}"),
     ]);
-    let mut sender = worker::spawn("sender", &cfg.worker_exe, &args, &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, cgroup: cg, cgroup2: None }).map_err(failed)?;
+    let mut sender = worker::spawn("sender", &cfg.worker_exe, &args, &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
     let pid = sender.pid();
     if let Some(f) = &s.freeze {
         let p = f.join("cgroup.procs");

@@ -299,7 +299,7 @@ pub fn run_point(cfg: &KawaiConfig, run: &LiveRun, s: &Setup, variant: &str, rat
     let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(rep) * 7919).wrapping_add(rate as u64);
     let (acc, cli, org) = (s.acc.file()?, s.cli.file()?, s.org.file()?);
     let cg = s.group_procs.as_ref();
-    let place = |ns, cpu| Placement { netns: ns, cpu: Some(cpu), nice: 0, cgroup: cg, cgroup2: None };
+    let place = |ns, cpu| Placement { netns: ns, cpu: Some(cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None };
     let ss = secs.to_string();
     let mut origin = worker::spawn(
         "origin",
