@@ -217,7 +217,8 @@ enum LiveCmd {
         /// Frames per batch the generator hands a server veth's 256-frame ring (default 32).
         #[arg(long)]
         gen_batch: Option<u32>,
-        /// The generator's quantum, microseconds of a stream's frames per call (default 1000).
+        /// The flood stream's quantum, microseconds of its frames per call (default 1000; bw's
+        /// stays 1000).
         #[arg(long)]
         gen_quantum_us: Option<f64>,
         /// bw's EEVDF slice, microseconds (default 100, the shortest the kernel grants, so that
