@@ -534,3 +534,26 @@ pub fn goda_wakeups(o: &WakeupsOptions, out: &Path) -> Result<(), LiveError> {
     progress(format!("{n} points -> {}", out.join("results.csv").display()));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn takeuchi_symbiose_options_name_split_afxdp_and_its_period() {
+        let c = symbiose_config(&SymbioseOptions::default()).unwrap();
+        assert_eq!(c.afxdp.period, Duration::from_millis(5), "the paper's 5 ms by default");
+        assert_eq!(c.variants.len(), 4);
+        let o = SymbioseOptions { variants: Some(vec!["split-afxdp".into()]), period_ms: Some(1.0), ..Default::default() };
+        let c = symbiose_config(&o).unwrap();
+        assert_eq!(c.variants, [hostsim_live::symbiose::Variant::SplitAfxdp]);
+        assert_eq!(c.afxdp.period, Duration::from_millis(1));
+        for bad in [0.0, 0.05, 101.0, f64::NAN] {
+            let o = SymbioseOptions { period_ms: Some(bad), ..Default::default() };
+            assert!(symbiose_config(&o).unwrap_err().contains("--period-ms"), "{bad}");
+        }
+        let o = SymbioseOptions { variants: Some(vec!["split-xsk".into()]), ..Default::default() };
+        assert!(symbiose_config(&o).unwrap_err().contains("split-afxdp"));
+    }
+}
