@@ -235,13 +235,15 @@ fn measured_data_is_copied_with_its_mode_and_only_from_inside_the_tree() {
     let d = tmp("measured");
     std::fs::create_dir_all(d.join("scenarios/live")).unwrap();
     std::fs::copy(repo().join("scenarios/live-ozaki-pbq.toml"), d.join("scenarios/live-ozaki-pbq.toml")).unwrap();
-    let csv = d.join("scenarios/live/ozaki-pbq.csv");
-    std::fs::copy(repo().join("scenarios/live/ozaki-pbq.csv"), &csv).unwrap();
+    // The twin's measured file (its figures' `measured`).
+    const MEASURED: &str = "ozaki-pbq-batch32.csv";
+    let csv = d.join("scenarios/live").join(MEASURED);
+    std::fs::copy(repo().join("scenarios/live").join(MEASURED), &csv).unwrap();
     std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o640)).unwrap();
     let repro = |out: &str| hostsim().args(["reproduce", "live-ozaki-pbq", "--seeds", "1", "--jobs", "1", "--no-report", "--out", out]).current_dir(&d).output().unwrap();
     let r = repro("out");
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let copied = d.join("out/live-ozaki-pbq/ozaki-pbq.csv");
+    let copied = d.join("out/live-ozaki-pbq").join(MEASURED);
     assert_eq!(std::fs::metadata(&copied).unwrap().permissions().mode() & 0o777, 0o640, "the copy's permission bits");
     // The measured file replaced by a link to a file outside the tree: refused, nothing copied.
     let secret = d.join("secret.csv");
@@ -252,6 +254,6 @@ fn measured_data_is_copied_with_its_mode_and_only_from_inside_the_tree() {
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{err}");
     assert!(err.contains("outside the scenario's directory"), "{err}");
-    assert!(!d.join("out2/live-ozaki-pbq/ozaki-pbq.csv").exists(), "a file from outside the tree was copied");
+    assert!(!d.join("out2/live-ozaki-pbq").join(MEASURED).exists(), "a file from outside the tree was copied");
     let _ = std::fs::remove_dir_all(&d);
 }
