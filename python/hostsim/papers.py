@@ -71,7 +71,7 @@ PAPERS = {
             "dual-CPU UNIX router under one big kernel lock does worse than a single-CPU one, and "
             "that the split lowers the load of each CPU."
         ),
-        "live": "hostsim live takeuchi-symbiose: the split as XDP + cpumap, measured (README; no model twin yet)",
+        "live": "hostsim live takeuchi-symbiose: the split by XDP + cpumap and by AF_XDP batches, beside its twin (README)",
         "headline_claims": [
             "003-Q2 [R1] HiTactix dual's per-CPU load is 0.57x HiTactix single's (its one CPU), at 10,000",
             "003-L1 UNIX dual outputs fewer packets",

@@ -81,13 +81,13 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
            ylabel: str | None = None, paper: str | None = None, ax=None, kind: str | None = None,
            at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False,
            measured: pd.DataFrame | None = None, measured_label: str | None = None,
-           measured_x: str | None = None, thumbnail: bool = False, **_ignored):
+           measured_x: str | None = None, measured_y: str | None = None, thumbnail: bool = False, **_ignored):
     """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
     ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
     ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. ``measured`` (a frame
     shaped like results.csv, e.g. a live run) is drawn dashed on the same axes, each variant in
-    its simulated line's colour, labelled ``measured_label``, against its column ``measured_x``
-    (default ``x``). ``thumbnail`` draws the same data small and without any text (the report's
+    its simulated line's colour, labelled ``measured_label``, its column ``measured_y`` (default
+    ``y``) against its column ``measured_x`` (default ``x``). ``thumbnail`` draws the same data small and without any text (the report's
     summary). Returns the Figure; save it with ``bbox_inches="tight"`` (the legend is below the
     axes)."""
     if ax is None:
@@ -114,7 +114,7 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         colors, v1, n1 = _lines(ax, df, x, y, vs, notes)
         values += v1
         if measured is not None:
-            values += _measured(ax, _at(measured, at), measured_x or x, x, y, vs, colors, measured_label or "measured", notes)
+            values += _measured(ax, _at(measured, at), measured_x or x, x, measured_y or y, vs, colors, measured_label or "measured", notes)
         values += _marks(ax, [_resolve_ratio(m, df, x, y) for m in marks])
         xlabel_default, ylabel_default = x, y
     else:
@@ -280,7 +280,7 @@ def _measured(ax, m, mx, x, y, vs, colors, label, notes):
     return values
 
 
-def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None, ys: Iterable[str],
+def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None, ys: Iterable[str | tuple[str, str]],
                       variants: Iterable[str] | None = None) -> pd.DataFrame:
     """Each measured point beside the model's prediction for it: one row per (simulated
     variant, measured variant, placement, measured point of ``x``), with the measured rows'
@@ -288,24 +288,27 @@ def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None,
     ``ys``, the measured mean (``<y>``) and the model's (``<y>_model``): the simulated
     variant's mean curve over ``x`` (seeds averaged) read at the measured ``mx`` by linear
     interpolation between its swept points, NaN outside them (never extrapolated).
-    ``reps`` counts the measured rows averaged."""
+    ``reps`` counts the measured rows averaged. An item of ``ys`` may be a pair (the model's
+    metric, the measured column that stands for it: a figure's ``measured_y``); the row names
+    both values after the model's metric."""
     mx = mx or x
-    ys = [y for y in ys if y in m and y in df]
+    pairs = [(y, y) if isinstance(y, str) else (y[0], y[1]) for y in ys]
+    pairs = [(y, my) for y, my in pairs if my in m and y in df]
     allv = list(dict.fromkeys(df["variant"])) if "variant" in df else ["base"]
     vs = [v for v in (list(variants) if variants else allv) if v in allv]
     key = x if x in m else mx
     rows = []
     for v, w, p, d in measured_series(m, vs):
         sim = df[df["variant"] == v] if "variant" in df else df
-        curves = {y: sim.groupby(x, sort=True)[y].mean() for y in ys}
+        curves = {y: sim.groupby(x, sort=True)[y].mean() for y, _ in pairs}
         for k, g in d.groupby(key, sort=True):
             at = float(g[mx].mean())
             row = {"variant": v, "measured_variant": w, "placement": p, x if key == x else mx: k, "measured_x": at, "reps": len(g)}
-            for y in ys:
+            for y, my in pairs:
                 c = curves[y].dropna()
                 xs = c.index.astype(float).values
                 inside = len(xs) > 0 and xs.min() <= at <= xs.max()
-                row[y] = float(g[y].mean())
+                row[y] = float(g[my].mean())
                 row[y + "_model"] = float(np.interp(at, xs, c.values)) if inside else float("nan")
             rows.append(row)
     return pd.DataFrame(rows)

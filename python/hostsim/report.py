@@ -388,7 +388,7 @@ def live_points(d: Path, df: pd.DataFrame, figures: list[dict]) -> list[tuple[st
         if not path.exists():
             continue
         x, mx = specs[0]["x"], specs[0].get("measured_x")
-        ys = list(dict.fromkeys(s["y"] for s in specs if s.get("x") == x and s.get("measured_x") == mx))
+        ys = list(dict.fromkeys((s["y"], s.get("measured_y") or s["y"]) for s in specs if s.get("x") == x and s.get("measured_x") == mx))
         t = plot.measured_vs_model(df, pd.read_csv(path), x, mx, ys)
         if not t.empty:
             out.append((name, t))

@@ -99,3 +99,30 @@ def test_report_table_under_the_figures(tmp_path):
     assert "NaN" not in page
     # No measured file beside the results: no table.
     assert report._live_points_html(tmp_path, model, figs) == ""
+
+
+def test_measured_y_names_the_live_column_for_the_models_metric(tmp_path):
+    # A live run may name a quantity otherwise than the model (takeuchi-symbiose: the router's
+    # per-CPU load `cpu0_router_frac`, the model's `cpu0_busy_frac`): `measured_y` draws and
+    # tabulates that column beside the model's metric (issue 30).
+    live = live_frame().rename(columns={"bw_rx_pps": "bw_live_pps"})
+    model = model_frame()
+    fig = plot.figure(model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps",
+                      measured_y="bw_live_pps")
+    lines = {str(ln.get_label()): ln for ln in fig.axes[0].lines}
+    want = live[(live["variant"] == "off") & (live["placement"] == "threaded")].groupby(KEY)["bw_live_pps"].mean().values
+    assert list(lines["live: off (threaded)"].get_ydata()) == list(want)
+    plt.close(fig)
+    t = plot.measured_vs_model(model, live, KEY, "floodclients_sent_pps", [("bw_rx_pps", "bw_live_pps")])
+    r = t[(t["variant"] == "threaded-off") & (t[KEY] == 600000)].iloc[0]
+    assert r["bw_rx_pps"] == 30500.0
+    assert math.isclose(r["bw_rx_pps_model"], 33000.0 - 594001.5 / 100000, rel_tol=1e-12)
+    # Without measured_y the column is not found: no table column, no line.
+    assert "bw_rx_pps_model" not in plot.measured_vs_model(model, live, KEY, "floodclients_sent_pps", ["bw_rx_pps"])
+    d = tmp_path / "live-twin"
+    d.mkdir()
+    live.to_csv(d / "ozaki-pbq.csv", index=False)
+    figs = [{"title": "bw", "x": KEY, "y": "bw_rx_pps", "measured": "live/ozaki-pbq.csv", "measured_label": "live",
+             "measured_x": "floodclients_sent_pps", "measured_y": "bw_live_pps"}]
+    [(_, t)] = report.live_points(d, model, figs)
+    assert "bw_rx_pps_model" in t and len(t) == 6

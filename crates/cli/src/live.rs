@@ -234,6 +234,7 @@ pub struct SymbioseOptions {
     pub rates_pps: Option<Vec<f64>>,
     pub variants: Option<Vec<String>>,
     pub window_s: Option<f64>,
+    pub period_ms: Option<f64>,
 }
 
 /// The configuration a command line asks for; `--quick` is the short run of the tests (every
@@ -269,6 +270,12 @@ pub fn symbiose_config(o: &SymbioseOptions) -> Result<hostsim_live::symbiose::Sy
         }
         c.window_s = w;
     }
+    if let Some(p) = o.period_ms {
+        if !(0.1..=100.0).contains(&p) {
+            return Err("--period-ms: expected 0.1..=100".into());
+        }
+        c.afxdp.period = std::time::Duration::from_secs_f64(p / 1e3);
+    }
     Ok(c)
 }
 
@@ -286,7 +293,9 @@ pub fn takeuchi_symbiose(o: &SymbioseOptions, out: &Path) -> Result<(), LiveErro
             "variants": cfg.variants.iter().map(|v| serde_json::json!({ "name": v.name(), "model_variant": v.model_variant(), "router_cpus": v.router_cpus() })).collect::<Vec<_>>(),
             "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.other_cpu, "flows": hostsim_live::symbiose::SRC_PORTS.len() },
             "driver_cpu": cfg.driver_cpu, "other_cpu": cfg.other_cpu, "router_fifo_prio": cfg.router_fifo_prio, "sink_fifo_prio": cfg.sink_fifo_prio,
-            "cpumap_qsize": cfg.cpumap_qsize, "payload_bytes": cfg.payload_bytes, "warmup_s": cfg.warmup_s, "window_s": cfg.window_s, "valid_frac": cfg.valid_frac,
+            "cpumap_qsize": cfg.cpumap_qsize,
+            "afxdp": { "period_ms": cfg.afxdp.period.as_secs_f64() * 1e3, "umem_frames": cfg.afxdp.frames, "frame_bytes": 2048, "ring_entries": cfg.afxdp.ring, "bind": "XDP_COPY, queue 0 of in0; out0 shares the UMEM (XDP_SHARED_UMEM)" },
+            "payload_bytes": cfg.payload_bytes, "warmup_s": cfg.warmup_s, "window_s": cfg.window_s, "valid_frac": cfg.valid_frac,
         }),
     );
     run.progress(format!(
@@ -547,4 +556,27 @@ pub fn goda_wakeups(o: &WakeupsOptions, out: &Path) -> Result<(), LiveError> {
     run.finish(outcome)?;
     progress(format!("{n} points -> {}", out.join("results.csv").display()));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn takeuchi_symbiose_options_name_split_afxdp_and_its_period() {
+        let c = symbiose_config(&SymbioseOptions::default()).unwrap();
+        assert_eq!(c.afxdp.period, Duration::from_millis(5), "the paper's 5 ms by default");
+        assert_eq!(c.variants.len(), 4);
+        let o = SymbioseOptions { variants: Some(vec!["split-afxdp".into()]), period_ms: Some(1.0), ..Default::default() };
+        let c = symbiose_config(&o).unwrap();
+        assert_eq!(c.variants, [hostsim_live::symbiose::Variant::SplitAfxdp]);
+        assert_eq!(c.afxdp.period, Duration::from_millis(1));
+        for bad in [0.0, 0.05, 101.0, f64::NAN] {
+            let o = SymbioseOptions { period_ms: Some(bad), ..Default::default() };
+            assert!(symbiose_config(&o).unwrap_err().contains("--period-ms"), "{bad}");
+        }
+        let o = SymbioseOptions { variants: Some(vec!["split-xsk".into()]), ..Default::default() };
+        assert!(symbiose_config(&o).unwrap_err().contains("split-afxdp"));
+    }
 }

@@ -217,7 +217,8 @@ enum LiveCmd {
         /// Frames per batch the generator hands a server veth's 256-frame ring (default 32).
         #[arg(long)]
         gen_batch: Option<u32>,
-        /// The generator's quantum, microseconds of a stream's frames per call (default 1000).
+        /// The flood stream's quantum, microseconds of its frames per call (default 1000; bw's
+        /// stays 1000).
         #[arg(long)]
         gen_quantum_us: Option<f64>,
         /// bw's EEVDF slice, microseconds (default 100, the shortest the kernel grants, so that
@@ -260,7 +261,8 @@ enum LiveCmd {
     /// Paper 003's Fig. 4 on this kernel: a router namespace forwarding 64-byte UDP frames from
     /// a paced kernel-side generator to a checksum-checking sink, input rate swept past
     /// saturation, the kernel's forwarding on one CPU and on two (RPS), and the functional split
-    /// (XDP driver half on one CPU, cpumap IP half on the other), 3 repetitions. Writes
+    /// (XDP driver half on one CPU, cpumap IP half on the other), and the paper's own design
+    /// (AF_XDP: a driver thread and an IP thread exchanging buffers in bulk every 5 ms), 3 repetitions. Writes
     /// DIR/results.csv (the model's metric names) and DIR/run.json.
     #[command(name = "takeuchi-symbiose")]
     TakeuchiSymbiose {
@@ -275,12 +277,15 @@ enum LiveCmd {
         /// Input rates, pkt/s, comma-separated (default 100000 to 1000000 in steps of 100000, and 1200000).
         #[arg(long, value_delimiter = ',')]
         rates: Option<Vec<f64>>,
-        /// Variants: kernel-1cpu, kernel-rps, split-cpumap (default all three).
+        /// Variants: kernel-1cpu, kernel-rps, split-cpumap, split-afxdp (default all four).
         #[arg(long, value_delimiter = ',')]
         variants: Option<Vec<String>>,
         /// Measurement window per point, seconds (default 2).
         #[arg(long)]
         window_s: Option<f64>,
+        /// split-afxdp: the driver and IP threads' exchange period, ms (default 5, the paper's).
+        #[arg(long)]
+        period_ms: Option<f64>,
     },
     /// Paper 001's Fig. 2 on this kernel, without RFS: N bulk TCP senders to N readers over a
     /// veth, unpinned on every CPU; the readers' wake-ups recorded from the scheduler's
@@ -755,8 +760,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 let o = hostsim_cli::live::TabataOptions { quick, reps, speeds_pct: speeds, units_bytes: units, sndbuf_bytes: sndbuf, gate, no_off };
                 live_exit(hostsim_cli::live::tabata_speed(&o, &out))
             }
-            LiveCmd::TakeuchiSymbiose { out, quick, reps, rates, variants, window_s } => {
-                let o = hostsim_cli::live::SymbioseOptions { quick, reps, rates_pps: rates, variants, window_s };
+            LiveCmd::TakeuchiSymbiose { out, quick, reps, rates, variants, window_s, period_ms } => {
+                let o = hostsim_cli::live::SymbioseOptions { quick, reps, rates_pps: rates, variants, window_s, period_ms };
                 live_exit(hostsim_cli::live::takeuchi_symbiose(&o, &out))
             }
             LiveCmd::GodaWakeups { out, quick, reps, flows, window_s, warmup_s, rate_mbit } => {

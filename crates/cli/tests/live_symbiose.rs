@@ -4,11 +4,13 @@
 //! - a short forwarding run (`--quick`: every variant at 50,000 pkt/s) forwards frames through
 //!   the router namespace in every variant, and every frame reaches the sink with its IPv4
 //!   header and UDP checksums right (the sink program checks both); nothing of it remains;
+//!   split-afxdp's frames went through its AF_XDP sockets and user-space threads, which
+//!   exchanged them in bulk (at most four queue operations per period, not one per frame);
 //! - a write that fails after the first point (the output directory made immutable) ends the
 //!   run with exit 1 and undoes everything;
 //! - SIGINT, SIGTERM, SIGHUP and SIGQUIT mid-sweep each undo every entry of the run's ledger
 //!   (namespaces, veths, `ip_forward`, RPS mask, XDP programs, tracepoint links, the kthreads'
-//!   affinity and policy);
+//!   affinity and policy), split-afxdp's AF_XDP forwarder running when the signal comes;
 //! - after SIGKILL, `hostsim live clean` removes what is left.
 //!
 //! Every check reads the run's own ledger. The tests run one after another (a lock).
@@ -78,7 +80,7 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
     no_namespace_of(child.id());
     let rows = csv_rows(&out.join("results.csv"));
     let variants: Vec<&str> = rows.iter().map(|r| r["variant"].as_str()).collect();
-    assert_eq!(variants, ["kernel-1cpu", "kernel-rps", "split-cpumap"], "{err}");
+    assert_eq!(variants, ["kernel-1cpu", "kernel-rps", "split-cpumap", "split-afxdp"], "{err}");
     for r in &rows {
         let v = &r["variant"];
         // Frames went through the router's IP forwarding and reached the sink...
@@ -98,6 +100,23 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
     assert_eq!(num(split, "redirect_failed_pps"), 0.0);
     let one = rows.iter().find(|r| r["variant"] == "kernel-1cpu").unwrap();
     assert_eq!(num(one, "redirected_pps"), 0.0);
+    assert_eq!(num(one, "xsk_rx_pps"), 0.0);
+    let x = rows.iter().find(|r| r["variant"] == "split-afxdp").unwrap();
+    // The paper's design: every frame the router saw went to the AF_XDP socket, and none
+    // through the kernel's IP forwarding; the user-space IP half forwarded them...
+    assert!(num(x, "redirected_pps") >= 0.99 * num(x, "rtr_rx_pps"), "{x:?}");
+    assert_eq!(num(x, "redirect_failed_pps"), 0.0, "{x:?}");
+    assert!(num(x, "xsk_rx_pps") >= 0.95 * num(x, "rtr_rx_pps"), "{x:?}");
+    assert!(num(x, "ip_in_receives_pps") < 0.01 * num(x, "rtr_rx_pps"), "frames reached the kernel's IP: {x:?}");
+    assert_eq!(num(x, "drop_xsk_pps"), 0.0, "{x:?}");
+    assert_eq!(num(x, "xsk_dropped_ip_count"), 0.0, "{x:?}");
+    assert_eq!(num(x, "xsk_kick_errors_count") + num(x, "xsk_tx_invalid_count"), 0.0, "{x:?}");
+    // ... in the threads whose time is measured ...
+    assert!(num(x, "xsk_driver_thread_frac") > 0.0 && num(x, "xsk_ip_thread_frac") > 0.0, "{x:?}");
+    // ... exchanging them in bulk: each thread moves each queue once per 5 ms period (≤ 800
+    // queue operations/s over both, 5 % for the window's edges), however many frames.
+    assert!(num(x, "xsk_queue_ops_per_s") <= 840.0, "{x:?}");
+    assert!(num(x, "xsk_batch_mean") > 10.0, "frames were not handed over in batches: {x:?}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -158,7 +177,8 @@ fn every_stop_signal_mid_sweep_undoes_everything() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         let out = tmp(&format!("sig{sig}"));
         // The split variant (cpumap entry and its kthread) under load, long enough not to end first.
-        let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-cpumap,kernel-rps", "--reps", "5", "--window-s", "1"]);
+        // split-afxdp first: its forwarder (sockets, UMEM, threads) is running when the signal comes.
+        let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-afxdp,split-cpumap,kernel-rps", "--reps", "5", "--window-s", "1"]);
         std::thread::sleep(Duration::from_millis(700));
         assert!(entries.iter().any(|e| matches!(e, Entry::Sched { .. })), "the kthreads' policy is in the ledger: {entries:?}");
         // SAFETY: signalling our own child.
@@ -182,7 +202,7 @@ fn a_sigkilled_run_is_cleaned_by_live_clean() {
         return;
     }
     let out = tmp("kill");
-    let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-cpumap", "--reps", "5", "--window-s", "1"]);
+    let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-afxdp,split-cpumap", "--reps", "5", "--window-s", "1"]);
     std::thread::sleep(Duration::from_millis(700));
     kill_then_clean(&mut child, entries);
     no_namespace_of(child.id());

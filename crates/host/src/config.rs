@@ -72,6 +72,15 @@ pub struct MechanismCosts {
     pub irq_affinity_write_ns: u64,
     /// XDP: running the attached program on one frame (per frame, pass or drop).
     pub xdp_run_ns: u64,
+    /// XDP redirect to a CPU map (`kernel.xdp = "cpumap"`, `net/core/cpumap.rs`): per frame on
+    /// the polling CPU, the redirect and `bq_enqueue` (with the bulk flush's share of a frame).
+    pub cpumap_enqueue_ns: u64,
+    /// XDP: the skb built for a frame the program passed or redirected to a CPU map, where the
+    /// driver builds it only after the program (Linux 6.x drivers/net/veth.c `veth_xdp_rcv_one`
+    /// → `xdp_build_skb_from_frame`; the CPU map kthread's `__xdp_build_skb_from_frame`,
+    /// `net/core/cpumap.rs`). Paid in the NAPI poll for a passed frame, in the kthread for a
+    /// redirected one. 0 (default): the skb's cost is in `driver_rx_frame_ns`.
+    pub xdp_skb_build_ns: u64,
     /// Flow limit: `skb_flow_limit`'s table work (history and bucket update) per packet enqueued
     /// by a CPU with a table while the target backlog is at least half full.
     pub flow_limit_ns: u64,
@@ -117,6 +126,8 @@ impl Default for MechanismCosts {
             irq_suppress_check_ns: 0,
             irq_affinity_write_ns: 0,
             xdp_run_ns: 0,
+            cpumap_enqueue_ns: 0,
+            xdp_skb_build_ns: 0,
             flow_limit_ns: 0,
             smp_lock_factor: 1.0,
             lock_acquire_ns: 0,
@@ -250,6 +261,10 @@ pub enum XdpKind {
     /// `ozaki-pbq`'s priority drop as `hostsim live` runs it (mechanisms/ozaki_pbq/xdp.rs): under high load,
     /// drop lower priorities first beyond a minimum share per level.
     Pbq,
+    /// A program that redirects every frame to the CPU map entry of `cpumap_cpu`
+    /// (`bpf_redirect_map` on a `BPF_MAP_TYPE_CPUMAP`, `net/core/cpumap.rs`): the driver half
+    /// stays in the NAPI poll, the rest runs in the entry's kthread on that CPU.
+    Cpumap,
 }
 
 /// Wake-up placement policy (`select_task_rq`). `linux` is the placement of the kernel's
@@ -382,6 +397,13 @@ pub struct KernelConfig {
     /// an arrival rate the program counts of at least 90% of it is overload. 0 (default): this
     /// sign unused, overload only from the backlogs and the top level's socket drops.
     pub xdp_capacity_pps: f64,
+    /// XDP `cpumap`: the CPU of the map entry every frame is redirected to (its kthread's CPU).
+    pub cpumap_cpu: u32,
+    /// XDP `cpumap`: the entry's queue length in frames (`bpf_cpumap_val.qsize`).
+    pub cpumap_qsize: u32,
+    /// XDP `cpumap`: the entry kthread's SCHED_FIFO priority (Linux starts it SCHED_OTHER; the
+    /// live experiment sets FIFO 50).
+    pub cpumap_rt_prio: u8,
     /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs
     /// by the RPS map (`rps_cpus`) and/or the RFS flow tables (`rfs`).
     pub rps: bool,
@@ -575,6 +597,9 @@ impl Default for KernelConfig {
             xdp_min_share_top: 400,
             xdp_window_ms: 10,
             xdp_capacity_pps: 0.0,
+            cpumap_cpu: 1,
+            cpumap_qsize: 2048,
+            cpumap_rt_prio: 50,
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,
@@ -960,6 +985,14 @@ pub struct TrafficConfig {
     /// `http_clients` / `http_origin`: the HTTP workload's parameters (`[traffic.http]`).
     #[serde(default)]
     pub http: Option<HttpConfig>,
+    /// `cbr`: send in pacing quanta of this many us (0, the default: evenly spaced): the frames
+    /// due in a quantum leave at its start, `burst_pps` apart (a paced generator such as
+    /// `hostsim live`'s, crates/live/src/gen.rs, which builds each quantum's frames at once).
+    #[serde(default)]
+    pub quantum_us: u64,
+    /// `cbr` with `quantum_us`: the rate at which a quantum's frames leave.
+    #[serde(default)]
+    pub burst_pps: f64,
 }
 
 fn payload() -> u32 {

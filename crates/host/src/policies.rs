@@ -7,7 +7,7 @@
 //! | `net::core::backlog::BacklogPolicy` (`enqueue`/`dequeue`, `limit`) | [`Backlog`] | `kernel.backlog` | `net::core::backlog::Fifo` (Linux), `mechanisms::ozaki_pbq::pbq::Pbq`, `mechanisms::flow_limit::FlowLimit` |
 //! | `kernel::sched::wake::WakeView` + `select_task_rq` | [`WakePlacement`] | `kernel.scheduler`, `kernel.wake_policy` | `kernel::sched::wake` (Linux 3.2 CFS), `kernel::sched::cfs6` (Linux 6.x CFS), `kernel::sched::o1` (2.4 O(1)), `mechanisms::goda_rfs::GodaRfs` |
 //! | `kernel::sched::o1::BalanceView` + `load_balance` | [`Balancer`] | `kernel.scheduler` | `kernel/sched/balance.rs` (Linux 3.2 CFS), `kernel::sched::cfs6::Cfs6Balance` (Linux 6.x), `kernel::sched::o1::O1Balance` |
-//! | driver entry (XDP): `verdict`, `poll` | [`Xdp`] | `kernel.xdp` | none, count, `mechanisms::ozaki_pbq::xdp::XdpPbq` |
+//! | driver entry (XDP): `verdict`, `poll` | [`Xdp`] | `kernel.xdp` | none, count, `mechanisms::ozaki_pbq::xdp::XdpPbq`, cpumap (`net::core::cpumap`) |
 //! | kernel lock gate (`kernel/locking/gate.rs`: `needs_lock`) | [`Concurrency`] | `kernel.concurrency` | `smp`, `up`, `bkl` (`kernel::locking::spinlock::SpinLock`), `functional` (`mechanisms::takeuchi_symbiose::Symbiose`) |
 //!
 //! The IRQ router (`kernel/irq/route.rs`, `nic.irq_routing`) and interrupt suppression (`mechanisms/ozaki_pbq/suppress.rs`,
@@ -203,6 +203,8 @@ pub enum Xdp {
     None,
     Count,
     Pbq(Box<XdpPbq>),
+    /// Redirect every frame to the CPU map (`net/core/cpumap.rs`).
+    Cpumap,
 }
 
 impl Xdp {
@@ -210,6 +212,7 @@ impl Xdp {
         match k.xdp {
             XdpKind::None => Xdp::None,
             XdpKind::Count => Xdp::Count,
+            XdpKind::Cpumap => Xdp::Cpumap,
             XdpKind::Pbq => {
                 let cfg = DetectorConfig {
                     backlog_len_high: u64::from(k.xdp_backlog_len_high),
@@ -234,9 +237,13 @@ impl Xdp {
     }
     pub fn verdict(&mut self, now_ns: u64, level: u8) -> Verdict {
         match self {
-            Xdp::None | Xdp::Count => Verdict::Pass,
+            Xdp::None | Xdp::Count | Xdp::Cpumap => Verdict::Pass,
             Xdp::Pbq(p) => p.verdict(now_ns, level),
         }
+    }
+    /// Does it redirect every frame to the CPU map (`net/core/cpumap.rs`)?
+    pub fn redirects(&self) -> bool {
+        matches!(self, Xdp::Cpumap)
     }
     /// Does it want the agent's periodic poll?
     pub fn polled(&self) -> bool {

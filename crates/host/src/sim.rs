@@ -9,7 +9,7 @@ use crate::drivers::net::NetDevs;
 use crate::kernel::app_state::App;
 use crate::kernel::cpu::Cpu;
 use crate::kernel::sched::SchedState;
-use crate::kernel::task::{spawn_tasks, Proc};
+use crate::kernel::task::{spawn_cpumap_kthread, spawn_tasks, Proc};
 use crate::mechanisms::MechState;
 use crate::mechanisms::takeuchi_symbiose::SymbioseThread;
 use crate::mechanisms::takeuchi_symbiose::kthreads::spawn_symbiose_threads;
@@ -161,8 +161,12 @@ impl Host {
         if cfg.kernel.concurrency == ConcurrencyKind::Functional {
             spawn_symbiose_threads(ncpu, &mut procs, &streams);
         }
+        let cpumap_kthread = (cfg.kernel.xdp == XdpKind::Cpumap).then(|| spawn_cpumap_kthread(&cfg.kernel, &mut procs, &streams));
         let wire = Wire::new(&cfg, &streams);
-        let net = NetStack::new(&cfg, socks, port_sock, &procs, &streams);
+        let mut net = NetStack::new(&cfg, socks, port_sock, &procs, &streams);
+        if let (Some(cm), Some(pid)) = (net.cpumap.as_mut(), cpumap_kthread) {
+            cm.kthread = pid;
+        }
         let stats = Stats::new(&cfg, ncpu, procs.len());
         let conc = Concurrency::new(cfg.kernel.concurrency, &cfg.kernel, &cfg.profile.mechanisms, ncpu);
         let mut host = Host {

@@ -64,11 +64,13 @@ pub enum DropPlace {
     BufferPool = 9,
     /// A connection request (SYN) found the listening socket's accept queue full.
     AcceptQueue = 10,
+    /// XDP `cpumap`: the CPU map entry's ring was full at a bulk flush (`bq_flush_to_queue`).
+    Cpumap = 11,
 }
-pub const N_DROPS: usize = 11;
+pub const N_DROPS: usize = 12;
 pub const DROP_NAMES: [&str; N_DROPS] = [
     "switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp", "buffer_pool",
-    "accept_queue",
+    "accept_queue", "cpumap",
 ];
 
 /// Why a task moved to another CPU.

@@ -116,11 +116,21 @@ pub struct Stream {
     /// Keep the UDP checksum of an Ethernet + IPv4 (20-byte header) + UDP frame right, frame
     /// by frame, after the two fields above change ([`Stream::udp_csum`]).
     pub udp_csum: bool,
+    /// This stream's quantum, µs (None: [`Pacing::quantum_us`]).
+    pub quantum_us: Option<f64>,
 }
 
 impl Stream {
     pub fn new(name: &str, dev: &str, frame: Vec<u8>, rate_pps: f64) -> Stream {
-        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None, udp_csum: false }
+        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None, udp_csum: false, quantum_us: None }
+    }
+
+    /// Serve this stream in quanta of `us` microseconds of its frames instead of the pacing's
+    /// (a slow stream's calls can be spaced wider than a fast one's: the page-pool pitfall
+    /// limits the calls of all streams together).
+    pub fn quantum_us(mut self, us: f64) -> Stream {
+        self.quantum_us = Some(us);
+        self
     }
 
     /// Rotate the 16-bit field at `off` through `vals` (e.g. destination ports), frame by frame.
@@ -272,6 +282,9 @@ impl Generator {
         if !(p.quantum_us.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&p.quantum_us)) {
             return Err(failed("generator: quantum_us must be in 0..=lag_ms_max".to_string()));
         }
+        if let Some(s) = streams.iter().find(|s| s.quantum_us.is_some_and(|q| !(q.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&q)))) {
+            return Err(failed(format!("generator: stream {}: quantum_us must be in 0..=lag_ms_max", s.name)));
+        }
         let netns = ns.file()?;
         let base = self.streams_ptr();
         let mut prepared = Vec::new();
@@ -318,7 +331,7 @@ impl Generator {
             // SAFETY: `base` points at the mmapped .bss array of STREAMS_MAX entries, valid while
             // `self` lives; the program only reads these fields (and writes `next`).
             unsafe { std::ptr::write_volatile(base.add(i), cfg) };
-            prepared.push(Prepared { frame, dev: s.dev.clone(), rate_pps: s.rate_pps, name: s.name.clone() });
+            prepared.push(Prepared { frame, dev: s.dev.clone(), rate_pps: s.rate_pps, name: s.name.clone(), quantum_us: s.quantum_us.unwrap_or(p.quantum_us) });
         }
         let prog = self.skel.progs.gen_xdp.as_fd().try_clone_to_owned().map_err(|e| failed(format!("dup of the program fd: {e}")))?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -337,6 +350,7 @@ struct Prepared {
     dev: String,
     frame: Vec<u8>,
     rate_pps: f64,
+    quantum_us: f64,
 }
 
 /// A running generator thread.
@@ -454,7 +468,7 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
     let fd = prog.as_raw_fd();
     let lag: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * p.lag_ms_max * 1e-3) as u64).max(u64::from(p.call_frames_max))).collect();
     // Frames per call at least (the quantum), at most call_frames_max.
-    let quantum: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * p.quantum_us * 1e-6) as u64).clamp(1, u64::from(p.call_frames_max))).collect();
+    let quantum: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * s.quantum_us * 1e-6) as u64).clamp(1, u64::from(p.call_frames_max))).collect();
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(p.secs);
     let mut total = 0u64;
@@ -474,7 +488,7 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
                 owed = lag[i];
             }
             let n = owed.min(u64::from(p.call_frames_max)).min(p.frames_max - total) as u32;
-            if n == 0 || (u64::from(n) < quantum[i] && now + Duration::from_secs_f64(p.quantum_us * 1e-6) < deadline) {
+            if n == 0 || (u64::from(n) < quantum[i] && now + Duration::from_secs_f64(s.quantum_us * 1e-6) < deadline) {
                 continue;
             }
             any = true;

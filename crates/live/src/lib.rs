@@ -121,12 +121,16 @@
 //! to the other CPU's cpumap kthread, which builds the skbs in bulk and forwards them. The
 //! experiment forwards 64-byte UDP frames from the live-frames generator through a router
 //! namespace to a sink program that checks every frame's checksums, and compares the split
-//! with the kernel's own forwarding on one CPU and on two (RPS); see [`symbiose`].
+//! with the kernel's own forwarding on one CPU and on two (RPS); see [`symbiose`]. The paper's
+//! own design, a driver thread and an IP thread exchanging buffers in bulk every 5 ms, runs in
+//! user space over AF_XDP (copy mode on veth): [`afxdp`] on the sockets of [`xsk`].
 //!
 //! ```text
-//!   src/bpf/symb.bpf.c       the router's input program (pass / cpumap redirect), the sink
+//!   src/bpf/symb.bpf.c       the router's input program (pass / cpumap / XSKMAP redirect), the sink
 //!                            (checksums, counts, window by sequence number), NET_RX softirq clock
 //!   symbiose.rs              the experiment: three namespaces, kthreads, variants, sweep, points
+//!   afxdp.rs                 split-afxdp: driver and IP threads, 5 ms bulk exchange, the IP half
+//!   xsk.rs                   AF_XDP sockets by their system calls (UMEM, rings, bind)
 //! ```
 //!
 //! ## `goda-rfs`: wake-ups measured, not changed
@@ -184,6 +188,7 @@
 //! SIGKILL the ledger remains; the next run (or `hostsim live clean`) undoes it. Nothing in the
 //! root namespace, no global sysctl and no pinned BPF object is touched.
 
+pub mod afxdp;
 pub mod agent;
 pub mod arrivals;
 pub mod cgroup;
@@ -207,3 +212,4 @@ pub mod tcp_worker;
 pub mod wake;
 pub mod worker;
 pub mod xdp;
+pub mod xsk;

@@ -65,6 +65,9 @@ pub const RATE_KEY: &str = "traffic.floodclients.rate_pps";
 pub const BW_PORT: u16 = 5000;
 pub const FLOOD_PORTS: [u16; 4] = [6000, 6001, 6002, 6003];
 pub const BW_NICE: i32 = -19;
+/// bw's stream is sent in 1 ms quanta (34 frames at its 34,000 pkt/s, which its socket holds)
+/// whatever the flood's quantum: every call counts against the page-pool pitfall (gen.rs).
+pub const BW_QUANTUM_US: f64 = 1000.0;
 pub const FLOOD_NICE: i32 = 19;
 /// Linux 2.4's `net.core.rmem_default` (`SK_RMEM_MAX`, 65,535 bytes): every socket of the
 /// paper's server had this receive limit.
@@ -122,7 +125,8 @@ pub struct OzakiConfig {
     /// kthreads' (placement `threaded`).
     pub gen_fifo_prio: Option<i32>,
     pub napi_fifo_prio: i32,
-    /// The generator's quantum and batch (`Pacing::quantum_us`, `Pacing::batch_max`). A
+    /// The flood stream's quantum and the generator's batch (`Pacing::quantum_us`,
+    /// `Pacing::batch_max`; bw's stream keeps [`BW_QUANTUM_US`]). A
     /// server veth's ring holds 256 frames (`VETH_RING_SIZE`, drivers/net/veth.c, 6.18), and a
     /// batch is handed to it whole (`xdp_test_run_batch`): with 256-frame batches a woken
     /// threaded-NAPI kthread found its ring full and the rest of the batch dropped while it was
@@ -523,7 +527,7 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
     wait_ports_mapped(run, agent)?;
     let load_start = loadavg_1m();
     let streams = vec![
-        Stream::new("bw", "eth0", s.frames.0.clone(), cfg.bw_rate_pps).seq_at(gen::UDP4_PAYLOAD_OFF),
+        Stream::new("bw", "eth0", s.frames.0.clone(), cfg.bw_rate_pps).seq_at(gen::UDP4_PAYLOAD_OFF).quantum_us(BW_QUANTUM_US),
         Stream::new("flood", "eth1", s.frames.1.clone(), rate_pps)
             .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec())
             .seq_at(gen::UDP4_PAYLOAD_OFF),

@@ -21,8 +21,16 @@
 //!   the cpumap entry of CPU 1: the driver half (veth poll, the program) stays in the NAPI
 //!   kthread on CPU 0, the IP half (skb build, IP forwarding, output) runs in CPU 1's cpumap
 //!   kthread (SCHED_FIFO 50), which takes frames in bulk (8 per dequeue, `CPUMAP_BATCH`) from a
-//!   queue without a per-packet IPI. Paper 003's exact design, a driver thread and an IP thread
-//!   exchanging buffers in bulk every 5 ms, would need AF_XDP; it is not built (README).
+//!   queue without a per-packet IPI.
+//! - `split-afxdp` [hitactix-smp]: paper 003's own design, a driver thread and an IP thread
+//!   exchanging buffers in bulk every 5 ms, in user space over AF_XDP (crate::afxdp): `symb_rtr`
+//!   redirects every frame to the AF_XDP socket of in0's queue 0 (copy mode: the NAPI kthread
+//!   on CPU 0 copies it into the UMEM); the driver thread (CPU 0) and the IP thread (CPU 1, TTL,
+//!   incremental checksum, MACs, TX ring of a socket on out0 and its sendto) each wake every
+//!   period and move the frames' descriptors between them in one queue operation each way.
+//!   Its `forwarded_pps` is what the IP thread forwarded (the kernel's ForwDatagrams stays 0);
+//!   its threads' runtime (`/proc/<tid>/schedstat`) is in `cpu<N>_kthread_frac` of their CPU and
+//!   apart in `xsk_driver_thread_frac` / `xsk_ip_thread_frac`.
 //!
 //! **What this machine can reproduce of Fig. 4.** It has two CPUs. The generator and the sink
 //! need one (CPU 1), so only the single-CPU router (`kernel-1cpu`) has a CPU to itself; the
@@ -47,7 +55,7 @@
 //! CPU N, from `softirq_entry`/`softirq_exit` tracepoints (exact; machine-wide NET_RX, which
 //! under the live lock is the router's: the sink and the router's input are threaded and raise
 //! none); `cpu<N>_kthread_frac`: the router's own kthreads on CPU N (the input NAPI kthread,
-//! the cpumap kthread; `/proc/PID/schedstat`, exact) minus the NET_RX softirq that ran in their
+//! the cpumap kthread, split-afxdp's user-space threads; `/proc/PID/schedstat`, exact) minus the NET_RX softirq that ran in their
 //! context (this kernel has no IRQ_TIME_ACCOUNTING, so a thread's runtime includes softirqs run
 //! at its `local_bh_enable`); `cpu<N>_router_frac` their sum. The generator thread and the
 //! sink's kthread: `gen_cpu_frac`, `sink_cpu_frac`. `/proc/stat`'s shares are CPU-wide (other
@@ -60,7 +68,9 @@
 //! the generator's spare pair, `ip_forward` and RPS masks inside `rtr` (its own), the three XDP
 //! programs and two tracepoint programs (bpf_links), the NAPI and cpumap kthreads' affinity and
 //! policy: all in the run's ledger, undone on exit, error and SIGINT/SIGTERM/SIGHUP/SIGQUIT,
-//! and by `hostsim live clean` after a SIGKILL. The cpumap kthread stops with its map.
+//! and by `hostsim live clean` after a SIGKILL. The cpumap kthread stops with its map;
+//! split-afxdp's sockets, UMEM and threads are the process's own (gone with it, the XSKMAP
+//! entry with its socket).
 
 use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
@@ -96,16 +106,18 @@ pub enum Variant {
     Kernel1,
     KernelRps,
     SplitCpumap,
+    SplitAfxdp,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 3] = [Variant::Kernel1, Variant::KernelRps, Variant::SplitCpumap];
+    pub const ALL: [Variant; 4] = [Variant::Kernel1, Variant::KernelRps, Variant::SplitCpumap, Variant::SplitAfxdp];
 
     pub fn name(self) -> &'static str {
         match self {
             Variant::Kernel1 => "kernel-1cpu",
             Variant::KernelRps => "kernel-rps",
             Variant::SplitCpumap => "split-cpumap",
+            Variant::SplitAfxdp => "split-afxdp",
         }
     }
 
@@ -118,7 +130,7 @@ impl Variant {
         match self {
             Variant::Kernel1 => "unix-up",
             Variant::KernelRps => "unix-smp",
-            Variant::SplitCpumap => "hitactix-smp",
+            Variant::SplitCpumap | Variant::SplitAfxdp => "hitactix-smp",
         }
     }
 
@@ -149,6 +161,9 @@ pub struct SymbConfig {
     pub router_fifo_prio: i32,
     /// The cpumap entry's queue length (frames), as the kernel's samples use.
     pub cpumap_qsize: u32,
+    /// split-afxdp: the driver and IP threads' exchange period (the paper's 5 ms), UMEM and
+    /// ring sizes (crate::afxdp).
+    pub afxdp: crate::afxdp::AfxdpConfig,
     /// The generator's quantum, largest call and batch (`Pacing::quantum_us`,
     /// `call_frames_max`, `batch_max`): the input veth's ring holds 256 frames
     /// (VETH_RING_SIZE), so a call is handed over in batches of an eighth of it, so that the
@@ -179,6 +194,7 @@ impl Default for SymbConfig {
             sink_fifo_prio: 60,
             router_fifo_prio: 50,
             cpumap_qsize: 2048,
+            afxdp: crate::afxdp::AfxdpConfig::default(),
             gen_quantum_us: 500.0,
             gen_call_frames_max: 1024,
             gen_batch: 32,
@@ -201,9 +217,10 @@ impl Progs {
         Ok(Progs { skel, links: Vec::new() })
     }
 
-    fn set_ctl(&mut self, redirect: bool, cpu: usize) {
+    /// The input program's mode: `SYMB_PASS`, `SYMB_CPUMAP` (to `cpu`) or `SYMB_XSK` (symb.h).
+    fn set_ctl(&mut self, mode: u32, cpu: usize) {
         let bss = self.skel.maps.bss_data.as_deref_mut().expect("the program has a .bss");
-        let v = skel::types::symb_ctl { redirect: u32::from(redirect), cpu: cpu as u32 };
+        let v = skel::types::symb_ctl { redirect: mode, cpu: cpu as u32 };
         // SAFETY: the mmapped .bss, valid while the skeleton lives; the program reads it volatile.
         unsafe { std::ptr::write_volatile(&mut bss.ctl, v) };
     }
@@ -305,10 +322,16 @@ struct Counters {
     net_rx_count: u64,
 }
 
+/// The input program's modes (symb.h).
+const SYMB_PASS: u32 = 0;
+const SYMB_CPUMAP: u32 = 1;
+const SYMB_XSK: u32 = 2;
+
 /// The run's kthreads and threads whose CPU time is measured, with their CPU.
 #[derive(Clone, Debug, Default)]
 struct Threads {
-    /// (role, tid, cpu): `driver` (napi/in0-*), `ip` (cpumap/<cpu>/...), `sink` (napi/snk0-*).
+    /// (role, tid, cpu): `driver` (napi/in0-*), `ip` (cpumap/<cpu>/...), `sink` (napi/snk0-*),
+    /// and while split-afxdp runs, its user-space threads `xsk_driver` and `xsk_ip`.
     kthreads: Vec<(&'static str, u32, usize)>,
 }
 
@@ -322,6 +345,9 @@ pub struct Setup {
     threads: Threads,
     xdp_modes: Vec<(String, String)>,
     rps_mask: Option<u64>,
+    /// split-afxdp's forwarder while that variant runs, and its output route.
+    fwd: Option<crate::afxdp::Forwarder>,
+    route: crate::afxdp::Route,
 }
 
 /// Threads (any process) whose name starts with `prefix`: (tid, comm). Kthreads are processes
@@ -448,12 +474,61 @@ pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
         payload: cfg.payload_bytes,
     });
     let threads = Threads { kthreads: vec![("driver", driver_tid, cfg.driver_cpu), ("ip", ip_tid, cfg.other_cpu), ("sink", sink_tid, cfg.other_cpu)] };
-    Ok(Setup { progs, gen, gen_ns, rtr, frame, threads, xdp_modes, rps_mask: None })
+    let route = crate::afxdp::Route { net: [198, 18, 1, 0], prefix: 24, src_mac: gen::mac_of(&rtr, "out0")?, dst_mac: snk_mac };
+    Ok(Setup { progs, gen, gen_ns, rtr, frame, threads, xdp_modes, rps_mask: None, fwd: None, route })
+}
+
+/// split-afxdp on: the forwarder's sockets (created in the router's namespace, bound to in0's
+/// and out0's queue 0), its threads, the XSKMAP entry, then the input program's mode.
+fn afxdp_on(cfg: &SymbConfig, s: &mut Setup) -> Result<(), LiveError> {
+    if s.fwd.is_some() {
+        return Ok(());
+    }
+    let mut fc = cfg.afxdp.clone();
+    fc.driver_cpu = cfg.driver_cpu;
+    fc.ip_cpu = cfg.other_cpu;
+    fc.fifo_prio = cfg.router_fifo_prio;
+    let route = s.route;
+    let (fwd, fd) = crate::sys::in_netns(&s.rtr.file()?, || {
+        let (i, o) = (crate::sys::ifindex("in0")?, crate::sys::ifindex("out0")?);
+        crate::afxdp::Forwarder::start(&fc, i, o, route)
+    })
+    .map_err(|e| LiveError::Unsupported(format!("split-afxdp: AF_XDP sockets on the router's veths: {e}")))?;
+    s.progs
+        .skel
+        .maps
+        .xsk_map
+        .update(&0u32.to_ne_bytes(), &(fd as u32).to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| LiveError::Unsupported(format!("split-afxdp: the XSKMAP entry of in0's queue 0: {e}")))?;
+    s.threads.kthreads.push(("xsk_driver", fwd.tids.0, cfg.driver_cpu));
+    s.threads.kthreads.push(("xsk_ip", fwd.tids.1, cfg.other_cpu));
+    s.fwd = Some(fwd);
+    let tids: Vec<u32> = s.threads.kthreads.iter().filter(|(r, _, _)| *r != "sink").map(|(_, t, _)| *t).collect();
+    s.progs.set_ktids(&tids);
+    s.progs.set_ctl(SYMB_XSK, cfg.other_cpu);
+    Ok(())
+}
+
+/// split-afxdp off (the input program already in another mode): the threads stop, the sockets
+/// close (the kernel removes the XSKMAP entry with the socket).
+fn afxdp_off(s: &mut Setup) {
+    if let Some(f) = s.fwd.take() {
+        drop(f);
+        s.threads.kthreads.retain(|(r, _, _)| !r.starts_with("xsk_"));
+        let tids: Vec<u32> = s.threads.kthreads.iter().filter(|(r, _, _)| *r != "sink").map(|(_, t, _)| *t).collect();
+        s.progs.set_ktids(&tids);
+    }
 }
 
 /// Put the router in variant `v`: the program's mode and the input veth's RPS mask.
 fn place(cfg: &SymbConfig, run: &LiveRun, s: &mut Setup, v: Variant) -> Result<(), LiveError> {
-    s.progs.set_ctl(v == Variant::SplitCpumap, cfg.other_cpu);
+    match v {
+        Variant::SplitAfxdp => afxdp_on(cfg, s)?,
+        _ => {
+            s.progs.set_ctl(if v == Variant::SplitCpumap { SYMB_CPUMAP } else { SYMB_PASS }, cfg.other_cpu);
+            afxdp_off(s);
+        }
+    }
     let mask = if v == Variant::KernelRps { (1u64 << cfg.driver_cpu) | (1u64 << cfg.other_cpu) } else { 0 };
     if s.rps_mask != Some(mask) {
         run.set_rps(&s.rtr, "in0", mask)?;
@@ -504,6 +579,8 @@ struct Snap {
     softnet_dropped: u64,
     ip: BTreeMap<String, u64>,
     dev: BTreeMap<String, DevCounters>,
+    /// split-afxdp's forwarder (zero when it is not running).
+    xsk: crate::afxdp::Counts,
 }
 
 fn snap(s: &Setup, rtr: &File, gen_seq: u64, gen_tid: Option<u32>) -> Snap {
@@ -518,7 +595,8 @@ fn snap(s: &Setup, rtr: &File, gen_seq: u64, gen_tid: Option<u32>) -> Snap {
     }
     let stat = procfs::read_stat().unwrap_or_default();
     let (ip, dev) = ns_counters(rtr);
-    Snap { t, gen_seq, c, stat, run_ns, softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(), ip, dev }
+    let xsk = s.fwd.as_ref().map(|f| f.counts()).unwrap_or_default();
+    Snap { t, gen_seq, c, stat, run_ns, softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(), ip, dev, xsk }
 }
 
 fn loadavg_1m() -> f64 {
@@ -606,7 +684,10 @@ fn metrics(v: Variant, a: &Snap, b: &Snap, z: &Snap, c: &Snap, s: &Setup) -> BTr
     m.insert("redirected_pps".into(), rate(b.c.redirected, a.c.redirected));
     m.insert("redirect_failed_pps".into(), rate(b.c.redirect_failed, a.c.redirect_failed));
     let ipc = |s: &Snap, k: &str| s.ip.get(k).copied().unwrap_or(0);
-    m.insert("forwarded_pps".into(), rate(ipc(b, "ForwDatagrams"), ipc(a, "ForwDatagrams")));
+    // split-afxdp forwards in user space: its forwarded frames are those its IP thread posted
+    // to the output socket's TX ring (the router's ForwDatagrams stays 0).
+    let forwarded = if v == Variant::SplitAfxdp { rate(b.xsk.forwarded, a.xsk.forwarded) } else { rate(ipc(b, "ForwDatagrams"), ipc(a, "ForwDatagrams")) };
+    m.insert("forwarded_pps".into(), forwarded);
     m.insert("ip_in_receives_pps".into(), rate(ipc(b, "InReceives"), ipc(a, "InReceives")));
     m.insert("ip_out_discards_pps".into(), rate(ipc(b, "OutDiscards"), ipc(a, "OutDiscards")));
     let sink = b.c.sink.since(&a.c.sink);
@@ -626,6 +707,21 @@ fn metrics(v: Variant, a: &Snap, b: &Snap, z: &Snap, c: &Snap, s: &Setup) -> BTr
     let cpumap_lost = (b.c.redirected - a.c.redirected) as f64 - (ipc(b, "InReceives") - ipc(a, "InReceives")) as f64;
     m.insert("drop_cpumap_pps".into(), if v == Variant::SplitCpumap { cpumap_lost.max(0.0) / win } else { 0.0 });
     m.insert("drop_backlog_pps".into(), rate(b.softnet_dropped, a.softnet_dropped));
+    // split-afxdp's own counters (0 in the other variants).
+    let (xa, xb, xz, xc) = (&a.xsk, &b.xsk, &z.xsk, &c.xsk);
+    m.insert("xsk_rx_pps".into(), rate(xb.rx, xa.rx));
+    m.insert("drop_xsk_pps".into(), rate(xb.xsk_rx_dropped + xb.xsk_rx_ring_full, xa.xsk_rx_dropped + xa.xsk_rx_ring_full));
+    m.insert("drop_xsk_tx_ring_pps".into(), rate(xb.tx_ring_full, xa.tx_ring_full));
+    m.insert("xsk_completed_pps".into(), rate(xb.completed, xa.completed));
+    m.insert("xsk_queue_ops_per_s".into(), rate(xb.queue_ops, xa.queue_ops));
+    m.insert("xsk_batch_mean".into(), if xb.ip_wakes > xa.ip_wakes { (xb.handed - xa.handed) as f64 / (xb.ip_wakes - xa.ip_wakes) as f64 } else { 0.0 });
+    m.insert("xsk_batch_max".into(), xc.max_batch as f64);
+    m.insert("xsk_driver_wakes_per_s".into(), rate(xb.driver_wakes, xa.driver_wakes));
+    m.insert("xsk_ip_wakes_per_s".into(), rate(xb.ip_wakes, xa.ip_wakes));
+    m.insert("xsk_periods_skipped_count".into(), ((xc.driver_missed + xc.ip_missed) - (xz.driver_missed + xz.ip_missed)) as f64);
+    m.insert("xsk_dropped_ip_count".into(), ((xc.ttl_expired + xc.no_route + xc.not_ipv4) - (xz.ttl_expired + xz.no_route + xz.not_ipv4)) as f64);
+    m.insert("xsk_kick_errors_count".into(), (xc.kick_errors - xz.kick_errors) as f64);
+    m.insert("xsk_tx_invalid_count".into(), (xc.xsk_tx_invalid - xz.xsk_tx_invalid) as f64);
     // Per-CPU load: softirq (tracepoints) and the router's kthreads (schedstat) apart.
     let ncpu = b.stat.len().min(a.stat.len()).max(b.c.net_rx_ns.len());
     let d = |x: &[u64], y: &[u64], i: usize| x.get(i).copied().unwrap_or(0).saturating_sub(y.get(i).copied().unwrap_or(0)) as f64;
@@ -668,6 +764,8 @@ fn metrics(v: Variant, a: &Snap, b: &Snap, z: &Snap, c: &Snap, s: &Setup) -> BTr
     m.insert("cpu_kthread_frac".into(), kth_sum / ncpu.max(1) as f64);
     m.insert("driver_kthread_frac".into(), th("driver") / win_ns);
     m.insert("ip_kthread_frac".into(), th("ip") / win_ns);
+    m.insert("xsk_driver_thread_frac".into(), th("xsk_driver") / win_ns);
+    m.insert("xsk_ip_thread_frac".into(), th("xsk_ip") / win_ns);
     m.insert("sink_cpu_frac".into(), th("sink") / win_ns);
     m.insert("gen_cpu_frac".into(), th("gen") / win_ns);
     m.insert("net_rx_softirqs_per_s".into(), b.c.net_rx_count.saturating_sub(a.c.net_rx_count) as f64 / win);
@@ -703,7 +801,7 @@ impl Row {
 pub fn row_line(r: &Row) -> String {
     let g = |k: &str| r.metrics.get(k).copied().unwrap_or(f64::NAN);
     format!(
-        "rep {} {:>12} in {:>8.0}: achieved {:>8.0} ({:.3}{}) rtr rx {:>8.0} fwd {:>8.0} out {:>8.0} (window {:.3}, invalid {})  drops ring {:>6.0} cpumap {:>6.0} backlog {:>6.0} out {:>6.0}  cpu0 sirq {:.2} kth {:.2} | cpu1 sirq {:.2} kth {:.2} | gen {:.2} sink {:.2}  steal {:.2} load {:.1}",
+        "rep {} {:>12} in {:>8.0}: achieved {:>8.0} ({:.3}{}) rtr rx {:>8.0} fwd {:>8.0} out {:>8.0} (window {:.3}, invalid {})  drops ring {:>6.0} cpumap {:>6.0} xsk {:>6.0} backlog {:>6.0} out {:>6.0}  cpu0 sirq {:.2} kth {:.2} | cpu1 sirq {:.2} kth {:.2} | gen {:.2} sink {:.2} xsk drv {:.2} ip {:.2}  steal {:.2} load {:.1}",
         r.rep,
         r.variant.name(),
         r.rate_pps,
@@ -717,6 +815,7 @@ pub fn row_line(r: &Row) -> String {
         g("sink_invalid_count"),
         g("drop_nic_ring_pps"),
         g("drop_cpumap_pps"),
+        g("drop_xsk_pps"),
         g("drop_backlog_pps"),
         g("drop_out_ring_pps"),
         g("cpu0_softirq_frac"),
@@ -725,6 +824,8 @@ pub fn row_line(r: &Row) -> String {
         g("cpu1_kthread_frac"),
         g("gen_cpu_frac"),
         g("sink_cpu_frac"),
+        g("xsk_driver_thread_frac"),
+        g("xsk_ip_thread_frac"),
         g("machine_steal_frac"),
         g("loadavg_1m_start"),
     )
@@ -767,7 +868,9 @@ mod tests {
         assert_eq!(Variant::parse("unix-up"), None);
         assert_eq!(Variant::Kernel1.model_variant(), "unix-up");
         assert_eq!(Variant::SplitCpumap.model_variant(), "hitactix-smp");
-        assert_eq!(Variant::ALL.map(Variant::router_cpus), [1, 2, 2]);
+        assert_eq!(Variant::SplitAfxdp.model_variant(), "hitactix-smp");
+        assert_eq!(Variant::parse("split-afxdp"), Some(Variant::SplitAfxdp));
+        assert_eq!(Variant::ALL.map(Variant::router_cpus), [1, 2, 2, 2]);
     }
 
     #[test]

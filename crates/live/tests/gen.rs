@@ -115,6 +115,23 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         }
         let n: usize = got.iter().map(Vec::len).sum();
         assert!(n as f64 >= 0.99 * s.sent as f64, "{n} of {} frames received at a rate nothing should drop", s.sent);
+
+        // A stream's own quantum: 5 ms of its frames per call, so at most one call per 5 ms,
+        // and in the last 5 ms (no whole quantum left) what is owed, at most one call per
+        // 1 ms sleep: ~45 (45-51 seen), bounded at 60; the default 1 ms quanta make ~200.
+        // Out of range, refused.
+        let slow = Stream::new("q", "eth0", frame.clone(), 20_000.0).quantum_us(5000.0);
+        let running = parked.start(&cli, vec![slow], &Pacing { secs: 0.2, ..Pacing::default() })?;
+        while !running.finished() {
+            run.sleep(Duration::from_millis(10))?;
+        }
+        let rep = running.stop();
+        let q = &rep.streams[0];
+        assert_eq!(q.errors, 0, "{:?}", q.first_error);
+        eprintln!("NOTE (live): 5 ms quanta, 0.2 s: {} calls", q.calls);
+        assert!(q.calls >= 20 && q.calls <= 60, "0.2 s in 5 ms quanta: {} calls ({} frames)", q.calls, q.sent);
+        let bad = Stream::new("bad", "eth0", frame.clone(), 20_000.0).quantum_us(1e6);
+        assert!(parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(), "a quantum beyond lag_ms_max is refused");
         drop(parked);
         drop(pbq);
         Ok(())

@@ -27,7 +27,9 @@
 //! outside the model on the same axes, e.g. a `hostsim live` sweep: a CSV shaped like
 //! `results.csv` (a `variant` column, the `x` column, the `y` column; repeated rows averaged),
 //! drawn dashed with `measured_label` in its legend; `measured_x` names the CSV column to use as
-//! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for). `hostsim reproduce`
+//! x when it differs (e.g. the rate a live sender achieved rather than the one it was asked for), and
+//! `measured_y` the column to draw as y when it differs (e.g. a live run's `cpu0_router_frac` for
+//! the model's `cpu0_busy_frac`). `hostsim reproduce`
 //! copies the file (with its permission bits) next to the results so the report finds it (and
 //! `FILE.run.json`, the live run's record of the machine it ran on, if there is one: the report's
 //! summary shows it).
@@ -86,6 +88,11 @@ pub struct Figure {
     /// where the model's swept key is what its source sends.
     #[serde(default)]
     pub measured_x: Option<String>,
+    /// The measured CSV's column to draw as y (default: `y`), where the measurement names the
+    /// same quantity otherwise (e.g. a live run's `cpu0_router_frac` for the model's
+    /// `cpu0_busy_frac`).
+    #[serde(default)]
+    pub measured_y: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -347,6 +347,9 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
         return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
     }
+    if k.xdp == XdpKind::Cpumap && k.cpumap_cpu as usize >= ncpu {
+        return fail(key(&["kernel", "cpumap_cpu"]), format!("CPU {} does not exist ({})", k.cpumap_cpu, online(ncpu, machine)));
+    }
     if k.concurrency == ConcurrencyKind::Functional {
         for (name, v) in [("driver_cpu", k.driver_cpu), ("ip_cpu", k.ip_cpu)] {
             if v as usize >= ncpu {
@@ -587,6 +590,9 @@ fn traffic(c: &HostConfig) -> VResult {
                         crate::bounds::fmt_float(t.rate_pps)
                     ),
                 );
+            }
+            if t.quantum_us > 0 && !(t.kind == SourceKind::Cbr && t.burst_pps >= t.rate_pps) {
+                return fail(elem("traffic", i, "burst_pps"), format!("pacing quanta (quantum_us) need a cbr source and a burst rate of at least its rate ({} pkt/s)", crate::bounds::fmt_float(t.rate_pps)));
             }
         } else if t.rate_pps != 0.0 {
             return fail(elem("traffic", i, "rate_pps"), "only cbr and poisson traffic take a rate (ping_pong waits for each reply, tcp_window for its window)");

@@ -71,6 +71,13 @@ pub struct SourceConfig {
     pub clients: u32,
     /// tcp_window: the senders' TCP (None: the fixed window without congestion control).
     pub sender: Option<SenderTcp>,
+    /// `cbr` only: paced in quanta (0 = evenly spaced). The frames whose even schedule falls
+    /// in a quantum of this many ns leave at its start, `burst_gap_ns` apart, as a paced
+    /// generator that builds each quantum's frames at once sends them (crates/live/src/gen.rs
+    /// `Pacing`).
+    pub quantum_ns: u64,
+    /// `cbr` with `quantum_ns`: the gap between the frames of one quantum.
+    pub burst_gap_ns: f64,
 }
 
 /// The TCP of a `tcp_window` source's senders.
@@ -420,7 +427,7 @@ impl Source {
                 self.emit(out, flow, seq, self.cfg.payload_bytes, false);
                 self.k += 1;
                 // Exact schedule from the start time: no accumulated rounding drift.
-                let next = self.cfg.start_ns + (self.k as f64 * 1e9 / self.cfg.rate_pps) as u64;
+                let next = self.cfg.start_ns + self.cbr_offset_ns(self.k);
                 (next < self.cfg.stop_ns).then_some(Time(next.max(now_ns + 1)))
             }
             SourceKind::Poisson => {
@@ -435,6 +442,31 @@ impl Source {
             }
             _ => self.wake_other(now, rng, out),
         }
+    }
+
+    /// When frame `k` of a `cbr` source leaves, from its start: `k / rate`, or with pacing
+    /// quanta (`quantum_ns`), the start of the quantum that time falls in plus `burst_gap_ns`
+    /// per earlier frame of that quantum.
+    #[inline]
+    pub fn cbr_offset_ns(&self, k: u64) -> u64 {
+        // `k * 1e9 / rate` in this order (not `k * (1e9 / rate)`): the even schedule's times
+        // are exactly those of before pacing existed, to the nanosecond.
+        let even = |k: u64| (k as f64 * 1e9 / self.cfg.rate_pps) as u64;
+        if self.cfg.quantum_ns == 0 {
+            return even(k);
+        }
+        let q_ns = self.cfg.quantum_ns;
+        let quantum = |k: u64| even(k) / q_ns;
+        let q = quantum(k);
+        // The quantum's first frame: the estimate, corrected for rounding either way.
+        let mut first = ((q * q_ns) as f64 * self.cfg.rate_pps / 1e9).ceil() as u64;
+        while first > 0 && quantum(first - 1) >= q {
+            first -= 1;
+        }
+        while quantum(first) < q {
+            first += 1;
+        }
+        q * q_ns + ((k - first) as f64 * self.cfg.burst_gap_ns) as u64
     }
 
     /// `wake` for the kinds other than the rate sources (after the `stop_ns` check).
@@ -708,35 +740,52 @@ mod tests {
             http: None,
             clients: 1,
             sender: None,
+            quantum_ns: 0,
+            burst_gap_ns: 0.0,
         }
     }
 
     #[test]
-    fn sink_acks_like_linux_24_and_histograms_gaps() {
-        let mut c = cfg(SourceKind::StreamSink);
-        c.flows = 1;
-        c.client_stack_ns = 5_000;
-        let mut s = Source::new(c);
-        let mut r = RngStreams::new(1).stream("s");
-        let mut out = Vec::new();
-        assert_eq!(s.wake(Time(0), &mut r, &mut out), None);
-        // Quick-ACK mode: the first segment is acknowledged at once (after the stack time).
-        let t = s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
-        assert_eq!(t, Some(Time(6_000)));
-        s.wake(Time(6_000), &mut r, &mut out);
-        assert_eq!(out.last().and_then(|e| e.ack), Some(1000));
-        for k in 1..40u64 {
-            s.feedback(Time(1_000 + k * 90_000), Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+    fn paced_cbr_sends_each_quantum_as_one_burst() {
+        // 1,000,000 pkt/s in 500 us quanta at 2,500,000 pkt/s: 500 frames per quantum, 400 ns
+        // apart from the quantum's start.
+        let mut c = cfg(SourceKind::Cbr);
+        c.rate_pps = 1_000_000.0;
+        c.quantum_ns = 500_000;
+        c.burst_gap_ns = 400.0;
+        let s = Source::new(c);
+        assert_eq!(s.cbr_offset_ns(0), 0);
+        assert_eq!(s.cbr_offset_ns(1), 400);
+        assert_eq!(s.cbr_offset_ns(499), 499 * 400);
+        assert_eq!(s.cbr_offset_ns(500), 500_000);
+        assert_eq!(s.cbr_offset_ns(1_001), 1_000_400);
+        // Without quanta: evenly spaced.
+        let mut e = cfg(SourceKind::Cbr);
+        e.rate_pps = 1_000_000.0;
+        assert_eq!(Source::new(e).cbr_offset_ns(500), 500_000);
+    }
+
+    #[test]
+    fn paced_cbr_keeps_the_rate() {
+        // Over rates and quanta, a paced source keeps the even schedule's frames in each
+        // quantum and never sends a frame before the previous one.
+        for &rate in &[1_000.0, 99_999.0, 300_000.0, 700_001.0, 1_200_000.0, 2_999_999.0] {
+            for &q_us in &[1u64, 7, 250, 500, 1_999] {
+                let mut c = cfg(SourceKind::Cbr);
+                c.rate_pps = rate;
+                c.quantum_ns = q_us * 1000;
+                c.burst_gap_ns = 1e9 / (rate * 4.0);
+                let s = Source::new(c);
+                let mut last = 0;
+                for k in 0..(rate * 0.01) as u64 {
+                    let t = s.cbr_offset_ns(k);
+                    assert!(t >= last, "rate {rate} quantum {q_us} us: frame {k} at {t} before {last}");
+                    let even = (k as f64 * 1e9 / rate) as u64;
+                    assert_eq!(t / (q_us * 1000), even / (q_us * 1000), "rate {rate} quantum {q_us} us: frame {k}");
+                    last = t;
+                }
+            }
         }
-        let st = &s.stats.sink;
-        assert_eq!((st.frames, st.bytes), (40, 40_000));
-        assert_eq!(st.gaps[9], 39, "90 us gaps in the 90-100 us bin");
-        assert_eq!(st.short_gap_sizes[10], 39, "1058 B frames in the 1000-1099 B bin");
-        // Out of order: acknowledged at once, counted.
-        s.wake(Time(9_000_000), &mut r, &mut out);
-        let t = s.feedback(Time(10_000_000), Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
-        assert_eq!(t, Some(Time(10_005_000)));
-        assert_eq!(s.stats.sink.out_of_order, 1);
     }
 
     #[test]

@@ -175,7 +175,7 @@ impl Host {
         match work {
             Work::IrqEntry(IrqSrc::Tick) => 0,
             Work::IrqEntry(IrqSrc::Ipi) => 1,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::GroRx => 2,
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::XdpRedirect { .. } | Work::GroRx => 2,
             Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
             Work::IrqEntry(IrqSrc::NicTx(q)) | Work::TxCleanIrq { q, .. } => 3 + nq + self.dev.queues[q as usize].nic,
             Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
@@ -314,6 +314,10 @@ impl Host {
             }
             Work::XdpDrop { pkt } => {
                 self.drop_pkt(pkt, DropPlace::Xdp);
+                self.softirq_next(cpu);
+            }
+            Work::XdpRedirect { pkt } => {
+                self.cpumap_enqueue(cpu, pkt);
                 self.softirq_next(cpu);
             }
             Work::GroRx => self.softirq_next(cpu),

@@ -21,6 +21,9 @@ pub enum Work {
     Proto { pkt: PktId },
     /// NAPI poll of one frame that the XDP program drops (driver + program run).
     XdpDrop { pkt: PktId },
+    /// NAPI poll of one frame that the XDP program redirects to the CPU map (driver + program
+    /// run + `bq_enqueue`; `net/core/cpumap.rs`).
+    XdpRedirect { pkt: PktId },
     /// NAPI poll of one frame given to GRO (`net/core/gro.rs`): the driver's work; what GRO
     /// passes up runs as the following units.
     GroRx,
@@ -46,7 +49,7 @@ impl Frame {
     pub fn level(&self) -> Level {
         match self.work {
             Work::IrqEntry(_) | Work::IrqFrame { .. } | Work::TxCleanIrq { .. } => Level::Hardirq,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::GroRx => {
+            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::XdpRedirect { .. } | Work::GroRx => {
                 Level::Softirq
             }
             Work::Switch | Work::ProcUnit => Level::Process,

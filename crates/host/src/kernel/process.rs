@@ -33,6 +33,9 @@ impl Host {
         if let Some(op) = self.procs[pid as usize].symbiose {
             return self.symbiose_step(cpu, pid, op);
         }
+        if self.procs[pid as usize].cpumap_kthread {
+            return self.cpumap_kthread_step(cpu, pid);
+        }
         // A wake-up the step makes (a pipe's byte to another thread, a reply that wakes a reader)
         // may preempt this task: it is switched out after the step, below, not during it
         // (`Cpu::in_step`, Host::resched).
@@ -123,6 +126,7 @@ impl Host {
             Pending::Ksoftirqd => Outcome::Start,
             Pending::App(_) => unreachable!("a thread of a multi-threaded program steps in kernel/app.rs"),
             Pending::Exchange | Pending::Stage { .. } => unreachable!("Symbiose threads step in mechanisms/takeuchi_symbiose/threads.rs"),
+            Pending::CpumapFrame { .. } => unreachable!("the CPU map kthread steps in net/core/cpumap_kthread.rs"),
         };
         let p = &mut self.procs[pid as usize];
         let prog = p.program.as_mut().expect("user process has a program");

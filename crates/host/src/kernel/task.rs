@@ -55,6 +55,8 @@ pub enum Pending {
     Sent { bytes: u32 },
     /// A system call of a multi-threaded program's thread (`kernel/app.rs`).
     App(AppPending),
+    /// The CPU map kthread: one frame through skb build and the protocols (`net/core/cpumap.rs`).
+    CpumapFrame { pkt: PktId },
 }
 
 /// A send() in progress.
@@ -83,6 +85,8 @@ pub struct Proc {
     pub rt: Option<u8>,
     /// A Symbiose exchange thread (`functional`), and which.
     pub symbiose: Option<SymbioseThread>,
+    /// The XDP CPU map entry's kthread (`net/core/cpumap.rs`).
+    pub cpumap_kthread: bool,
     pub sock: u32,
     pub cpu: u32,
     pub pending: Pending,
@@ -175,6 +179,7 @@ impl Proc {
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
             symbiose: None,
+            cpumap_kthread: false,
             period_start_ns: 0,
             group: NONE,
             app: NONE,
@@ -280,6 +285,20 @@ pub fn spawn_tasks(cfg: &HostConfig, ncpu: usize, streams: &RngStreams) -> (Vec<
         p.o1 = O1Task::new(p.nice, cfg.kernel.hz);
     }
     (procs, socks, port_sock, ksoftirqd)
+}
+
+/// The entry's kthread (`cpumap/<cpu>`, Linux's `cpumap/%d/map:%d`), bound to its CPU, asleep
+/// until the first flush wakes it. Returns its pid.
+pub fn spawn_cpumap_kthread(k: &KernelConfig, procs: &mut Vec<Proc>, streams: &RngStreams) -> Pid {
+    let c = k.cpumap_cpu;
+    let name = format!("cpumap/{c}");
+    let mut t = Proc::new(name.clone(), None, NONE, 0, Some(k.cpumap_rt_prio), 1u128 << c, c, streams.stream(&name));
+    t.pinned_kthread = true;
+    t.cpumap_kthread = true;
+    t.state = ProcState::Sleeping;
+    t.pending = Pending::Slept;
+    procs.push(t);
+    (procs.len() - 1) as Pid
 }
 
 /// The highest priority level among the processes bound to socket `s`.

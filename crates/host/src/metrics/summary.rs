@@ -359,6 +359,10 @@ impl Host {
     }
 }
 
+/// Hosts with at most this many online CPUs get per-CPU load metrics (four per CPU; a 64-CPU
+/// host's would be 256 columns of every result).
+const PER_CPU_METRICS_MAX: usize = 8;
+
 /// CPU load and the kernel concurrency models' counters as metrics.
 impl Host {
     /// Load with and without lock spinning, over the online CPUs and over the whole machine
@@ -379,6 +383,18 @@ impl Host {
         m.insert("machine_busy_frac".into(), sum(true) / machine as f64);
         m.insert("machine_busy_nospin_frac".into(), sum(false) / machine as f64);
         m.insert("cpu_busy_max_frac".into(), (0..online).map(|c| busy(c, true)).fold(0.0, f64::max));
+        if online <= PER_CPU_METRICS_MAX {
+            // Per CPU: its load and where the time went (`cpu<N>_busy_frac`, `cpu<N>_<state>_frac`
+            // for hard IRQ, softirq and system: kernel threads and system calls), the names the
+            // live experiments use for their per-CPU columns.
+            let share = |c: usize, s: CpuState| (end.acct[c][s as usize] - warm.acct.get(c).unwrap_or(&zero)[s as usize]) as f64 * 1e-9 / window_s;
+            for c in 0..online {
+                m.insert(format!("cpu{c}_busy_frac"), busy(c, true));
+                m.insert(format!("cpu{c}_hardirq_frac"), share(c, CpuState::Hardirq));
+                m.insert(format!("cpu{c}_softirq_frac"), share(c, CpuState::Softirq));
+                m.insert(format!("cpu{c}_system_frac"), share(c, CpuState::System));
+            }
+        }
         let rate = |a: u64, b: u64| (a - b) as f64 / window_s;
         m.insert("forwarded_pps".into(), rate(end.forwarded, warm.forwarded));
         let lat = &self.stats.forward_latency;

@@ -8,8 +8,9 @@
 pub mod core;
 pub mod ipv4;
 
-use crate::config::HostConfig;
+use crate::config::{HostConfig, XdpKind};
 use crate::kernel::task::{sock_level, Proc};
+use crate::net::core::cpumap::Cpumap;
 use crate::net::core::sock::{Endpoints, Sock};
 use crate::net::ipv4::tcp_conn::Conn;
 use crate::types::NONE;
@@ -41,6 +42,8 @@ pub struct NetStack {
     /// A GRO/RSC aggregate's segments are being delivered and this is not the last: the ACK
     /// waits for the last one (`net/ipv4/input.rs`, `protocol_deliver`).
     pub agg_defer_ack: bool,
+    /// XDP `cpumap`: the CPU map entry the program redirects to (`net/core/cpumap.rs`).
+    pub cpumap: Option<Cpumap>,
 }
 
 impl NetStack {
@@ -61,6 +64,8 @@ impl NetStack {
             eps: Endpoints::default(),
             xmit_cpu: 0,
             agg_defer_ack: false,
+            cpumap: (cfg.kernel.xdp == XdpKind::Cpumap)
+                .then(|| Cpumap::new(cfg.online_cpus(), cfg.kernel.cpumap_qsize)),
         }
     }
 }

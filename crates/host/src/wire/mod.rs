@@ -196,6 +196,8 @@ impl Wire {
                     http: t.http.clone(),
                     clients: t.clients.max(1),
                     sender: t.tcp_cc.kind().map(|cc| SenderTcp { cc, era: t.tcp_era, hz: t.tcp_hz, tso: t.tcp_tso }),
+                    quantum_ns: t.quantum_us * 1000,
+                    burst_gap_ns: if t.burst_pps > 0.0 { 1e9 / t.burst_pps } else { 0.0 },
                 }),
                 nic,
                 dst_port: t.dst_port,

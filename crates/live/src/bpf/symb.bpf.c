@@ -5,7 +5,10 @@
  *           Counts per CPU; passes the frame to the kernel's stack on this CPU (the kernel's
  *           own forwarding, with or without RPS), or redirects it to the cpumap entry of
  *           another CPU, whose kthread (kernel/bpf/cpumap.c, cpu_map_kthread_run) builds the
- *           skbs in bulk and runs the IP half (netif_receive_skb_list -> ip_forward) there.
+ *           skbs in bulk and runs the IP half (netif_receive_skb_list -> ip_forward) there,
+ *           or redirects it to the AF_XDP socket of its RX queue (XSKMAP; net/xdp/xsk.c
+ *           copies it into the socket's UMEM: veth has no zero-copy), whose user-space driver
+ *           and IP threads forward it (src/afxdp.rs).
  * symb_sink XDP on the sink's veth: checks every frame's IPv4 header and UDP checksums (the
  *           router decremented the TTL and rewrote the header checksum), counts valid and
  *           invalid frames and the valid ones of the measurement window (by the sequence
@@ -37,6 +40,13 @@ struct {
 } cpu_map SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, SYMB_QUEUES_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsk_map SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -62,14 +72,19 @@ int symb_rtr(struct xdp_md *ctx)
 {
 	__u32 k = 0;
 	struct symb_rtr_stats *s = bpf_map_lookup_elem(&rtr_stats, &k);
+	__u32 mode;
 	long r;
 
 	if (!s)
 		return XDP_PASS;
 	s->rx++;
-	if (!*(volatile __u32 *)&ctl.redirect)
+	mode = *(volatile __u32 *)&ctl.redirect;
+	if (mode == SYMB_PASS)
 		return XDP_PASS;
-	r = bpf_redirect_map(&cpu_map, *(volatile __u32 *)&ctl.cpu, XDP_PASS);
+	if (mode == SYMB_XSK)
+		r = bpf_redirect_map(&xsk_map, ctx->rx_queue_index, XDP_DROP);
+	else
+		r = bpf_redirect_map(&cpu_map, *(volatile __u32 *)&ctl.cpu, XDP_PASS);
 	if (r == XDP_REDIRECT)
 		s->redirected++;
 	else

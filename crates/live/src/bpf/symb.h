@@ -13,8 +13,15 @@
 #define SYMB_NET_RX_SOFTIRQ 3
 
 /* The router's input program: pass every frame to the kernel's stack on this CPU (`redirect`
- * 0: the kernel's own forwarding), or redirect it to the cpumap entry of CPU `cpu` (the
- * functional split: the IP half in that CPU's cpumap kthread). */
+ * SYMB_PASS: the kernel's own forwarding), redirect it to the cpumap entry of CPU `cpu`
+ * (SYMB_CPUMAP, the functional split: the IP half in that CPU's cpumap kthread), or to the
+ * AF_XDP socket of its RX queue (SYMB_XSK, split-afxdp: the driver and IP threads in user
+ * space; dropped when the queue has no socket). */
+#define SYMB_PASS 0
+#define SYMB_CPUMAP 1
+#define SYMB_XSK 2
+/* Queues of the input veth the XSKMAP can name. */
+#define SYMB_QUEUES_MAX 4
 struct symb_ctl {
 	__u32 redirect;
 	__u32 cpu;
@@ -24,7 +31,7 @@ struct symb_ctl {
 struct symb_rtr_stats {
 	__u64 rx;
 	__u64 redirected;
-	__u64 redirect_failed; /* no cpumap entry: passed instead */
+	__u64 redirect_failed; /* no cpumap entry: passed instead; no socket: dropped */
 };
 
 /* The sink: where the sequence number is, and the window whose frames are counted apart. */

@@ -319,11 +319,19 @@ impl Host {
             }
             if c.sirq_budget == 0 || self.now.since(c.sirq_pass_start) >= time_max {
                 c.softirq_pending = true; // `softnet_break`: re-raise
+                if matches!(napi, Napi::Queue(_)) {
+                    self.cpumap_flush(cpu); // the driver's poll returns: `xdp_do_flush`
+                }
                 return self.softirq_end(cpu);
             }
             if c.napi_quota >= weight {
                 // Used its whole weight: to the tail of the list, fresh quota (the next call
-                // of a queue's poll cleans its TX ring again).
+                // of a queue's poll cleans its TX ring again). The driver's poll returned:
+                // `xdp_do_flush` (a no-op without a CPU map).
+                if matches!(napi, Napi::Queue(_)) {
+                    self.cpumap_flush(cpu);
+                }
+                let c = &mut self.cpus[cpu];
                 c.poll_list.pop_front();
                 c.poll_list.push_back(napi);
                 c.napi_quota = 0;
@@ -361,6 +369,9 @@ impl Host {
                         // this CPU only after net_rx_action's own bookkeeping: it is delivered
                         // as an event at this instant, never raised from inside this loop (that
                         // pushed a hard-IRQ frame under the pass's feet and lost the interrupt).
+                        // veth_poll: `if (stats.xdp_redirect > 0) xdp_do_flush();` before
+                        // napi_complete_done.
+                        self.cpumap_flush(cpu);
                         let c = &mut self.cpus[cpu];
                         c.poll_list.pop_front();
                         c.napi_quota = 0;
@@ -418,11 +429,18 @@ impl Host {
                     if self.mech.xdp.attached() {
                         // The program runs on the frame before anything else sees it.
                         driver += self.cfg.profile.mechanisms.xdp_run_ns;
+                        if self.mech.xdp.redirects() {
+                            // XDP_REDIRECT to the CPU map: `bq_enqueue` (`net/core/cpumap.rs`).
+                            driver += self.cfg.profile.mechanisms.cpumap_enqueue_ns;
+                            self.next_unit(cpu, Work::XdpRedirect { pkt }, CpuState::Softirq, driver);
+                            return;
+                        }
                         let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
                         if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
                             self.next_unit(cpu, Work::XdpDrop { pkt }, CpuState::Softirq, driver);
                             return;
                         }
+                        driver += self.cfg.profile.mechanisms.xdp_skb_build_ns;
                     }
                     if self.dev.queues[q as usize].gro.is_some() {
                         if let Some(seg) = self.gro_seg(pkt) {

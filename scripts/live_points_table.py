@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Live vs model, point by point, as a Markdown table, from a reproduce directory: for each
+measured file a twin's figures draw (e.g. `live/takeuchi-symbiose.csv`), every live point
+(repetitions averaged) with the model's prediction beside it: the same table as the report's
+under the figures (`hostsim.report.live_points`, `hostsim.plot.measured_vs_model`).
+
+    target/release/hostsim reproduce live-takeuchi-symbiose --no-report --out out
+    .venv/bin/python scripts/live_points_table.py out/live-takeuchi-symbiose [--valid-only]
+
+`--valid-only` keeps only the live rows whose `valid` column is 1 (hostsim live takeuchi-symbiose
+marks a point invalid when its generator achieved less than 0.98 of the rate).
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from hostsim import report
+
+
+def fmt(v: float) -> str:
+    if v != v:
+        return "–"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario_dir", type=Path, help="a reproduce output's directory of one scenario (results.csv, scenario.toml)")
+    ap.add_argument("--valid-only", action="store_true")
+    a = ap.parse_args()
+    d = a.scenario_dir
+    df = pd.read_csv(d / "results.csv")
+    figures = json.loads(report._native.scenario_info(str((d / "scenario.toml").resolve())))["figures"]
+    if a.valid_only:
+        tmp = d / "_valid"
+        tmp.mkdir(exist_ok=True)
+        for spec in figures:
+            if spec.get("measured"):
+                name = Path(spec["measured"]).name
+                m = pd.read_csv(d / name)
+                (m[m["valid"] == 1] if "valid" in m else m).to_csv(tmp / name, index=False)
+        d = tmp
+    tables = report.live_points(d, df, figures)
+    if not tables:
+        sys.exit(f"no measured file beside {a.scenario_dir / 'results.csv'}")
+    for name, t in tables:
+        ys = [c[: -len("_model")] for c in t.columns if c.endswith("_model")]
+        key = t.columns[3]
+        print(f"{name}{' (valid repetitions only)' if a.valid_only else ''}: live (mean of its repetitions) / model "
+              "(mean over its seeds, read at the achieved rate)")
+        print("| variant | offered | achieved | reps | " + " | ".join(f"{y} live | model" for y in ys) + " |")
+        print("|" + "---|" * (4 + 2 * len(ys)))
+        for r in t.to_dict("records"):
+            cells = [str(r["measured_variant"]), fmt(r[key]), fmt(r["measured_x"]), str(int(r["reps"]))]
+            for y in ys:
+                cells += [fmt(r[y]), fmt(r[y + "_model"])]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
