@@ -746,6 +746,34 @@ mod tests {
     }
 
     #[test]
+    fn sink_acks_like_linux_24_and_histograms_gaps() {
+        let mut c = cfg(SourceKind::StreamSink);
+        c.flows = 1;
+        c.client_stack_ns = 5_000;
+        let mut s = Source::new(c);
+        let mut r = RngStreams::new(1).stream("s");
+        let mut out = Vec::new();
+        assert_eq!(s.wake(Time(0), &mut r, &mut out), None);
+        // Quick-ACK mode: the first segment is acknowledged at once (after the stack time).
+        let t = s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+        assert_eq!(t, Some(Time(6_000)));
+        s.wake(Time(6_000), &mut r, &mut out);
+        assert_eq!(out.last().and_then(|e| e.ack), Some(1000));
+        for k in 1..40u64 {
+            s.feedback(Time(1_000 + k * 90_000), Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+        }
+        let st = &s.stats.sink;
+        assert_eq!((st.frames, st.bytes), (40, 40_000));
+        assert_eq!(st.gaps[9], 39, "90 us gaps in the 90-100 us bin");
+        assert_eq!(st.short_gap_sizes[10], 39, "1058 B frames in the 1000-1099 B bin");
+        // Out of order: acknowledged at once, counted.
+        s.wake(Time(9_000_000), &mut r, &mut out);
+        let t = s.feedback(Time(10_000_000), Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+        assert_eq!(t, Some(Time(10_005_000)));
+        assert_eq!(s.stats.sink.out_of_order, 1);
+    }
+
+    #[test]
     fn paced_cbr_sends_each_quantum_as_one_burst() {
         // 1,000,000 pkt/s in 500 us quanta at 2,500,000 pkt/s: 500 frames per quantum, 400 ns
         // apart from the quantum's start.
