@@ -245,18 +245,7 @@ pub struct Forwarder {
     tx_fd_stats: Arc<Mutex<Option<Xsk>>>,
 }
 
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes the timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn sleep_until(ns: u64) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
-    // SAFETY: absolute sleep on CLOCK_MONOTONIC; EINTR retried.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
-}
+use crate::sys::{monotonic_ns as now_ns, sleep_until_ns as sleep_until};
 
 /// Pin the calling thread and give it SCHED_FIFO (the process's own thread: gone with it,
 /// nothing to undo).

@@ -106,18 +106,8 @@ pub struct Regulation {
     pub gate_errors: u64,
 }
 
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn sleep_until(t_ns: u64) {
-    let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as libc::c_long };
-    // SAFETY: absolute sleep; EINTR only shortens it, and the loop re-reads the clock.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
-}
+pub use crate::sys::monotonic_ns;
+use crate::sys::sleep_until_ns as sleep_until;
 
 /// The CPU-time clock of process `pid` (`clock_getcpuclockid`: the sum over its threads,
 /// brought up to date for a thread that is running, kernel/time/posix-cpu-timers.c).

@@ -154,3 +154,18 @@ pub fn getsockopt_int(fd: i32, level: i32, opt: i32) -> io::Result<i32> {
     check(unsafe { libc::getsockopt(fd, level, opt, (&mut v as *mut i32).cast(), &mut len) }, "getsockopt")?;
     Ok(v)
 }
+
+/// CLOCK_MONOTONIC, ns (the clock the kernel's own timestamps and `clock_nanosleep` use).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleep until CLOCK_MONOTONIC reads `t_ns` (absolute: no drift from the time the call takes).
+pub fn sleep_until_ns(t_ns: u64) {
+    let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: absolute sleep on CLOCK_MONOTONIC; EINTR retried.
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+}

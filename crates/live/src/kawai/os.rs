@@ -14,12 +14,7 @@ fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 }
 
 /// CLOCK_MONOTONIC in ns (vDSO: no system call), the loop's `gettimeofday()`.
-pub fn now_ns() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
+pub use crate::sys::monotonic_ns as now_ns;
 
 fn timespec(ns: u64) -> libc::timespec {
     libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
