@@ -26,6 +26,9 @@ pub struct OzakiOptions {
     /// `--gen-batch FRAMES` and `--gen-quantum-us US`: the generator's pacing.
     pub gen_batch: Option<u32>,
     pub gen_quantum_us: Option<f64>,
+    /// `--gen-spread FRAC`: spread the flood's calls over this fraction of its quantum (0: back
+    /// to back).
+    pub gen_spread: Option<f64>,
     /// `--bw-slice-us US`: bw's EEVDF slice (0: the kernel's base slice).
     pub bw_slice_us: Option<u32>,
 }
@@ -79,6 +82,12 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
         }
         c.gen_quantum_us = q;
     }
+    if let Some(f) = o.gen_spread {
+        if !(f.is_finite() && (0.0..=0.95).contains(&f)) {
+            return Err("--gen-spread: expected 0 (back to back) or a fraction of the quantum up to 0.95 (the generator's CPU keeps the rest for its other tasks)".into());
+        }
+        c.gen_spread = (f > 0.0).then_some(f);
+    }
     if let Some(us) = o.bw_slice_us {
         if us != 0 && !(100..=100_000).contains(&us) {
             return Err("--bw-slice-us: expected 0 (the kernel's base slice) or 100..=100000 (the kernel's clamp)".into());
@@ -121,7 +130,7 @@ pub fn ozaki_pbq(o: &OzakiOptions, out: &Path) -> Result<(), LiveError> {
             "rates_pps": cfg.rates_pps, "reps": cfg.reps, "variants": cfg.variants.iter().map(|v| v.name()).collect::<Vec<_>>(),
             "suppression": { "knob": cfg.supp_knob.name(), "check_ms": cfg.supp_check_ms },
             "placements": cfg.placements.iter().map(|p| p.name()).collect::<Vec<_>>(),
-            "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.client_cpu, "quantum_us": cfg.gen_quantum_us, "batch": cfg.gen_batch, "call_frames_max": cfg.gen_call_frames_max },
+            "generator": { "kind": "BPF_PROG_RUN live frames (crates/live/src/gen.rs)", "fifo_prio": cfg.gen_fifo_prio, "cpu": cfg.client_cpu, "quantum_us": cfg.gen_quantum_us, "batch": cfg.gen_batch, "flood_spread": cfg.gen_spread, "call_frames_max": cfg.gen_call_frames_max },
             "napi_fifo_prio": cfg.napi_fifo_prio, "valid_frac": cfg.valid_frac, "capacity_pps": cfg.capacity_pps,
             "bw_rate_pps": cfg.bw_rate_pps, "bw_slice_ns": cfg.bw_slice_ns, "payload_bytes": cfg.payload_bytes, "rcvbuf_bytes": cfg.rcvbuf_bytes, "warmup_s": cfg.warmup_s,
             "window_s": cfg.window_s, "server_cpu": cfg.server_cpu, "client_cpu": cfg.client_cpu,
@@ -578,5 +587,17 @@ mod tests {
         }
         let o = SymbioseOptions { variants: Some(vec!["split-xsk".into()]), ..Default::default() };
         assert!(symbiose_config(&o).unwrap_err().contains("split-afxdp"));
+    }
+
+    #[test]
+    fn ozaki_pbq_spreads_the_flood_only_when_asked() {
+        assert_eq!(ozaki_config(&OzakiOptions::default()).unwrap().gen_spread, None, "back to back by default");
+        let c = ozaki_config(&OzakiOptions { gen_spread: Some(0.75), ..Default::default() }).unwrap();
+        assert_eq!(c.gen_spread, Some(0.75));
+        assert_eq!(ozaki_config(&OzakiOptions { gen_spread: Some(0.0), ..Default::default() }).unwrap().gen_spread, None, "0 = back to back");
+        for bad in [-0.1, 0.96, 1.0, f64::NAN] {
+            let e = ozaki_config(&OzakiOptions { gen_spread: Some(bad), ..Default::default() }).unwrap_err();
+            assert!(e.contains("--gen-spread"), "{bad}: {e}");
+        }
     }
 }

@@ -221,6 +221,11 @@ enum LiveCmd {
         /// stays 1000).
         #[arg(long)]
         gen_quantum_us: Option<f64>,
+        /// Spread each of the flood's calls evenly over this fraction of its quantum (0, the
+        /// default: its frames back to back in 32-frame batches; at most 0.95). The generator's
+        /// CPU spins for the frames' slots.
+        #[arg(long)]
+        gen_spread: Option<f64>,
         /// bw's EEVDF slice, microseconds (default 100, the shortest the kernel grants, so that
         /// its wake-up preempts its CPU's other tasks; 0 = the kernel's base slice).
         #[arg(long)]
@@ -725,7 +730,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Live { cmd } => match cmd {
-            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, supp_knob, placements, capacity_pps, ports, rcvbuf, gen_batch, gen_quantum_us, bw_slice_us } => {
+            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, supp_knob, placements, capacity_pps, ports, rcvbuf, gen_batch, gen_quantum_us, gen_spread, bw_slice_us } => {
                 let hooks = match ports.as_str() {
                     "hooks" => true,
                     "proc" => false,
@@ -753,7 +758,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     None => None,
                     Some(k) => Some(hostsim_live::suppress::Knob::parse(&k).ok_or_else(|| format!("--supp-knob: `{k}`, expected `affinity`, `priority` or `both`"))?),
                 };
-                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, variants: modes, supp_knob, placements, capacity_pps, proc_ports: !hooks, rcvbuf_bytes: rcvbuf, gen_batch, gen_quantum_us, bw_slice_us };
+                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, variants: modes, supp_knob, placements, capacity_pps, proc_ports: !hooks, rcvbuf_bytes: rcvbuf, gen_batch, gen_quantum_us, gen_spread, bw_slice_us };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {

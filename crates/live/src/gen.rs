@@ -41,6 +41,18 @@
 //! by default: at most ~1,000 calls a second per stream), and a run reports failed calls with
 //! the first error.
 //!
+//! **Spreading a call** ([`Stream::spread`]). A call's frames leave back to back: a quantum of
+//! a fast stream reaches the receiver as one burst, which a NIC's receive path never sees (a
+//! wire spaces frames evenly), and a receiver that drains its ring faster than the burst came
+//! then sleeps until the next quantum. A spread stream's call sets the slots of its frames in
+//! the program's stream entry (`gap_ps`, `call_t0_ns`, `call_seq0` in gen.h), and the program
+//! spins on `bpf_ktime_get_ns` (CLOCK_MONOTONIC, as `Instant`) until each frame's slot before
+//! returning `XDP_TX`; the kernel flushes each batch to the device as it is built, and the
+//! batch is cut to [`SPREAD_BATCH_NS`] of slots. The number of calls does not change (the
+//! page-pool pitfall); the generator's CPU pays the spin, so a spread is a fraction of the
+//! quantum below 1 and that CPU's other tasks keep the rest (a SCHED_FIFO thread spinning the
+//! whole time would leave them only the fair server's 50 ms a second, Linux ≥ 6.12).
+//!
 //! **What the receiver sees.** Frames arrive on the peer device exactly as if sent by another
 //! host: the veth's NAPI poll (and any XDP program attached there) runs on the CPU that called
 //! `BPF_PROG_RUN` (it schedules the peer's NAPI there), or in the peer's NAPI kthread when
@@ -118,11 +130,14 @@ pub struct Stream {
     pub udp_csum: bool,
     /// This stream's quantum, µs (None: [`Pacing::quantum_us`]).
     pub quantum_us: Option<f64>,
+    /// Spread each call's frames evenly over this fraction of the stream's quantum instead of
+    /// sending them back to back ([`Stream::spread`]; None: back to back).
+    pub spread: Option<f64>,
 }
 
 impl Stream {
     pub fn new(name: &str, dev: &str, frame: Vec<u8>, rate_pps: f64) -> Stream {
-        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None, udp_csum: false, quantum_us: None }
+        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None, udp_csum: false, quantum_us: None, spread: None }
     }
 
     /// Serve this stream in quanta of `us` microseconds of its frames instead of the pacing's
@@ -130,6 +145,17 @@ impl Stream {
     /// limits the calls of all streams together).
     pub fn quantum_us(mut self, us: f64) -> Stream {
         self.quantum_us = Some(us);
+        self
+    }
+
+    /// Spread each call's frames evenly over `frac` (0 < frac ≤ 1) of the stream's quantum: the
+    /// program spins on the clock until each frame's slot (`gen.bpf.c`), and the kernel hands
+    /// the device batches of at most [`SPREAD_BATCH_NS`] of frames, so the receiver gets a
+    /// train at `rate / frac` for that part of each quantum instead of the whole quantum at
+    /// once. It costs the generator's CPU the spin (about `frac` of it at any rate); keep `frac`
+    /// below 1 so that the thread (at SCHED_FIFO) leaves that CPU's other tasks some time.
+    pub fn spread(mut self, frac: f64) -> Stream {
+        self.spread = Some(frac);
         self
     }
 
@@ -193,6 +219,11 @@ impl Default for Pacing {
 /// Frames per page-pool batch of one call (the kernel's `TEST_XDP_MAX_BATCH` is 256).
 const GEN_BATCH_MAX: u32 = 256;
 
+/// A spread stream's batch spans at most this long (its frames' slots), so the kernel flushes
+/// frames to the device at least this often and the spin never keeps bottom halves off the
+/// generator's CPU for longer (`xdp_test_run_batch` runs a batch under `local_bh_disable`).
+pub const SPREAD_BATCH_NS: f64 = 20_000.0;
+
 /// The longest a generator may run, seconds.
 pub const SECS_MAX: f64 = 600.0;
 /// The fastest a stream may be asked to run (far above what a CPU can build).
@@ -208,6 +239,8 @@ pub struct StreamReport {
     /// Frames the schedule owed that were never built (the generator fell behind).
     pub skipped: u64,
     pub calls: u64,
+    /// Wall time spent inside this stream's calls, seconds (a spread stream's includes the spin).
+    pub call_s: f64,
     /// Calls that failed (their frames count as skipped), and the first error.
     pub errors: u64,
     pub first_error: Option<String>,
@@ -285,6 +318,9 @@ impl Generator {
         if let Some(s) = streams.iter().find(|s| s.quantum_us.is_some_and(|q| !(q.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&q)))) {
             return Err(failed(format!("generator: stream {}: quantum_us must be in 0..=lag_ms_max", s.name)));
         }
+        if let Some(s) = streams.iter().find(|s| s.spread.is_some_and(|f| !(f.is_finite() && f > 0.0 && f <= 1.0))) {
+            return Err(failed(format!("generator: stream {}: spread must be in (0, 1]", s.name)));
+        }
         let netns = ns.file()?;
         let base = self.streams_ptr();
         let mut prepared = Vec::new();
@@ -331,15 +367,18 @@ impl Generator {
             // SAFETY: `base` points at the mmapped .bss array of STREAMS_MAX entries, valid while
             // `self` lives; the program only reads these fields (and writes `next`).
             unsafe { std::ptr::write_volatile(base.add(i), cfg) };
-            prepared.push(Prepared { frame, dev: s.dev.clone(), rate_pps: s.rate_pps, name: s.name.clone(), quantum_us: s.quantum_us.unwrap_or(p.quantum_us) });
+            prepared.push(Prepared { frame, dev: s.dev.clone(), rate_pps: s.rate_pps, name: s.name.clone(), quantum_us: s.quantum_us.unwrap_or(p.quantum_us), spread: s.spread });
         }
         let prog = self.skel.progs.gen_xdp.as_fd().try_clone_to_owned().map_err(|e| failed(format!("dup of the program fd: {e}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         let p = p.clone();
         let stop2 = Arc::clone(&stop);
+        // The thread writes spread streams' call fields in the program's .bss; `Running` joins
+        // it before `self` (which owns the mapping) can go.
+        let bss = Bss(base);
         let handle = std::thread::Builder::new()
             .name("hostsim-gen".into())
-            .spawn(move || pace(prog, netns, prepared, p, stop2))
+            .spawn(move || pace(prog, netns, prepared, p, stop2, bss))
             .map_err(|e| failed(format!("starting the generator thread: {e}")))?;
         Ok(Running { gen: self, n: streams.len(), stop, handle: Some(handle) })
     }
@@ -351,6 +390,36 @@ struct Prepared {
     frame: Vec<u8>,
     rate_pps: f64,
     quantum_us: f64,
+    spread: Option<f64>,
+}
+
+/// The program's stream array, handed to the pacing thread.
+struct Bss(*mut skel::types::gen_stream);
+// SAFETY: the mapping outlives the thread (`Running` joins it on stop and on drop), and only
+// that thread writes the call fields while it runs.
+unsafe impl Send for Bss {}
+
+impl Bss {
+    /// Set stream `i`'s spreading for the call about to start (`gap_ps` 0: none).
+    fn set_call(&self, i: usize, gap_ps: u64) {
+        // SAFETY: as for `Bss`; `next` is read with a volatile load (the program writes it only
+        // during calls, and this thread makes the calls).
+        unsafe {
+            let s = self.0.add(i);
+            let next = std::ptr::read_volatile(std::ptr::addr_of!((*s).next));
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*s).call_seq0), next);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*s).call_t0_ns), crate::sys::monotonic_ns());
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*s).gap_ps), gap_ps);
+        }
+    }
+}
+
+/// A spread call's slot spacing (ps) and its batch (frames): `frac / rate` apart, batches of at
+/// most [`SPREAD_BATCH_NS`] of slots (at least 1 frame, at most `batch_max`).
+fn spread_plan(rate_pps: f64, frac: f64, batch_max: u32) -> (u64, u32) {
+    let gap_ps = (frac * 1e12 / rate_pps).round().max(1.0);
+    let batch = ((SPREAD_BATCH_NS * 1e3 / gap_ps) as u32).clamp(1, batch_max);
+    (gap_ps as u64, batch)
 }
 
 /// A running generator thread.
@@ -446,7 +515,7 @@ fn setup_thread(netns: &File, p: &Pacing) -> io::Result<()> {
 /// The pacing loop: every stream owes `rate × elapsed` frames; each turn sends what a stream
 /// owes (at most `call_frames_max` per call, streams in turn), sleeps until the next frame is
 /// due when none is owed, and skips what a stream owes beyond `lag_ms_max` of its frames.
-fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc<AtomicBool>) -> Report {
+fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc<AtomicBool>, bss: Bss) -> Report {
     let mut rep = Report {
         streams: streams.iter().map(|s| StreamReport { name: s.name.clone(), rate_pps: s.rate_pps, ..StreamReport::default() }).collect(),
         ..Report::default()
@@ -493,7 +562,18 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
             }
             any = true;
             r.calls += 1;
-            match run_live(fd, &s.frame, idx[i], n, n.min(p.batch_max)) {
+            let batch = match s.spread {
+                Some(frac) => {
+                    let (gap_ps, batch) = spread_plan(s.rate_pps, frac, p.batch_max);
+                    bss.set_call(i, gap_ps);
+                    batch
+                }
+                None => p.batch_max,
+            };
+            let t_call = Instant::now();
+            let res = run_live(fd, &s.frame, idx[i], n, n.min(batch));
+            r.call_s += t_call.elapsed().as_secs_f64();
+            match res {
                 Ok(()) => {
                     r.sent += u64::from(n);
                     total += u64::from(n);
@@ -653,6 +733,16 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spread_calls_slots_and_batches() {
+        // 2 Mpkt/s over 3/4 of each quantum: slots 375 ns apart, batches of 53 capped at 32.
+        assert_eq!(spread_plan(2e6, 0.75, 32), (375_000, 32));
+        // 34,000/s spread whole: ~29.4 us apart, longer than a batch may span: one frame each.
+        assert_eq!(spread_plan(34_000.0, 1.0, 32), (29_411_765, 1));
+        // 1 Mpkt/s whole: 1 us apart, 20 frames per batch (20 us).
+        assert_eq!(spread_plan(1e6, 1.0, 256), (1_000_000, 20));
+    }
 
     #[test]
     fn the_ipv4_checksum_of_a_known_header() {

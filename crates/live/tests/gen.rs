@@ -130,6 +130,26 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         assert_eq!(q.errors, 0, "{:?}", q.first_error);
         eprintln!("NOTE (live): 5 ms quanta, 0.2 s: {} calls", q.calls);
         assert!(q.calls >= 20 && q.calls <= 60, "0.2 s in 5 ms quanta: {} calls ({} frames)", q.calls, q.sent);
+        // A spread stream: each 1 ms call of 20 frames spins until its frames' slots, 25 us
+        // apart with half the quantum spread (the last frame's slot 475 us after the call's
+        // start), so the calls last at least that long, whatever the machine's speed. Out of
+        // range, refused.
+        let spread = Stream::new("s", "eth0", frame.clone(), 20_000.0).seq_at(UDP4_PAYLOAD_OFF).spread(0.5);
+        let running = parked.start(&cli, vec![spread], &Pacing { secs: 0.2, ..Pacing::default() })?;
+        while !running.finished() {
+            run.sleep(Duration::from_millis(10))?;
+        }
+        let rep = running.stop();
+        let sp = &rep.streams[0];
+        assert_eq!(sp.errors, 0, "{:?}", sp.first_error);
+        eprintln!("NOTE (live): spread 0.5, 0.2 s: {} calls, {:.1} ms in calls, {} frames", sp.calls, sp.call_s * 1e3, sp.sent);
+        assert!(sp.sent >= 3_600, "paced at 20,000/s for 0.2 s: {} sent", sp.sent);
+        let full = sp.calls.saturating_sub(2) as f64; // the first and last calls may be short
+        assert!(sp.call_s >= full * 0.95 * 475e-6, "{} calls of 20 spread frames took {:.3} ms, under 475 us each", sp.calls, sp.call_s * 1e3);
+        for frac in [0.0, 1.5, f64::NAN] {
+            let bad = Stream::new("bad", "eth0", frame.clone(), 20_000.0).spread(frac);
+            assert!(parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(), "spread {frac} is refused");
+        }
         let bad = Stream::new("bad", "eth0", frame.clone(), 20_000.0).quantum_us(1e6);
         assert!(parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(), "a quantum beyond lag_ms_max is refused");
         drop(parked);

@@ -12,6 +12,12 @@
  * it wrote (never from the frame's old checksum: see below), so that every frame carries a right
  * one (takeuchi-symbiose's sink checks it).
  *
+ * With gap_ps set (gen.h) the program also spreads a call's frames in time: it spins on the
+ * clock until the frame's slot (call_t0_ns + k * gap_ps / 1000 for the call's k-th frame) before
+ * returning, so that a call of a quantum's frames leaves as an evenly spaced train (in batches
+ * the size user space chose, each flushed to the device when built) instead of one burst. A
+ * frame already late does not wait; the spin is bounded (GEN_SPIN_MAX clock reads).
+ *
  * A frame says which stream it belongs to in the last byte of its source MAC address, which the
  * program never rewrites (the kernel keeps a page's contents between runs: only fields written
  * on every run may change). */
@@ -21,6 +27,14 @@
 #include "gen.h"
 
 struct gen_stream streams[GEN_STREAMS_MAX];
+
+/* bpf_loop's callback: stop once the clock has reached the slot. */
+static long spin_until(__u64 i, void *ctx)
+{
+	__u64 *slot = ctx;
+
+	return bpf_ktime_get_ns() >= *slot ? 1 : 0;
+}
 
 SEC("xdp")
 int gen_xdp(struct xdp_md *ctx)
@@ -80,6 +94,12 @@ int gen_xdp(struct xdp_md *ctx)
 		if ((void *)(c + 1) > end)
 			return XDP_DROP;
 		*c = sum ? sum : 0xffff; /* 0 means "no checksum" in UDP (RFC 768) */
+	}
+	if (s->gap_ps) {
+		__u64 slot = s->call_t0_ns + (seq - s->call_seq0) * s->gap_ps / 1000;
+
+		if (bpf_ktime_get_ns() < slot)
+			bpf_loop(GEN_SPIN_MAX, spin_until, &slot, 0);
 	}
 	return XDP_TX;
 }
