@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Live vs model, point by point: for each (placement, variant, offered flood) of a `hostsim live
-ozaki-pbq` results.csv (repetitions averaged), run the model twin (scenarios/live-ozaki-pbq.toml,
+ozaki-pbq` results.csv (valid repetitions averaged), run the model twin (scenarios/live-ozaki-pbq.toml,
 variant `<placement>-<variant>`, its seeds averaged) at the rates the live generator achieved,
 and print both side by side: bw delivered, bw's loss (1 - received / sent), flood delivered and
 the mean softirq share of the two CPUs, with the model's gap.
@@ -10,6 +10,8 @@ the mean softirq share of the two CPUs, with the model's gap.
 
 A live variant without a model form (`supp`, `both`: see the scenario's header) is printed with
 "no model" in the model's columns. A file without a `placement` column is taken as `rps`.
+A repetition marked invalid (`valid` = 0: the generator fell below its rate) is left out and
+counted in the `invalid` column; a point with no valid repetition is listed after the table.
 """
 import argparse
 import csv
@@ -33,9 +35,13 @@ SHOWN = [("bw_rx_pps", "bw delivered", "{:,.0f}"), ("bw_loss", "bw loss", "{:.1%
 def live_points(paths):
     """(placement, variant, offered) -> means of the repetitions, from every file in `paths`."""
     acc = defaultdict(lambda: defaultdict(list))
+    invalid = defaultdict(int)
     for path in paths:
         for r in csv.DictReader(open(path)):
             k = (r.get("placement") or "rps", r["variant"], float(r[KEY]))
+            if r.get("valid") not in (None, "") and float(r["valid"]) == 0:
+                invalid[k] += 1
+                continue
             for c, v in r.items():
                 try:
                     f = float(v)
@@ -47,10 +53,11 @@ def live_points(paths):
     for k, d in acc.items():
         m = {c: sum(v) / len(v) for c, v in d.items() if c != "_file"}
         m["reps"] = len(d["_file"])
+        m["invalid"] = invalid.get(k, 0)
         m["files"] = sorted(set(d["_file"]))
         m["bw_loss"] = m["bw_loss_frac"] if "bw_loss_frac" in m else 1 - m["bw_rx_pps"] / m["bwclient_sent_pps"]
         out[k] = m
-    return out
+    return out, {k: n for k, n in invalid.items() if k not in out}
 
 
 def model_point(hostsim, variant, flood, bw, seeds):
@@ -68,14 +75,14 @@ def model_point(hostsim, variant, flood, bw, seeds):
 
 
 def table(live, models):
-    cols = ["placement", "variant", "flood offered", "flood achieved", "reps", "load 1m"]
+    cols = ["placement", "variant", "flood offered", "flood achieved", "reps", "invalid", "load 1m"]
     for _, label, _ in SHOWN:
         cols += [f"{label} live", "model", "gap"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     order = sorted(live, key=lambda k: (k[0], ["off", "on", "supp", "both"].index(k[1]) if k[1] in ("off", "on", "supp", "both") else 9, k[2]))
     for k in order:
         lv, mv = live[k], models.get(k)
-        cells = [k[0], k[1], f"{k[2]:,.0f}", f"{lv['floodclients_sent_pps']:,.0f}", str(lv["reps"]), f"{lv.get('loadavg_1m_start', float('nan')):.1f}"]
+        cells = [k[0], k[1], f"{k[2]:,.0f}", f"{lv['floodclients_sent_pps']:,.0f}", str(lv["reps"]), str(lv["invalid"]), f"{lv.get('loadavg_1m_start', float('nan')):.1f}"]
         for c, _, fmt in SHOWN:
             cells.append(fmt.format(lv[c]))
             if mv is None:
@@ -100,7 +107,7 @@ def main():
     sc = tomllib.loads(SCEN.read_text())
     twin = {v["name"] for v in sc.get("variant", [])}
     seeds = range(1, 1 + (a.seeds or sc.get("seeds", 1)))
-    live = live_points(a.live_csv)
+    live, none_valid = live_points(a.live_csv)
     if not live:
         sys.exit("no live rows")
     todo = {k: f"{k[0]}-{k[1]}" for k in live if f"{k[0]}-{k[1]}" in twin}
@@ -111,13 +118,15 @@ def main():
     print(f"live: {', '.join(a.live_csv)}; model: {SCEN.relative_to(ROOT)}, seeds {seeds.start}..{seeds.stop - 1}, "
           "at the rates the live generator achieved")
     print(table(live, models))
+    if none_valid:
+        print("\nno valid repetition (left out): " + "; ".join(f"{p} {v} {r:,.0f} ({n} invalid)" for (p, v, r), n in sorted(none_valid.items())))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["placement", "variant", KEY, "flood_achieved_pps", "reps"] + [f"{c}_{s}" for c, _, _ in SHOWN for s in ("live", "model")])
+            w.writerow(["placement", "variant", KEY, "flood_achieved_pps", "reps", "invalid"] + [f"{c}_{s}" for c, _, _ in SHOWN for s in ("live", "model")])
             for k in sorted(live):
                 lv, mv = live[k], models.get(k)
-                w.writerow([k[0], k[1], k[2], lv["floodclients_sent_pps"], lv["reps"]]
+                w.writerow([k[0], k[1], k[2], lv["floodclients_sent_pps"], lv["reps"], lv["invalid"]]
                            + [x for c, _, _ in SHOWN for x in (lv[c], mv[c] if mv else "")])
 
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Live vs model, point by point, as a Markdown table, from a reproduce directory: for each
 measured file a twin's figures draw (e.g. `live/takeuchi-symbiose.csv`), every live point
-(repetitions averaged) with the model's prediction beside it: the same table as the report's
-under the figures (`hostsim.report.live_points`, `hostsim.plot.measured_vs_model`).
+(valid repetitions averaged) with the model's prediction beside it: the same table as the
+report's under the figures (`hostsim.report.live_points`, `hostsim.plot.measured_vs_model`).
 
     target/release/hostsim reproduce live-takeuchi-symbiose --no-report --out out
-    .venv/bin/python scripts/live_points_table.py out/live-takeuchi-symbiose [--valid-only]
+    .venv/bin/python scripts/live_points_table.py out/live-takeuchi-symbiose
 
-`--valid-only` keeps only the live rows whose `valid` column is 1 (hostsim live takeuchi-symbiose
-marks a point invalid when its generator achieved less than 0.98 of the rate).
+A live run marks a point invalid (`valid` = 0) when its generator achieved less than 0.98 of
+the rate; such repetitions are left out of the means and counted in the `invalid` column
+(`hostsim.plot.valid_rows`).
 """
 import argparse
 import json
@@ -31,32 +32,21 @@ def fmt(v: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenario_dir", type=Path, help="a reproduce output's directory of one scenario (results.csv, scenario.toml)")
-    ap.add_argument("--valid-only", action="store_true")
     a = ap.parse_args()
     d = a.scenario_dir
     df = pd.read_csv(d / "results.csv")
     figures = json.loads(report._native.scenario_info(str((d / "scenario.toml").resolve())))["figures"]
-    if a.valid_only:
-        tmp = d / "_valid"
-        tmp.mkdir(exist_ok=True)
-        for spec in figures:
-            if spec.get("measured"):
-                name = Path(spec["measured"]).name
-                m = pd.read_csv(d / name)
-                (m[m["valid"] == 1] if "valid" in m else m).to_csv(tmp / name, index=False)
-        d = tmp
     tables = report.live_points(d, df, figures)
     if not tables:
         sys.exit(f"no measured file beside {a.scenario_dir / 'results.csv'}")
     for name, t in tables:
         ys = [c[: -len("_model")] for c in t.columns if c.endswith("_model")]
         key = t.columns[3]
-        print(f"{name}{' (valid repetitions only)' if a.valid_only else ''}: live (mean of its repetitions) / model "
-              "(mean over its seeds, read at the achieved rate)")
-        print("| variant | offered | achieved | reps | " + " | ".join(f"{y} live | model" for y in ys) + " |")
-        print("|" + "---|" * (4 + 2 * len(ys)))
+        print(f"{name}: live (mean of its valid repetitions) / model (mean over its seeds, read at the achieved rate)")
+        print("| placement | variant | offered | achieved | reps | invalid | " + " | ".join(f"{y} live | model" for y in ys) + " |")
+        print("|" + "---|" * (6 + 2 * len(ys)))
         for r in t.to_dict("records"):
-            cells = [str(r["measured_variant"]), fmt(r[key]), fmt(r["measured_x"]), str(int(r["reps"]))]
+            cells = [str(r["placement"] or "–"), str(r["measured_variant"]), fmt(r[key]), fmt(r["measured_x"]), str(int(r["reps"])), str(int(r["invalid"]))]
             for y in ys:
                 cells += [fmt(r[y]), fmt(r[y + "_model"])]
             print("| " + " | ".join(cells) + " |")

@@ -257,17 +257,28 @@ def measured_series(m: pd.DataFrame, vs: Iterable[str]) -> list[tuple[str, str, 
     return out
 
 
+def valid_rows(d: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a measured frame that offered what they claim: a live run marks a point
+    ``valid`` = 0 when its generator fell below its rate (hostsim live ozaki-pbq, takeuchi-symbiose),
+    and such a point is never averaged in. A frame without the column is valid throughout."""
+    return d[d["valid"].astype(float) != 0] if "valid" in d else d
+
+
 def _measured(ax, m, mx, x, y, vs, colors, label, notes):
-    """Measured rows averaged per point of the swept key ``x`` (repetitions), drawn at the mean
-    of their column ``mx``."""
+    """Valid measured rows averaged per point of the swept key ``x`` (repetitions), drawn at
+    the mean of their column ``mx``; invalid ones are left out, and a note says how many."""
     if mx not in m or y not in m:
         return []
     key = x if x in m else mx
     places = list(dict.fromkeys(m["placement"].astype(str))) if "placement" in m else [None]
-    values, reps = [], 1
+    values, reps, invalid = [], 1, 0
     for v, w, p, d in measured_series(m, vs):
         i = places.index(p) if p is not None else 0
-        g = d.groupby(key, sort=True)
+        ok = valid_rows(d)
+        invalid += len(d) - len(ok)
+        if ok.empty:
+            continue
+        g = ok.groupby(key, sort=True)
         pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values("x")
         (line,) = ax.plot(pts["x"].values, pts["mean"].values, ls="--", marker="sov^"[i % 4], ms=4, color=colors.get(v),
                           label=f"{label}: {w}" + (f" ({p})" if p is not None else ""))
@@ -277,6 +288,8 @@ def _measured(ax, m, mx, x, y, vs, colors, label, notes):
             ax.fill_between(pts["x"].values, pts["lo"].values, pts["hi"].values, color=line.get_color(), alpha=0.1, hatch="//")
     if reps > 1:
         notes.append(Patch(facecolor="white", edgecolor="grey", hatch="//", label=f"hatched: {label} range over {reps} repetitions"))
+    if invalid:
+        notes.append(Patch(facecolor="white", edgecolor="white", label=f"{invalid} invalid {label} repetitions left out (generator below its rate)"))
     return values
 
 
@@ -288,7 +301,8 @@ def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None,
     ``ys``, the measured mean (``<y>``) and the model's (``<y>_model``): the simulated
     variant's mean curve over ``x`` (seeds averaged) read at the measured ``mx`` by linear
     interpolation between its swept points, NaN outside them (never extrapolated).
-    ``reps`` counts the measured rows averaged. An item of ``ys`` may be a pair (the model's
+    ``reps`` counts the measured rows averaged, ``invalid`` those left out (``valid`` = 0: the
+    generator fell below its rate; a point with none valid has NaN values). An item of ``ys`` may be a pair (the model's
     metric, the measured column that stands for it: a figure's ``measured_y``); the row names
     both values after the model's metric."""
     mx = mx or x
@@ -301,14 +315,16 @@ def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None,
     for v, w, p, d in measured_series(m, vs):
         sim = df[df["variant"] == v] if "variant" in df else df
         curves = {y: sim.groupby(x, sort=True)[y].mean() for y, _ in pairs}
-        for k, g in d.groupby(key, sort=True):
-            at = float(g[mx].mean())
-            row = {"variant": v, "measured_variant": w, "placement": p, x if key == x else mx: k, "measured_x": at, "reps": len(g)}
+        for k, g_all in d.groupby(key, sort=True):
+            g = valid_rows(g_all)
+            at = float(g[mx].mean()) if len(g) else float("nan")
+            row = {"variant": v, "measured_variant": w, "placement": p, x if key == x else mx: k, "measured_x": at, "reps": len(g),
+                   "invalid": len(g_all) - len(g)}
             for y, my in pairs:
                 c = curves[y].dropna()
                 xs = c.index.astype(float).values
                 inside = len(xs) > 0 and xs.min() <= at <= xs.max()
-                row[y] = float(g[my].mean())
+                row[y] = float(g[my].mean()) if len(g) else float("nan")
                 row[y + "_model"] = float(np.interp(at, xs, c.values)) if inside else float("nan")
             rows.append(row)
     return pd.DataFrame(rows)

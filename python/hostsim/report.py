@@ -409,15 +409,19 @@ def _live_points_html(d: Path, df: pd.DataFrame, figures: list[dict]) -> str:
         for r in t.to_dict("records"):
             # A model value outside its swept points is not read off the curve: "–", as the
             # caption says (a measured NaN stays NaN: that run had no value).
-            model = {y: "–" if r[y + "_model"] != r[y + "_model"] else _fmt(r[y + "_model"]) for y in ys}
-            cells = "".join(f"<td>{_fmt(r[y])}</td><td>{model[y]}</td>" for y in ys)
+            # A point without a valid repetition has no measured value either: "–" too.
+            dash = lambda z: "–" if z != z else _fmt(z)  # noqa: E731
+            # Valid repetitions, and "of all" where some were left out.
+            reps = f"{int(r['reps'])}/{int(r['reps']) + int(r['invalid'])}" if r["invalid"] else str(int(r["reps"]))
+            cells = "".join(f"<td>{dash(r[y])}</td><td>{dash(r[y + '_model'])}</td>" for y in ys)
             body.append(f"<tr><td>{html.escape(str(r['placement'] or '–'))}</td><td>{html.escape(str(r['measured_variant']))}</td>"
-                        f"<td>{_fmt(r[key])}</td><td>{_fmt(r['measured_x'])}</td><td>{int(r['reps'])}</td>{cells}</tr>")
+                        f"<td>{_fmt(r[key])}</td><td>{dash(r['measured_x'])}</td><td>{reps}</td>{cells}</tr>")
         parts.append(
             f'<table class="claims live-points" id="live-points-{html.escape(d.name)}"><caption>{html.escape(label)} '
             f"({html.escape(name)}) point by point, the model's prediction beside each: the model's mean over its seeds of the "
             f"variant drawn in that colour, read at the rate the {html.escape(label)} run achieved by linear interpolation "
-            "between its swept points (– outside them); the measured value is the mean of its repetitions.</caption>"
+            "between its swept points (– outside them); the measured value is the mean of its valid repetitions "
+            "(<i>reps</i> 2/3: one of three left out because the generator fell below its rate).</caption>"
             f"<thead>{head}</thead><tbody>{''.join(body)}</tbody></table>")
     return "".join(parts)
 

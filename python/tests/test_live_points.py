@@ -126,3 +126,37 @@ def test_measured_y_names_the_live_column_for_the_models_metric(tmp_path):
              "measured_x": "floodclients_sent_pps", "measured_y": "bw_live_pps"}]
     [(_, t)] = report.live_points(d, model, figs)
     assert "bw_rx_pps_model" in t and len(t) == 6
+
+
+def test_invalid_repetitions_are_left_out_and_counted(tmp_path):
+    # A live point whose generator fell below its rate (`valid` = 0) did not offer the load it
+    # names: the figure's line, the table's mean and its achieved rate use the valid repetitions
+    # only, and the table says how many were left out; a point with none valid shows "–".
+    live, model = live_frame(), model_frame()
+    live["valid"] = 1
+    bad = (live["placement"] == "threaded") & (live["variant"] == "off") & (live[KEY] == 600000) & (live["rep"] == 2)
+    live.loc[bad, ["valid", "bw_rx_pps", "floodclients_sent_pps"]] = [0, 1.0, 300000.0]
+    gone = (live["placement"] == "rps") & (live["variant"] == "off") & (live[KEY] == 600000)
+    live.loc[gone, "valid"] = 0
+    t = plot.measured_vs_model(model, live, KEY, "floodclients_sent_pps", ["bw_rx_pps"])
+    r = t[(t["variant"] == "threaded-off") & (t[KEY] == 600000)].iloc[0]
+    assert (r["reps"], r["invalid"]) == (1, 1)
+    assert r["bw_rx_pps"] == 30500.0 - 10.0 and r["measured_x"] == 594001.0  # rep 1 alone
+    r = t[(t["variant"] == "rps-off") & (t[KEY] == 600000)].iloc[0]
+    assert (r["reps"], r["invalid"]) == (0, 2) and math.isnan(r["bw_rx_pps"]) and math.isnan(r["bw_rx_pps_model"])
+    fig = plot.figure(model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps")
+    lines = {str(ln.get_label()): ln for ln in fig.axes[0].lines}
+    assert list(lines["live: off (threaded)"].get_ydata()) == [30500.0, 30490.0]
+    assert list(lines["live: off (rps)"].get_xdata()) == [1001.5], "the point with no valid repetition is not drawn"
+    texts = [t.get_text() for lg in fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()] for t in lg.get_texts()]
+    assert any("3 invalid live repetitions left out" in x for x in texts), texts
+    plt.close(fig)
+    d = tmp_path / "live-twin"
+    d.mkdir()
+    live.to_csv(d / "ozaki-pbq.csv", index=False)
+    figs = [{"title": "bw", "x": KEY, "y": "bw_rx_pps", "measured": "live/ozaki-pbq.csv", "measured_label": "live",
+             "measured_x": "floodclients_sent_pps"}]
+    page = report._live_points_html(d, model, figs)
+    assert "<td>threaded</td><td>off</td><td>600,000</td><td>594,001</td><td>1/2</td><td>30,490</td>" in page
+    assert "<td>rps</td><td>off</td><td>600,000</td><td>–</td><td>0/2</td><td>–</td><td>–</td>" in page
+    assert "NaN" not in page
