@@ -993,6 +993,12 @@ pub struct TrafficConfig {
     /// `cbr` with `quantum_us`: the rate at which a quantum's frames leave.
     #[serde(default)]
     pub burst_pps: f64,
+    /// `cbr` with `quantum_us`, instead of `burst_pps`: a quantum's frames leave evenly over
+    /// this fraction of it, at `rate_pps / spread` (0, the default: `burst_pps`), as the live
+    /// generator's spread streams (crates/live/src/gen.rs `Stream::spread`), whose burst rate
+    /// follows the rate.
+    #[serde(default)]
+    pub spread: f64,
 }
 
 fn payload() -> u32 {

@@ -202,6 +202,7 @@ pub const SCENARIO: &[Bound] = &[
     ("traffic.*.link_mbps", int(1, 1_000_000), "Mbit/s; 1 Tbit/s is above the fastest Ethernet port (800 Gbit/s)"),
     ("traffic.*.quantum_us", int(0, DAY_US), TIME),
     ("traffic.*.burst_pps", float(0.0, 1e9), "packets per second; a frame takes at least 1 ns on the fastest link"),
+    ("traffic.*.spread", float(0.0, 1.0), "a fraction of the pacing quantum (0: burst_pps)"),
     ("traffic.*.client_stack_ns", int(0, 1_000_000_000), "ns; at most 1 s"),
     ("traffic.*.timeout_ms", int(1, 3_600_000), "ms; at most an hour"),
     ("traffic.*.window_bytes", int(1, 1 << 30), "bytes; RFC 7323 window scaling reaches 2^30"),

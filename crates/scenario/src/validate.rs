@@ -591,8 +591,11 @@ fn traffic(c: &HostConfig) -> VResult {
                     ),
                 );
             }
-            if t.quantum_us > 0 && !(t.kind == SourceKind::Cbr && t.burst_pps >= t.rate_pps) {
-                return fail(elem("traffic", i, "burst_pps"), format!("pacing quanta (quantum_us) need a cbr source and a burst rate of at least its rate ({} pkt/s)", crate::bounds::fmt_float(t.rate_pps)));
+            if t.spread > 0.0 && (t.quantum_us == 0 || t.burst_pps > 0.0) {
+                return fail(elem("traffic", i, "spread"), "spread shares out pacing quanta (quantum_us) and takes the place of burst_pps: give quantum_us and not burst_pps");
+            }
+            if t.quantum_us > 0 && !(t.kind == SourceKind::Cbr && (t.burst_pps >= t.rate_pps || t.spread > 0.0)) {
+                return fail(elem("traffic", i, "burst_pps"), format!("pacing quanta (quantum_us) need a cbr source and a burst rate of at least its rate ({} pkt/s), or a spread", crate::bounds::fmt_float(t.rate_pps)));
             }
         } else if t.rate_pps != 0.0 {
             return fail(elem("traffic", i, "rate_pps"), "only cbr and poisson traffic take a rate (ping_pong waits for each reply, tcp_window for its window)");

@@ -51,6 +51,7 @@ const CASES: &[Case] = &[
     case("bad_rx_path.toml", 9, "kernel.rx_path", "unknown value `fast`, expected `legacy` or `napi`"),
     case("bad_program.toml", 19, "process[0].program", "unknown value `foo`, expected one of `udp_sink`"),
     case("bad_traffic_kind.toml", 25, "traffic[0].kind", "unknown value `burst`, expected one of `cbr`, `poisson`"),
+    case("spread_without_quantum.toml", 30, "traffic[0].spread", "spread shares out pacing quanta (quantum_us)"),
     case("bad_irq_routing.toml", 14, "nic[0].irq_routing", "unknown value `x`, expected one of `fixed`, `mask`"),
     case("bad_expect_op.toml", 47, "expect[0].op", "unknown value `==`, expected one of `<`"),
     case("bad_backlog.toml", 9, "kernel.backlog", "unknown value `flowlimit`, expected one of `fifo`, `pbq`, `flow_limit`"),

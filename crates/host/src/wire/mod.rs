@@ -197,7 +197,13 @@ impl Wire {
                     clients: t.clients.max(1),
                     sender: t.tcp_cc.kind().map(|cc| SenderTcp { cc, era: t.tcp_era, hz: t.tcp_hz, tso: t.tcp_tso }),
                     quantum_ns: t.quantum_us * 1000,
-                    burst_gap_ns: if t.burst_pps > 0.0 { 1e9 / t.burst_pps } else { 0.0 },
+                    burst_gap_ns: if t.spread > 0.0 {
+                        t.spread * 1e9 / t.rate_pps
+                    } else if t.burst_pps > 0.0 {
+                        1e9 / t.burst_pps
+                    } else {
+                        0.0
+                    },
                 }),
                 nic,
                 dst_port: t.dst_port,
