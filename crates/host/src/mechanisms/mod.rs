@@ -37,10 +37,12 @@ pub struct MechState {
     /// `ozaki_pbq::xdp`: counters at the agent's previous poll: backlog drops, top-level socket
     /// drops.
     pub xdp_last_poll: (u64, u64),
+    /// `ozaki_pbq::napi_suppress`: the agent's state and counters.
+    pub napi_supp: ozaki_pbq::napi_suppress::NapiSupp,
 }
 
 impl MechState {
     pub fn new(cfg: &HostConfig, streams: &RngStreams) -> MechState {
-        MechState { suppressed: 0, rng_suppress: streams.stream("irq-suppression"), xdp: Xdp::new(&cfg.kernel), xdp_last_poll: (0, 0) }
+        MechState { suppressed: 0, rng_suppress: streams.stream("irq-suppression"), xdp: Xdp::new(&cfg.kernel), xdp_last_poll: (0, 0), napi_supp: Default::default() }
     }
 }

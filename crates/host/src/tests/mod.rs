@@ -1,8 +1,9 @@
 //! Unit tests that need a whole `Host` (built by `util`): the packet slab's TCP side table,
-//! wake-up placement cases, and the XDP CPU map on a router.
+//! wake-up placement cases, the XDP CPU map on a router, and threaded NAPI with its suppression.
 
 mod balance_irq;
 mod cpumap;
+mod napi_thread;
 mod packet;
 pub mod util;
 mod wake;
