@@ -188,3 +188,37 @@ fn suppressed_runs_are_deterministic() {
     let d = suppressed(NapiSuppress::Priority, 120).summary().metrics;
     assert_eq!(format!("{c:?}"), format!("{d:?}"));
 }
+
+/// A flood the kthread cannot keep up with (1,000,000 pkt/s against ~500,000): it never sleeps,
+/// so every change the agent makes finds it running (or queued) on its CPU.
+fn suppressed_overload(knob: NapiSuppress) -> Host {
+    let k = KernelConfig { xdp: XdpKind::Detect, xdp_capacity_pps: 1000.0, napi_suppress: knob, ..threaded() };
+    run(k, 0, -19, 20_000, false, flood(1_000_000.0, None), 60)
+}
+
+#[test]
+fn a_running_kthread_leaves_its_cpu_when_moved() {
+    let mut h = suppressed_overload(NapiSuppress::Affinity);
+    let pid = kthread(&h);
+    assert_eq!((h.procs[pid].allowed, h.procs[pid].cpu), (0b10, 1));
+    let m = h.summary().metrics;
+    // It left CPU 0 although it never slept: the receive work ran on CPU 1, and the reader got
+    // CPU 0 back.
+    assert!(m["cpu1_system_frac"] > 0.5, "CPU 1 system {}", m["cpu1_system_frac"]);
+    assert!(m["rx_cpu_frac"] > 0.3, "the reader's CPU {}", m["rx_cpu_frac"]);
+    // Without the agent the reader (fair class) gets nothing against the FIFO kthread.
+    let k = KernelConfig { xdp: XdpKind::Detect, xdp_capacity_pps: 1000.0, ..threaded() };
+    let m = run(k, 0, -19, 20_000, false, flood(1_000_000.0, None), 60).summary().metrics;
+    assert!(m["rx_cpu_frac"] < 0.05, "the reader's CPU {}", m["rx_cpu_frac"]);
+}
+
+#[test]
+fn a_running_kthread_dropped_to_sched_other_yields_to_the_nice_minus_19_reader() {
+    let mut h = suppressed_overload(NapiSuppress::Priority);
+    let pid = kthread(&h);
+    let m = h.summary().metrics;
+    assert!(m["supp_frac"] > 0.5, "suppressed {}", m["supp_frac"]);
+    assert_eq!(h.procs[pid].cpu, 0, "priority keeps it on its CPU");
+    // The reader (nice -19) now outweighs the kthread (nice 0) on CPU 0.
+    assert!(m["rx_cpu_frac"] > 0.3, "the reader's CPU {}", m["rx_cpu_frac"]);
+}
