@@ -222,3 +222,29 @@ fn a_running_kthread_dropped_to_sched_other_yields_to_the_nice_minus_19_reader()
     // The reader (nice -19) now outweighs the kthread (nice 0) on CPU 0.
     assert!(m["rx_cpu_frac"] > 0.3, "the reader's CPU {}", m["rx_cpu_frac"]);
 }
+
+#[test]
+fn a_queued_kthread_moves_to_its_new_cpus_run_queue() {
+    // CPU 0 runs a SCHED_FIFO 60 spinner, so the woken kthread (FIFO 50) waits in CPU 0's queue.
+    let mut spin = sink("rt", 0, 0);
+    spin.program = ProgramKind::Spin;
+    spin.port = None;
+    spin.work_ns = 100_000;
+    spin.cpus = vec![0];
+    spin.sched = SchedPolicy::Fifo;
+    spin.rt_priority = 60;
+    let mut eth0 = nic("eth0", IrqRouting::Fixed);
+    eth0.irq_cpus = vec![0];
+    let mut h = crate::tests::util::host(2, threaded(), vec![eth0], vec![spin]);
+    let pid = kthread(&h) as crate::types::Pid;
+    h.proc_start(0);
+    assert_eq!(h.cpus[0].curr, Some(0));
+    h.wake_up(pid, 0, true);
+    assert!(h.cpus[0].rq_rt.contains(&pid), "queued behind the FIFO 60 spinner");
+    h.napi_kthread_set_cpu(pid, 1);
+    assert!(!h.cpus[0].rq_rt.contains(&pid));
+    // Queued on CPU 1, which was idle: it ran at once, found its ring empty and slept there.
+    assert_eq!((h.procs[pid as usize].cpu, h.procs[pid as usize].allowed), (1, 0b10));
+    assert_eq!(h.procs[pid as usize].state, ProcState::Sleeping);
+    assert_eq!(h.procs[pid as usize].last_ran, Some(1));
+}
