@@ -265,6 +265,25 @@ pub enum XdpKind {
     /// (`bpf_redirect_map` on a `BPF_MAP_TYPE_CPUMAP`, `net/core/cpumap.rs`): the driver half
     /// stays in the NAPI poll, the rest runs in the entry's kthread on that CPU.
     Cpumap,
+    /// `pbq`'s program with its drop switched off, as the live agent runs it in the variants
+    /// without the priority drop (crates/live `Agent::enable(false)`): it counts arrivals per
+    /// level for the agent's detector, which polls as under `pbq`, and passes every frame. What
+    /// `napi_suppress` reads its high load from.
+    Detect,
+}
+
+/// Interrupt suppression as the live agent does it with threaded NAPI
+/// (`mechanisms/ozaki_pbq/napi_suppress.rs`, crates/live/src/suppress.rs): what the agent changes
+/// on the NAPI kthreads while the rule holds.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NapiSuppress {
+    /// No agent.
+    Off,
+    /// Move the kthreads to the other online CPUs (stands for the IRQ affinity write of §3.3).
+    Affinity,
+    /// Keep them on their CPU but drop them from SCHED_FIFO to SCHED_OTHER nice 0.
+    Priority,
 }
 
 /// Wake-up placement policy (`select_task_rq`). `linux` is the placement of the kernel's
@@ -404,6 +423,22 @@ pub struct KernelConfig {
     /// XDP `cpumap`: the entry kthread's SCHED_FIFO priority (Linux starts it SCHED_OTHER; the
     /// live experiment sets FIFO 50).
     pub cpumap_rt_prio: u8,
+    /// Threaded NAPI (`/sys/class/net/<dev>/threaded` = 1, Linux >= 5.12; `net/core/napi_thread.rs`):
+    /// each NIC queue's NAPI poll runs in a kthread (`napi/<dev>-<id>`) bound to the first CPU of
+    /// the NIC's `irq_cpus`, at SCHED_FIFO `napi_rt_prio`, instead of in NET_RX. Needs
+    /// `rx_path = "napi"`; RPS, GRO, RSC, the CPU map, TCP prequeue are not modelled with it.
+    pub napi_threaded: bool,
+    /// Threaded NAPI: the kthreads' SCHED_FIFO priority (Linux starts them SCHED_OTHER nice 0;
+    /// `hostsim live ozaki-pbq` sets FIFO 50, ozaki.rs `napi_fifo_prio`).
+    pub napi_rt_prio: u8,
+    /// Threaded NAPI: the live agent's interrupt suppression (`mechanisms/ozaki_pbq/napi_suppress.rs`);
+    /// needs `napi_threaded` and a program whose detector polls (`xdp = "pbq"` or `"detect"`).
+    pub napi_suppress: NapiSuppress,
+    /// `napi_suppress`: the agent checks the rule this often (live `--supp-check-ms`, default 1).
+    pub napi_suppress_check_ms: u64,
+    /// `napi_suppress`: "data waiting" is more than this many bytes charged to the top level's
+    /// sockets (live `queued_bytes_min`, 0: any data).
+    pub napi_suppress_queued_bytes_min: u64,
     /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs
     /// by the RPS map (`rps_cpus`) and/or the RFS flow tables (`rfs`).
     pub rps: bool,
@@ -600,6 +635,11 @@ impl Default for KernelConfig {
             cpumap_cpu: 1,
             cpumap_qsize: 2048,
             cpumap_rt_prio: 50,
+            napi_threaded: false,
+            napi_rt_prio: 50,
+            napi_suppress: NapiSuppress::Off,
+            napi_suppress_check_ms: 1,
+            napi_suppress_queued_bytes_min: 0,
             rps: false,
             rps_cpus: Vec::new(),
             rfs: false,

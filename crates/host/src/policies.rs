@@ -213,7 +213,7 @@ impl Xdp {
             XdpKind::None => Xdp::None,
             XdpKind::Count => Xdp::Count,
             XdpKind::Cpumap => Xdp::Cpumap,
-            XdpKind::Pbq => {
+            XdpKind::Pbq | XdpKind::Detect => {
                 let cfg = DetectorConfig {
                     backlog_len_high: u64::from(k.xdp_backlog_len_high),
                     release_frac: k.xdp_release_frac,
@@ -223,7 +223,10 @@ impl Xdp {
                     capacity_pps: k.xdp_capacity_pps,
                     ..DetectorConfig::default()
                 };
-                Xdp::Pbq(Box::new(XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000)))
+                let mut p = XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000);
+                // `detect`: the same program and agent with the drop switched off.
+                p.drops = k.xdp == XdpKind::Pbq;
+                Xdp::Pbq(Box::new(p))
             }
         }
     }

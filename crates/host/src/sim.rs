@@ -9,7 +9,7 @@ use crate::drivers::net::NetDevs;
 use crate::kernel::app_state::App;
 use crate::kernel::cpu::Cpu;
 use crate::kernel::sched::SchedState;
-use crate::kernel::task::{spawn_cpumap_kthread, spawn_tasks, Proc};
+use crate::kernel::task::{spawn_cpumap_kthread, spawn_napi_kthreads, spawn_tasks, Proc};
 use crate::mechanisms::MechState;
 use crate::mechanisms::takeuchi_symbiose::SymbioseThread;
 use crate::mechanisms::takeuchi_symbiose::kthreads::spawn_symbiose_threads;
@@ -68,6 +68,8 @@ pub enum Ev {
     EpDelAck { ep: u32, gen: u32 },
     /// The XDP agent's periodic poll of the counters (`kernel.xdp = "pbq"`).
     XdpPoll,
+    /// The suppression agent's check (`kernel.napi_suppress`, `mechanisms/ozaki_pbq/napi_suppress.rs`).
+    NapiSuppress,
     Sample,
     WarmupEnd,
     End,
@@ -153,7 +155,7 @@ impl Host {
             let backlog = Backlog::new(cfg.kernel.backlog, &cfg.kernel, c as usize, streams.stream(&format!("backlog/{c}")));
             cpus.push(Cpu::new(core, llc, backlog));
         }
-        let dev = NetDevs::new(&cfg, ncpu, streams.stream("irq-routing"));
+        let mut dev = NetDevs::new(&cfg, ncpu, streams.stream("irq-routing"));
         let (mut procs, socks, port_sock, ksoftirqd) = spawn_tasks(&cfg, ncpu, &streams);
         for (c, pid) in ksoftirqd.into_iter().enumerate() {
             cpus[c].ksoftirqd = pid;
@@ -162,6 +164,11 @@ impl Host {
             spawn_symbiose_threads(ncpu, &mut procs, &streams);
         }
         let cpumap_kthread = (cfg.kernel.xdp == XdpKind::Cpumap).then(|| spawn_cpumap_kthread(&cfg.kernel, &mut procs, &streams));
+        if cfg.kernel.napi_threaded {
+            for (q, pid) in spawn_napi_kthreads(&cfg, &mut procs, &streams).into_iter().enumerate() {
+                dev.queues[q].napi_thread = pid;
+            }
+        }
         let wire = Wire::new(&cfg, &streams);
         let mut net = NetStack::new(&cfg, socks, port_sock, &procs, &streams);
         if let (Some(cm), Some(pid)) = (net.cpumap.as_mut(), cpumap_kthread) {
@@ -262,6 +269,9 @@ impl Host {
         if self.mech.xdp.polled() {
             self.q.schedule(Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
         }
+        if self.cfg.kernel.napi_suppress != NapiSuppress::Off {
+            self.q.schedule(Time::from_ms(self.cfg.kernel.napi_suppress_check_ms.max(1)), Ev::NapiSuppress);
+        }
         self.q.schedule(Time(self.cfg.warmup_ns), Ev::WarmupEnd);
         self.q.schedule(Time(self.cfg.duration_ns), Ev::End);
         while let Some((t, ev)) = self.q.pop() {
@@ -352,6 +362,10 @@ impl Host {
             Ev::XdpPoll => {
                 self.xdp_poll();
                 self.q.schedule(self.now + Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
+            }
+            Ev::NapiSuppress => {
+                self.napi_suppress_check();
+                self.q.schedule(self.now + Time::from_ms(self.cfg.kernel.napi_suppress_check_ms.max(1)), Ev::NapiSuppress);
             }
             Ev::WarmupEnd => self.warmup_end(),
             Ev::End => {

@@ -10,7 +10,7 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, ItrMode, Profile, RxPath, SchedPolicy, XdpKind};
+use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, ItrMode, NapiSuppress, Profile, RxPath, SchedPolicy, XdpKind};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -346,6 +346,40 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     check_cpu_list(&k.flow_limit_cpus, ncpu, machine, key(&["kernel", "flow_limit_cpus"]), false)?;
     if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
         return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
+    }
+    if k.napi_threaded {
+        // What threaded NAPI's kthread does not model (crates/host/src/net/core/napi_thread.rs).
+        let refused = if k.rx_path != RxPath::Napi {
+            Some(("rx_path", "threaded NAPI runs a NAPI poll: it needs kernel.rx_path = \"napi\""))
+        } else if k.rps {
+            Some(("rps", "RPS from a threaded-NAPI kthread is not modelled"))
+        } else if k.xdp == XdpKind::Cpumap {
+            Some(("xdp", "the CPU map's flush from a threaded-NAPI kthread is not modelled"))
+        } else if k.tcp_prequeue {
+            Some(("tcp_prequeue", "TCP prequeue with threaded NAPI is not modelled"))
+        } else if k.concurrency != ConcurrencyKind::Smp {
+            Some(("concurrency", "threaded NAPI is modelled with concurrency = \"smp\" only"))
+        } else {
+            None
+        };
+        if let Some((name, msg)) = refused {
+            return fail(key(&["kernel", name]), msg);
+        }
+        if let Some(i) = c.nics.iter().position(|n| n.gro || n.rsc_max_desc > 0) {
+            let what = if c.nics[i].gro { "gro" } else { "rsc_max_desc" };
+            return fail(elem("nic", i, what), "GRO and RSC in a threaded-NAPI kthread are not modelled");
+        }
+    }
+    if k.napi_suppress != NapiSuppress::Off {
+        if !k.napi_threaded {
+            return fail(key(&["kernel", "napi_suppress"]), "the suppression agent moves or lowers threaded-NAPI kthreads: it needs kernel.napi_threaded = true");
+        }
+        if !matches!(k.xdp, XdpKind::Pbq | XdpKind::Detect) {
+            return fail(key(&["kernel", "napi_suppress"]), "the suppression agent reads the XDP agent's detector: it needs kernel.xdp = \"pbq\" or \"detect\"");
+        }
+        if k.napi_suppress == NapiSuppress::Affinity && ncpu < 2 {
+            return fail(key(&["kernel", "napi_suppress"]), "\"affinity\" moves the kthreads to another CPU: it needs at least 2 online CPUs");
+        }
     }
     if k.xdp == XdpKind::Cpumap && k.cpumap_cpu as usize >= ncpu {
         return fail(key(&["kernel", "cpumap_cpu"]), format!("CPU {} does not exist ({})", k.cpumap_cpu, online(ncpu, machine)));

@@ -75,6 +75,8 @@ const CASES: &[Case] = &[
     case("nice_out_of_range.toml", 22, "process[0].nice", "expected a whole number in -20..=19 (Linux nice values), got 25"),
     case("rfs_without_rps.toml", 9, "kernel.rfs", "RFS needs RPS"),
     case("xdp_on_legacy_path.toml", 10, "kernel.xdp", "needs kernel.rx_path = \"napi\""),
+    case("napi_suppress_without_threads.toml", 12, "kernel.napi_suppress", "needs kernel.napi_threaded = true"),
+    case("napi_threaded_with_rps.toml", 12, "kernel.rps", "RPS from a threaded-NAPI kthread is not modelled"),
     case("xdp_release_frac_out_of_range.toml", 11, "kernel.xdp_release_frac", "expected a number in 0..=1 (a fraction of the rate at which high load began (strictly inside 0..1)), got 1.5"),
     case("o1_runqueue_without_o1.toml", 10, "kernel.o1_runqueue", "it needs kernel.scheduler = \"o1\""),
     case("dynamic_itr_on_legacy.toml", 17, "nic[0].itr_mode", "it needs kernel.rx_path = \"napi\""),

@@ -36,6 +36,9 @@ impl Host {
         if self.procs[pid as usize].cpumap_kthread {
             return self.cpumap_kthread_step(cpu, pid);
         }
+        if self.procs[pid as usize].napi_q != NONE {
+            return self.napi_kthread_step(cpu, pid);
+        }
         // A wake-up the step makes (a pipe's byte to another thread, a reply that wakes a reader)
         // may preempt this task: it is switched out after the step, below, not during it
         // (`Cpu::in_step`, Host::resched).
@@ -127,6 +130,7 @@ impl Host {
             Pending::App(_) => unreachable!("a thread of a multi-threaded program steps in kernel/app.rs"),
             Pending::Exchange | Pending::Stage { .. } => unreachable!("Symbiose threads step in mechanisms/takeuchi_symbiose/threads.rs"),
             Pending::CpumapFrame { .. } => unreachable!("the CPU map kthread steps in net/core/cpumap_kthread.rs"),
+            Pending::NapiRx { .. } | Pending::NapiTx { .. } => unreachable!("threaded-NAPI kthreads step in net/core/napi_thread.rs"),
         };
         let p = &mut self.procs[pid as usize];
         let prog = p.program.as_mut().expect("user process has a program");

@@ -57,6 +57,11 @@ pub enum Pending {
     App(AppPending),
     /// The CPU map kthread: one frame through skb build and the protocols (`net/core/cpumap.rs`).
     CpumapFrame { pkt: PktId },
+    /// A threaded-NAPI kthread (`net/core/napi_thread.rs`): one frame through the driver, the
+    /// program and the protocols (`drop`: the program dropped it).
+    NapiRx { pkt: PktId, drop: bool },
+    /// A threaded-NAPI kthread: `n` completed frames of its queue's TX ring cleaned.
+    NapiTx { n: u32 },
 }
 
 /// A send() in progress.
@@ -131,6 +136,9 @@ pub struct Proc {
     pub thread: u32,
     /// The O(1) run queue's state of the task (`kernel.o1_runqueue`; `sched/o1_rq.rs`).
     pub o1: O1Task,
+    /// A threaded-NAPI kthread: the NIC queue whose poll it runs (`net/core/napi_thread.rs`);
+    /// NONE for every other task.
+    pub napi_q: u32,
     pub name: String,
     pub rng: Rng,
 }
@@ -185,6 +193,7 @@ impl Proc {
             app: NONE,
             thread: 0,
             o1: O1Task::new(nice, 100),
+            napi_q: NONE,
             rng,
         }
     }
@@ -299,6 +308,29 @@ pub fn spawn_cpumap_kthread(k: &KernelConfig, procs: &mut Vec<Proc>, streams: &R
     t.pending = Pending::Slept;
     procs.push(t);
     (procs.len() - 1) as Pid
+}
+
+/// Threaded NAPI (`kernel.napi_threaded`): one kthread per NIC queue, `napi/<dev>-<queue>`
+/// (Linux names it `napi/<dev>-<napi id>`, net/core/dev.c `napi_kthread_create`), bound to the
+/// first CPU of the NIC's `irq_cpus` (all CPUs if empty: CPU 0) at SCHED_FIFO `napi_rt_prio`,
+/// asleep until its queue's interrupt wakes it. Returns each queue's kthread, in queue order.
+pub fn spawn_napi_kthreads(cfg: &HostConfig, procs: &mut Vec<Proc>, streams: &RngStreams) -> Vec<Pid> {
+    let mut pids = Vec::new();
+    for n in &cfg.nics {
+        let c = n.irq_cpus.first().copied().unwrap_or(0);
+        for qi in 0..n.queues {
+            let name = format!("napi/{}-{qi}", n.name);
+            let mut t = Proc::new(name.clone(), None, NONE, 0, Some(cfg.kernel.napi_rt_prio), 1u128 << c, c, streams.stream(&name));
+            t.pinned_kthread = true;
+            t.napi_q = pids.len() as u32;
+            t.state = ProcState::Sleeping;
+            t.pending = Pending::Slept;
+            t.o1 = O1Task::new(0, cfg.kernel.hz);
+            pids.push(procs.len() as Pid);
+            procs.push(t);
+        }
+    }
+    pids
 }
 
 /// The highest priority level among the processes bound to socket `s`.

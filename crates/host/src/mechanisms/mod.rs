@@ -6,7 +6,7 @@
 //!
 //! | entry | paper | hook | baseline it changes |
 //! |---|---|---|---|
-//! | `ozaki_pbq` | 000, Ozaki & Nakayama | backlog `enqueue`/`dequeue`; context switch; driver entry (XDP) | 2.4's FIFO backlog and throttle; the NIC's IRQ affinity |
+//! | `ozaki_pbq` | 000, Ozaki & Nakayama | backlog `enqueue`/`dequeue`; context switch; driver entry (XDP); a periodic agent on the threaded-NAPI kthreads | 2.4's FIFO backlog and throttle; the NIC's IRQ affinity; where and at which priority the NAPI kthreads run |
 //! | `goda_rfs` | 001, Goda & Tago | `select_task_rq` | Linux 3.2's wake-affine placement |
 //! | `tabata_speed` | 002, Tabata, Nomura & Taniguchi | admission to the run queue (`wake_up`, `proc_start`), a slot timer | a process runs whenever the scheduler picks it |
 //! | `takeuchi_symbiose` | 003, Takeuchi et al. | the kernel-concurrency model (`needs_lock`) and per-CPU stage threads | one kernel on all CPUs under a big lock |
@@ -37,10 +37,12 @@ pub struct MechState {
     /// `ozaki_pbq::xdp`: counters at the agent's previous poll: backlog drops, top-level socket
     /// drops.
     pub xdp_last_poll: (u64, u64),
+    /// `ozaki_pbq::napi_suppress`: the agent's state and counters.
+    pub napi_supp: ozaki_pbq::napi_suppress::NapiSupp,
 }
 
 impl MechState {
     pub fn new(cfg: &HostConfig, streams: &RngStreams) -> MechState {
-        MechState { suppressed: 0, rng_suppress: streams.stream("irq-suppression"), xdp: Xdp::new(&cfg.kernel), xdp_last_poll: (0, 0) }
+        MechState { suppressed: 0, rng_suppress: streams.stream("irq-suppression"), xdp: Xdp::new(&cfg.kernel), xdp_last_poll: (0, 0), napi_supp: Default::default() }
     }
 }

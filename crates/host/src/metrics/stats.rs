@@ -26,6 +26,9 @@ pub(crate) struct Snapshot {
     pub(crate) wakeups: u64,
     pub(crate) irq_suppressions: u64,
     pub(crate) xdp_high_load_ns: u64,
+    /// `napi_suppress`: changes made (suppress + release) and time suppressed, up to the snapshot.
+    pub(crate) napi_supp_changes: u64,
+    pub(crate) napi_supp_ns: u64,
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
     pub(crate) src_drops: Vec<[u64; N_DROPS]>,

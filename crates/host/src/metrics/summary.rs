@@ -32,6 +32,8 @@ impl Host {
             wakeups: s.wakeups,
             irq_suppressions: s.irq_suppressions,
             xdp_high_load_ns: s.xdp_high_load_ns,
+            napi_supp_changes: self.mech.napi_supp.changes,
+            napi_supp_ns: self.mech.napi_supp.suppressed_ns(self.now.ns()),
             src_acked: self.wire.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.wire.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
@@ -143,6 +145,11 @@ impl Host {
         if self.mech.xdp.polled() {
             // Named as the live experiment's column (crates/live/src/ozaki.rs).
             m.insert("high_load_frac".into(), rate(end.xdp_high_load_ns, warm.xdp_high_load_ns) * 1e-9);
+        }
+        if self.cfg.kernel.napi_suppress != crate::config::NapiSuppress::Off {
+            // Named as the live experiment's columns (crates/live/src/ozaki.rs).
+            m.insert("supp_frac".into(), rate(end.napi_supp_ns, warm.napi_supp_ns) * 1e-9);
+            m.insert("supp_changes_per_s".into(), rate(end.napi_supp_changes, warm.napi_supp_changes));
         }
         self.class_metrics(&mut m, mig_total, window_s);
         self.app_metrics(&mut m, &warm, &end, window_s);

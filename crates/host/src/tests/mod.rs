@@ -1,8 +1,10 @@
 //! Unit tests that need a whole `Host` (built by `util`): the packet slab's TCP side table,
-//! wake-up placement cases, the XDP CPU map on a router, and paced sources.
+//! wake-up placement cases, the XDP CPU map on a router, threaded NAPI with its suppression,
+//! and paced sources.
 
 mod balance_irq;
 mod cpumap;
+mod napi_thread;
 mod packet;
 mod paced;
 pub mod util;

@@ -28,7 +28,7 @@ use crate::drivers::net::rsc::Rsc;
 use crate::net::core::gro::GroList;
 use crate::drivers::net::txring::TxQueue;
 use crate::kernel::irq::route::IrqRouter;
-use crate::types::{PktId, NONE};
+use crate::types::{Pid, PktId, NONE};
 use hostsim_engine::{Rng, Time, Timer};
 use std::collections::VecDeque;
 
@@ -69,6 +69,11 @@ pub struct NicQueue {
     /// Descriptors held by frames that joined an RSC aggregate (in the ring's occupancy, not
     /// in `ring`).
     pub rsc_desc: u32,
+    /// Threaded NAPI (`kernel.napi_threaded`): the queue's kthread (`net/core/napi_thread.rs`;
+    /// NONE: the poll runs in NET_RX) and the frames its current poll call has taken (its
+    /// `work_done` against the weight).
+    pub napi_thread: Pid,
+    pub thread_work: u32,
 }
 
 /// A queue's `net_dim` state with the counters it samples.
@@ -151,6 +156,8 @@ impl NetDevs {
                     gro_up: std::collections::VecDeque::new(),
                     rsc: (n.rsc_max_desc > 0).then(|| Rsc::new(n.rsc_max_desc)),
                     rsc_desc: 0,
+                    napi_thread: NONE,
+                    thread_work: 0,
                 });
             }
             nics.push(Nic {

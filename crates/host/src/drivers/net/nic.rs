@@ -169,7 +169,12 @@ impl Host {
             }
             crate::config::RxPath::Napi => {
                 self.dev.queues[q].irq_enabled = false;
-                self.napi_schedule(cpu, Napi::Queue(q as u32));
+                if self.dev.queues[q].napi_thread != NONE {
+                    // Threaded NAPI: wake the queue's kthread (`net/core/napi_thread.rs`).
+                    self.napi_thread_schedule(cpu, q);
+                } else {
+                    self.napi_schedule(cpu, Napi::Queue(q as u32));
+                }
                 self.nic_irq_end(cpu, q);
             }
         }

@@ -209,6 +209,9 @@ pub struct XdpPbq {
     arrivals: [u64; LEVELS],
     /// Packets passed only because of the minimum share (cumulative).
     pub share_passes: u64,
+    /// The drop is on (`kernel.xdp = "pbq"`); off (`"detect"`), the program only counts for the
+    /// detector and passes every frame, as live with `Agent::enable(false)`.
+    pub drops: bool,
 }
 
 impl XdpPbq {
@@ -220,6 +223,7 @@ impl XdpPbq {
             shares: [(0, 0); LEVELS],
             arrivals: [0; LEVELS],
             share_passes: 0,
+            drops: true,
         }
     }
 
@@ -228,7 +232,7 @@ impl XdpPbq {
         let l = (level as usize).min(LEVELS - 1);
         self.arrivals[l] += 1;
         let d = &self.detector;
-        if !d.high || l >= d.shed_below as usize {
+        if !self.drops || !d.high || l >= d.shed_below as usize {
             return Verdict::Pass;
         }
         let (start, passed) = &mut self.shares[l];
@@ -395,5 +399,25 @@ mod tests {
         // A new window restores the share.
         assert_eq!(x.verdict(20_000_000, 0), Verdict::Pass);
         assert_eq!(x.share_passes, 11);
+    }
+
+    #[test]
+    fn with_the_drop_off_it_counts_and_passes_everything() {
+        let mut x = XdpPbq::new(DetectorConfig::default(), 400, 10_000_000);
+        x.drops = false;
+        x.detector.high = true;
+        x.detector.shed_below = 38;
+        assert!((0..100).all(|_| x.verdict(1_000, 0) == Verdict::Pass));
+        assert_eq!(x.share_passes, 0);
+        // The arrivals still reach the detector: over capacity, high load holds.
+        let cfg = DetectorConfig { capacity_pps: 1000.0, ..DetectorConfig::default() };
+        let mut x = XdpPbq::new(cfg, 400, 10_000_000);
+        x.drops = false;
+        x.poll(Observation { t_ns: 0, ..Observation::default() });
+        for _ in 0..100 {
+            x.verdict(5_000_000, 0);
+        }
+        x.poll(Observation { t_ns: 10_000_000, ..Observation::default() });
+        assert!(x.high_load(), "100 arrivals in 10 ms = 10,000 pkt/s over a capacity of 1,000");
     }
 }

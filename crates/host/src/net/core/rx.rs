@@ -107,7 +107,7 @@ impl Host {
 
     /// Priority level of a packet for priority-aware backlogs: the port → priority table that
     /// bind() fills and nice() updates (the highest priority among the socket's processes).
-    fn packet_level(&self, pkt: PktId) -> i32 {
+    pub(crate) fn packet_level(&self, pkt: PktId) -> i32 {
         let s = self.net.port_sock[self.skb.pkts[pkt as usize].dst_port as usize];
         if s == NONE {
             0
@@ -375,51 +375,14 @@ impl Host {
                         let c = &mut self.cpus[cpu];
                         c.poll_list.pop_front();
                         c.napi_quota = 0;
-                        let nq = &mut self.dev.queues[q as usize];
-                        nq.napi_scheduled = false;
-                        nq.irq_enabled = true;
-                        nq.tx_polled = false;
-                        if let Some(d) = &mut nq.dyn_itr {
-                            // ixgbe_poll: `napi_complete(napi); if (rx_itr_setting & 1) ixgbe_set_itr()`.
-                            if d.set_itr() {
-                                nq.itr_ns = d.interval_ns();
-                            }
-                        }
-                        if let Some(d) = &mut nq.net_dim {
-                            // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
-                            let s = crate::drivers::net::dim::Sample { time_ns: self.now.ns(), events: d.events, pkts: d.pkts, bytes: d.bytes };
-                            d.dim.sample(s);
-                        }
-                        if nq.tx.has_done(self.now) {
-                            self.q.schedule(self.now, Ev::TxIrq { q });
-                        }
+                        self.napi_complete_queue(q as usize);
                         continue;
                     };
                     let c = &mut self.cpus[cpu];
                     c.sirq_budget -= 1;
                     c.napi_quota += 1;
-                    let nq = &mut self.dev.queues[q as usize];
-                    if let Some(r) = &mut nq.rsc {
-                        // The driver reads an RSC aggregate: it closes; its other descriptors
-                        // are freed with it (`drivers/net/rsc.rs`).
-                        r.close_head(pkt);
-                        if self.skb.has_frags(pkt) {
-                            nq.rsc_desc -= self.skb.agg_size(pkt).1 - 1;
-                        }
-                    }
-                    if let Some(d) = &mut nq.dyn_itr {
-                        // ixgbe_clean_rx_irq's `total_rx_bytes += skb->len` (IP packet: payload + headers).
-                        let p = &self.skb.pkts[pkt as usize];
-                        let bytes = if nq.rsc.is_some() { self.skb.agg_size(pkt).0 } else { p.bytes };
-                        d.rx.total_bytes += u64::from(bytes) + if p.tcp { 40 } else { 28 };
-                        d.rx.total_packets += 1;
-                    }
-                    if let Some(d) = &mut nq.net_dim {
-                        // The RQ's `stats->packets` and `stats->bytes` (IP packet length here).
-                        let p = &self.skb.pkts[pkt as usize];
-                        d.pkts += 1;
-                        d.bytes += u64::from(p.bytes) + if p.tcp { 40 } else { 28 };
-                    }
+                    self.poll_rx_counters(q as usize, pkt);
+                    let nq = &self.dev.queues[q as usize];
                     let mut driver = self.cfg.profile.costs.driver_rx_frame_ns;
                     if nq.rsc.is_some() && self.skb.has_frags(pkt) {
                         // Each descriptor of an RSC aggregate is the driver's work (unmap, page
@@ -509,6 +472,60 @@ impl Host {
             self.wakeup_softirqd(cpu);
         }
         self.resume(cpu);
+    }
+
+    /// The driver takes frame `pkt` from queue `q`'s ring in a NAPI poll (in NET_RX or in the
+    /// queue's kthread, `net/core/napi_thread.rs`): an RSC aggregate closes, the interrupt
+    /// moderation's counters count it.
+    pub fn poll_rx_counters(&mut self, q: usize, pkt: PktId) {
+        let nq = &mut self.dev.queues[q];
+        if let Some(r) = &mut nq.rsc {
+            // The driver reads an RSC aggregate: it closes; its other descriptors
+            // are freed with it (`drivers/net/rsc.rs`).
+            r.close_head(pkt);
+            if self.skb.has_frags(pkt) {
+                nq.rsc_desc -= self.skb.agg_size(pkt).1 - 1;
+            }
+        }
+        if let Some(d) = &mut nq.dyn_itr {
+            // ixgbe_clean_rx_irq's `total_rx_bytes += skb->len` (IP packet: payload + headers).
+            let p = &self.skb.pkts[pkt as usize];
+            let bytes = if nq.rsc.is_some() { self.skb.agg_size(pkt).0 } else { p.bytes };
+            d.rx.total_bytes += u64::from(bytes) + if p.tcp { 40 } else { 28 };
+            d.rx.total_packets += 1;
+        }
+        if let Some(d) = &mut nq.net_dim {
+            // The RQ's `stats->packets` and `stats->bytes` (IP packet length here).
+            let p = &self.skb.pkts[pkt as usize];
+            d.pkts += 1;
+            d.bytes += u64::from(p.bytes) + if p.tcp { 40 } else { 28 };
+        }
+    }
+
+    /// `napi_complete_done` of queue `q`'s NAPI instance (off the poll list or its kthread
+    /// going to sleep): interrupts back on; TX frames completed since the clean-up are a
+    /// pending cause. The re-enabled vector may assert at once (ITR interval already over), but
+    /// the interrupt reaches the CPU only after the poll's own bookkeeping: it is delivered as
+    /// an event at this instant, never raised from inside the poll.
+    pub fn napi_complete_queue(&mut self, q: usize) {
+        let nq = &mut self.dev.queues[q];
+        nq.napi_scheduled = false;
+        nq.irq_enabled = true;
+        nq.tx_polled = false;
+        if let Some(d) = &mut nq.dyn_itr {
+            // ixgbe_poll: `napi_complete(napi); if (rx_itr_setting & 1) ixgbe_set_itr()`.
+            if d.set_itr() {
+                nq.itr_ns = d.interval_ns();
+            }
+        }
+        if let Some(d) = &mut nq.net_dim {
+            // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
+            let s = crate::drivers::net::dim::Sample { time_ns: self.now.ns(), events: d.events, pkts: d.pkts, bytes: d.bytes };
+            d.dim.sample(s);
+        }
+        if nq.tx.has_done(self.now) {
+            self.q.schedule(self.now, Ev::TxIrq { q: q as u32 });
+        }
     }
 
     pub fn wakeup_softirqd(&mut self, cpu: usize) {
