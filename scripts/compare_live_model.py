@@ -6,12 +6,15 @@ and print both side by side: bw delivered, bw's loss (1 - received / sent), floo
 the mean softirq share of the two CPUs, with the model's gap.
 
     python3 scripts/compare_live_model.py [scenarios/live/ozaki-pbq-batch32.csv ...] [--hostsim target/release/hostsim]
-        [--seeds 3] [--jobs 2] [--csv OUT.csv]
+        [--seeds 3] [--jobs 2] [--csv OUT.csv] [--flood-spread 0.75]
 
 A live variant without a model form (`supp`, `both`: see the scenario's header) is printed with
 "no model" in the model's columns. A file without a `placement` column is taken as `rps`.
 A repetition marked invalid (`valid` = 0: the generator fell below its rate) is left out and
 counted in the `invalid` column; a point with no valid repetition is listed after the table.
+`--flood-spread F` is for a live run made with `--gen-spread F`: the twin's threaded variants
+then send each quantum of the flood evenly over that fraction of it (`spread`) instead of at
+once (`burst_pps`); the `rps` variants keep their evenly spaced sources, as calibrated.
 """
 import argparse
 import csv
@@ -60,12 +63,24 @@ def live_points(paths):
     return out, {k: n for k, n in invalid.items() if k not in out}
 
 
-def model_point(hostsim, variant, flood, bw, seeds):
+def spread_twin(frac, d):
+    """The twin with its threaded variants' flood spread over `frac` of each quantum, written in `d`
+    (the calibration overlay is the built-in one of the same name)."""
+    text = SCEN.read_text()
+    burst = '"traffic.floodclients.burst_pps" = 2500000'
+    if burst not in text:
+        sys.exit(f"{SCEN}: no threaded flood burst rate to replace ({burst})")
+    out = Path(d) / SCEN.name
+    out.write_text(text.replace(burst, f'"traffic.floodclients.spread" = {frac}'))
+    return out
+
+
+def model_point(hostsim, scen, variant, flood, bw, seeds):
     """The twin's metrics at these rates, averaged over `seeds`."""
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as d:
-            subprocess.run([hostsim, "run", str(SCEN), "--variant", variant, "--seed", str(seed),
+            subprocess.run([hostsim, "run", str(scen), "--variant", variant, "--seed", str(seed),
                             "--set", f"{KEY}={max(flood, 1):.0f}", "--set", f"traffic.bwclient.rate_pps={bw:.0f}", "--out", d],
                            check=True, capture_output=True)
             runs.append(json.loads((Path(d) / "summary.json").read_text())["metrics"])
@@ -103,7 +118,12 @@ def main():
     ap.add_argument("--seeds", type=int, default=None, help="model seeds per point (default: the scenario's)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--csv", help="also write the table's numbers here")
+    ap.add_argument("--flood-spread", type=float, help="the live run's --gen-spread (module doc)")
     a = ap.parse_args()
+    if a.flood_spread is not None and not 0 < a.flood_spread <= 1:
+        sys.exit("--flood-spread: expected a fraction in (0, 1]")
+    tmp = tempfile.TemporaryDirectory()
+    scen = spread_twin(a.flood_spread, tmp.name) if a.flood_spread is not None else SCEN
     sc = tomllib.loads(SCEN.read_text())
     twin = {v["name"] for v in sc.get("variant", [])}
     seeds = range(1, 1 + (a.seeds or sc.get("seeds", 1)))
@@ -112,10 +132,11 @@ def main():
         sys.exit("no live rows")
     todo = {k: f"{k[0]}-{k[1]}" for k in live if f"{k[0]}-{k[1]}" in twin}
     with ThreadPoolExecutor(a.jobs) as pool:
-        futs = {k: pool.submit(model_point, a.hostsim, v, live[k]["floodclients_sent_pps"], live[k]["bwclient_sent_pps"], seeds)
+        futs = {k: pool.submit(model_point, a.hostsim, scen, v, live[k]["floodclients_sent_pps"], live[k]["bwclient_sent_pps"], seeds)
                 for k, v in todo.items()}
         models = {k: f.result() for k, f in futs.items()}
-    print(f"live: {', '.join(a.live_csv)}; model: {SCEN.relative_to(ROOT)}, seeds {seeds.start}..{seeds.stop - 1}, "
+    spread = f", threaded flood spread over {a.flood_spread} of each quantum" if a.flood_spread is not None else ""
+    print(f"live: {', '.join(a.live_csv)}; model: {SCEN.relative_to(ROOT)}{spread}, seeds {seeds.start}..{seeds.stop - 1}, "
           "at the rates the live generator achieved")
     print(table(live, models))
     if none_valid:
