@@ -125,6 +125,24 @@ impl Host {
         self.start_top_inline(cpu);
     }
 
+    /// A kernel thread's next unit of system time (`pending` says what it finishes): run it
+    /// on `cpu`, or, when a reschedule is pending there, leave it as the thread's saved unit and
+    /// switch (the XDP CPU map's and threaded NAPI's kthreads check `need_resched` between
+    /// frames, as their Linux loops call `cond_resched`).
+    pub fn kthread_unit(&mut self, cpu: usize, pid: Pid, pending: Pending, cost: u64) {
+        self.procs[pid as usize].pending = pending;
+        if self.cpus[cpu].need_resched {
+            let p = &mut self.procs[pid as usize];
+            p.unit_state = CpuState::System;
+            p.unit_remaining = cost;
+            self.trace_end_top(cpu);
+            let f = self.cpus[cpu].stack.last_mut().expect("frame");
+            *f = Frame { work: Work::ProcUnit, state: CpuState::System, remaining: cost };
+            return self.schedule(cpu);
+        }
+        self.next_unit(cpu, Work::ProcUnit, CpuState::System, cost);
+    }
+
     /// Push a new frame on top (the current top must already be paused) and run it.
     pub fn push_frame(&mut self, cpu: usize, work: Work, state: CpuState, cost: u64) {
         if self.quick_start(cpu, Frame { work, state, remaining: cost }, true) {

@@ -2,7 +2,6 @@
 //! the redirect unit's `bq_enqueue` on the polling CPU, `__cpu_map_flush` at the end of a NAPI
 //! poll, and the entry kthread's steps (`cpu_map_kthread_run`, Linux 6.x kernel/bpf/cpumap.c).
 
-use crate::kernel::cpu::{Frame, Work};
 use crate::kernel::task::{Pending, ProcState};
 use crate::sim::*;
 use crate::types::*;
@@ -57,17 +56,7 @@ impl Host {
             if last != NONE && last as usize != cpu { self.cfg.profile.cache.remote_packet_ns } else { 0 }
         };
         let cost = self.cfg.profile.mechanisms.xdp_skb_build_ns + remote + self.proto_cost(pkt);
-        self.procs[pid as usize].pending = Pending::CpumapFrame { pkt };
-        if self.cpus[cpu].need_resched {
-            let p = &mut self.procs[pid as usize];
-            p.unit_state = CpuState::System;
-            p.unit_remaining = cost;
-            self.trace_end_top(cpu);
-            let f = self.cpus[cpu].stack.last_mut().expect("frame");
-            *f = Frame { work: Work::ProcUnit, state: CpuState::System, remaining: cost };
-            return self.schedule(cpu);
-        }
-        self.next_unit(cpu, Work::ProcUnit, CpuState::System, cost);
+        self.kthread_unit(cpu, pid, Pending::CpumapFrame { pkt }, cost)
     }
 }
 

@@ -41,7 +41,6 @@
 //!
 //! The suppression agent that moves or lowers these kthreads is `mechanisms/ozaki_pbq/napi_suppress.rs`.
 
-use crate::kernel::cpu::{Frame, Work};
 use crate::kernel::task::{Pending, ProcState};
 use crate::mechanisms::ozaki_pbq::xdp::Verdict;
 use crate::sim::*;
@@ -89,7 +88,7 @@ impl Host {
             let n = nq.tx.done(self.now);
             if n > 0 {
                 let cost = u64::from(n) * self.cfg.profile.costs.driver_tx_clean_ns;
-                return self.napi_kthread_unit(cpu, pid, Pending::NapiTx { n }, cost);
+                return self.kthread_unit(cpu, pid, Pending::NapiTx { n }, cost);
             }
         }
         let Some(pkt) = self.dev.queues[q].ring.pop_front() else {
@@ -107,30 +106,14 @@ impl Host {
             cost += self.cfg.profile.mechanisms.xdp_run_ns;
             let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
             if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
-                return self.napi_kthread_unit(cpu, pid, Pending::NapiRx { pkt, drop: true }, cost);
+                return self.kthread_unit(cpu, pid, Pending::NapiRx { pkt, drop: true }, cost);
             }
             cost += self.cfg.profile.mechanisms.xdp_skb_build_ns;
         }
         // `netif_receive_skb` without RPS: the protocols in the same unit, on this CPU.
         self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
         cost += self.proto_begin(pkt);
-        self.napi_kthread_unit(cpu, pid, Pending::NapiRx { pkt, drop: false }, cost)
-    }
-
-    /// Run the kthread's next unit (`pending` reports it when done), or save it and switch if a
-    /// reschedule is pending.
-    fn napi_kthread_unit(&mut self, cpu: usize, pid: Pid, pending: Pending, cost: u64) {
-        self.procs[pid as usize].pending = pending;
-        if self.cpus[cpu].need_resched {
-            let p = &mut self.procs[pid as usize];
-            p.unit_state = CpuState::System;
-            p.unit_remaining = cost;
-            self.trace_end_top(cpu);
-            let f = self.cpus[cpu].stack.last_mut().expect("frame");
-            *f = Frame { work: Work::ProcUnit, state: CpuState::System, remaining: cost };
-            return self.schedule(cpu);
-        }
-        self.next_unit(cpu, Work::ProcUnit, CpuState::System, cost);
+        self.kthread_unit(cpu, pid, Pending::NapiRx { pkt, drop: false }, cost)
     }
 
     /// The running kthread is no longer allowed on `cpu`: Linux's `set_cpus_allowed_ptr` has
