@@ -16,6 +16,7 @@ counted in the `invalid` column; a point with no valid repetition is listed afte
 then send each quantum of the flood evenly over that fraction of it (`spread`) instead of at
 once (`burst_pps`); the `rps` variants keep their evenly spaced sources, as calibrated.
 """
+
 import argparse
 import csv
 import json
@@ -31,8 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SCEN = ROOT / "scenarios/live-ozaki-pbq.toml"
 KEY = "traffic.floodclients.rate_pps"
 # (column, label, format): what the table shows for each side.
-SHOWN = [("bw_rx_pps", "bw delivered", "{:,.0f}"), ("bw_loss", "bw loss", "{:.1%}"),
-         ("flood_rx_pps", "flood delivered", "{:,.0f}"), ("cpu_softirq_frac", "softirq", "{:.3f}")]
+SHOWN = [
+    ("bw_rx_pps", "bw delivered", "{:,.0f}"),
+    ("bw_loss", "bw loss", "{:.1%}"),
+    ("flood_rx_pps", "flood delivered", "{:,.0f}"),
+    ("cpu_softirq_frac", "softirq", "{:.3f}"),
+]
 
 
 def live_points(paths):
@@ -80,11 +85,30 @@ def model_point(hostsim, scen, variant, flood, bw, seeds):
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as d:
-            subprocess.run([hostsim, "run", str(scen), "--variant", variant, "--seed", str(seed),
-                            "--set", f"{KEY}={max(flood, 1):.0f}", "--set", f"traffic.bwclient.rate_pps={bw:.0f}", "--out", d],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [
+                    hostsim,
+                    "run",
+                    str(scen),
+                    "--variant",
+                    variant,
+                    "--seed",
+                    str(seed),
+                    "--set",
+                    f"{KEY}={max(flood, 1):.0f}",
+                    "--set",
+                    f"traffic.bwclient.rate_pps={bw:.0f}",
+                    "--out",
+                    d,
+                ],
+                check=True,
+                capture_output=True,
+            )
             runs.append(json.loads((Path(d) / "summary.json").read_text())["metrics"])
-    m = {k: sum(r.get(k, float("nan")) for r in runs) / len(runs) for k in ("bw_rx_pps", "flood_rx_pps", "cpu_softirq_frac")}
+    m = {
+        k: sum(r.get(k, float("nan")) for r in runs) / len(runs)
+        for k in ("bw_rx_pps", "flood_rx_pps", "cpu_softirq_frac")
+    }
     m["bw_loss"] = 1 - m["bw_rx_pps"] / bw
     return m
 
@@ -94,10 +118,25 @@ def table(live, models):
     for _, label, _ in SHOWN:
         cols += [f"{label} live", "model", "gap"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    order = sorted(live, key=lambda k: (k[0], ["off", "on", "supp", "both"].index(k[1]) if k[1] in ("off", "on", "supp", "both") else 9, k[2]))
+    order = sorted(
+        live,
+        key=lambda k: (
+            k[0],
+            ["off", "on", "supp", "both"].index(k[1]) if k[1] in ("off", "on", "supp", "both") else 9,
+            k[2],
+        ),
+    )
     for k in order:
         lv, mv = live[k], models.get(k)
-        cells = [k[0], k[1], f"{k[2]:,.0f}", f"{lv['floodclients_sent_pps']:,.0f}", str(lv["reps"]), str(lv["invalid"]), f"{lv.get('loadavg_1m_start', float('nan')):.1f}"]
+        cells = [
+            k[0],
+            k[1],
+            f"{k[2]:,.0f}",
+            f"{lv['floodclients_sent_pps']:,.0f}",
+            str(lv["reps"]),
+            str(lv["invalid"]),
+            f"{lv.get('loadavg_1m_start', float('nan')):.1f}",
+        ]
         for c, _, fmt in SHOWN:
             cells.append(fmt.format(lv[c]))
             if mv is None:
@@ -132,23 +171,37 @@ def main():
         sys.exit("no live rows")
     todo = {k: f"{k[0]}-{k[1]}" for k in live if f"{k[0]}-{k[1]}" in twin}
     with ThreadPoolExecutor(a.jobs) as pool:
-        futs = {k: pool.submit(model_point, a.hostsim, scen, v, live[k]["floodclients_sent_pps"], live[k]["bwclient_sent_pps"], seeds)
-                for k, v in todo.items()}
+        futs = {
+            k: pool.submit(
+                model_point, a.hostsim, scen, v, live[k]["floodclients_sent_pps"], live[k]["bwclient_sent_pps"], seeds
+            )
+            for k, v in todo.items()
+        }
         models = {k: f.result() for k, f in futs.items()}
     spread = f", threaded flood spread over {a.flood_spread} of each quantum" if a.flood_spread is not None else ""
-    print(f"live: {', '.join(a.live_csv)}; model: {SCEN.relative_to(ROOT)}{spread}, seeds {seeds.start}..{seeds.stop - 1}, "
-          "at the rates the live generator achieved")
+    print(
+        f"live: {', '.join(a.live_csv)}; model: {SCEN.relative_to(ROOT)}{spread}, seeds {seeds.start}..{seeds.stop - 1}, "
+        "at the rates the live generator achieved"
+    )
     print(table(live, models))
     if none_valid:
-        print("\nno valid repetition (left out): " + "; ".join(f"{p} {v} {r:,.0f} ({n} invalid)" for (p, v, r), n in sorted(none_valid.items())))
+        print(
+            "\nno valid repetition (left out): "
+            + "; ".join(f"{p} {v} {r:,.0f} ({n} invalid)" for (p, v, r), n in sorted(none_valid.items()))
+        )
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["placement", "variant", KEY, "flood_achieved_pps", "reps", "invalid"] + [f"{c}_{s}" for c, _, _ in SHOWN for s in ("live", "model")])
+            w.writerow(
+                ["placement", "variant", KEY, "flood_achieved_pps", "reps", "invalid"]
+                + [f"{c}_{s}" for c, _, _ in SHOWN for s in ("live", "model")]
+            )
             for k in sorted(live):
                 lv, mv = live[k], models.get(k)
-                w.writerow([k[0], k[1], k[2], lv["floodclients_sent_pps"], lv["reps"], lv["invalid"]]
-                           + [x for c, _, _ in SHOWN for x in (lv[c], mv[c] if mv else "")])
+                w.writerow(
+                    [k[0], k[1], k[2], lv["floodclients_sent_pps"], lv["reps"], lv["invalid"]]
+                    + [x for c, _, _ in SHOWN for x in (lv[c], mv[c] if mv else "")]
+                )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Prints the values, the per-point residuals and the overlay text for
 calibration/live-kawai-interval.toml (written by hand with this output quoted). No controlled
 variant is read.
 """
+
 import argparse
 import csv
 import json
@@ -58,7 +59,19 @@ def model(hostsim, rate, vals, seeds):
     out = defaultdict(float)
     for seed in range(1, seeds + 1):
         with tempfile.TemporaryDirectory() as d:
-            args = [hostsim, "run", SCEN, "--variant", "none", "--seed", str(seed), "--set", f"{KEY}={rate:.0f}", "--out", d]
+            args = [
+                hostsim,
+                "run",
+                SCEN,
+                "--variant",
+                "none",
+                "--seed",
+                str(seed),
+                "--set",
+                f"{KEY}={rate:.0f}",
+                "--out",
+                d,
+            ]
             for name, v in vals.items():
                 args += ["--set", f"{PARAMS[name][0]}={int(round(v))}"]
             subprocess.run(args, check=True, capture_output=True)
@@ -94,7 +107,14 @@ def main():
     vals = {n: min(max(2 * v, 1000), PARAMS[n][1][1]) for n, v in vals.items()}
     for it in range(a.iters):
         res = sweep(a, live, vals)
-        print(f"iter {it}: " + ", ".join(f"{n}={vals[n]:.0f} ({PARAMS[n][2]} {mean(res, PARAMS[n][2]):.4f} vs {target[PARAMS[n][2]]:.4f})" for n in vals), file=sys.stderr)
+        print(
+            f"iter {it}: "
+            + ", ".join(
+                f"{n}={vals[n]:.0f} ({PARAMS[n][2]} {mean(res, PARAMS[n][2]):.4f} vs {target[PARAMS[n][2]]:.4f})"
+                for n in vals
+            ),
+            file=sys.stderr,
+        )
         new = {}
         for n, (_, (lo, hi), s) in PARAMS.items():
             dy = mean(res, s) - mean(prev_res, s)
@@ -108,7 +128,13 @@ def main():
     print("fitted: " + ", ".join(f"{n} = {v}" for n, v in vals.items()))
     print("residuals per rate (model vs live share):")
     for x, t in live.items():
-        print(f"  {x:.0f} req/s: " + "; ".join(f"{s} {res[x][s]:.3f} vs {t[s]:.3f} ({(res[x][s] / t[s] - 1) * 100:+.0f}%)" for s in ("irq", "system", "user")))
+        print(
+            f"  {x:.0f} req/s: "
+            + "; ".join(
+                f"{s} {res[x][s]:.3f} vs {t[s]:.3f} ({(res[x][s] / t[s] - 1) * 100:+.0f}%)"
+                for s in ("irq", "system", "user")
+            )
+        )
     print("means: " + "; ".join(f"{s} {mean(res, s):.4f} vs {target[s]:.4f}" for s in ("irq", "system", "user")))
 
 

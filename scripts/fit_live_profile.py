@@ -30,6 +30,7 @@ these four costs reaches it (the residuals printed include it, unfitted). Prints
 values, the per-point residuals and the overlay for calibration/live-ozaki-pbq.toml (`--write`
 writes it). No mechanism-on row is read.
 """
+
 import argparse
 import csv
 import json
@@ -75,8 +76,21 @@ def live_targets(path, placement, min_rate=0.0):
 def model(hostsim, t, sets, variant):
     """The model at the rates the live generator achieved (the model's sources are exact)."""
     with tempfile.TemporaryDirectory() as d:
-        args = [hostsim, "run", str(SCEN), "--variant", variant, "--seed", "1",
-                "--set", f"{KEY}={t['flood_pps']:.0f}", "--set", f"traffic.bwclient.rate_pps={t['bw_pps']:.0f}", "--out", d]
+        args = [
+            hostsim,
+            "run",
+            str(SCEN),
+            "--variant",
+            variant,
+            "--seed",
+            "1",
+            "--set",
+            f"{KEY}={t['flood_pps']:.0f}",
+            "--set",
+            f"traffic.bwclient.rate_pps={t['bw_pps']:.0f}",
+            "--out",
+            d,
+        ]
         for k, v in sets.items():
             args += ["--set", f"{k}={int(round(v))}"]
         subprocess.run(args, check=True, capture_output=True)
@@ -88,11 +102,17 @@ def model(hostsim, t, sets, variant):
     c0, c1 = s["cpus"][0], s["cpus"][1]
     polled = m["offered_pps"] - m["drop_nic_ring_pps"]
     to_socket = m["delivered_pps"] + m["drop_socket_pps"]
-    return {"cpu1_softirq": c1["softirq_ns"] / t_ns * 1e9 / max(polled, 1.0),
-            "cpu0_irq": (c0["softirq_ns"] + c0["hardirq_ns"]) / t_ns * 1e9 / max(to_socket, 1.0),
-            # The sinks' CPU summed over the instances (the model's `flood_cpu_frac` is the mean
-            # of the four sinks, the live one their sum).
-            "procs": sum(p["cpu_ns"] for p in s["processes"] if not p["kernel_thread"]) / t_ns * 1e9 / max(m["delivered_pps"], 1.0)}
+    return {
+        "cpu1_softirq": c1["softirq_ns"] / t_ns * 1e9 / max(polled, 1.0),
+        "cpu0_irq": (c0["softirq_ns"] + c0["hardirq_ns"]) / t_ns * 1e9 / max(to_socket, 1.0),
+        # The sinks' CPU summed over the instances (the model's `flood_cpu_frac` is the mean
+        # of the four sinks, the live one their sum).
+        "procs": sum(p["cpu_ns"] for p in s["processes"] if not p["kernel_thread"])
+        / t_ns
+        * 1e9
+        / max(m["delivered_pps"], 1.0),
+    }
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -131,21 +151,29 @@ def main():
     before = loss(x0)
     # Nelder-Mead on the costs scaled to their bounds (0..1), so that one simplex step means
     # the same for every cost.
-    res = minimize(lambda u: loss(lo + u * (hi - lo)), (x0 - lo) / (hi - lo), method="Nelder-Mead",
-                   bounds=[(0.0, 1.0)] * len(params),
-                   options={"maxfev": a.maxfev, "xatol": 1e-3, "fatol": 1e-3, "initial_simplex": None})
+    res = minimize(
+        lambda u: loss(lo + u * (hi - lo)),
+        (x0 - lo) / (hi - lo),
+        method="Nelder-Mead",
+        bounds=[(0.0, 1.0)] * len(params),
+        options={"maxfev": a.maxfev, "xatol": 1e-3, "fatol": 1e-3, "initial_simplex": None},
+    )
     x = np.round(lo + res.x * (hi - lo), -1)
     after = loss(x)
     ms = run_all(x, shown)
     lines = []
-    lines.append(f"fitted on {Path(a.live_csv).name}, placement {a.placement}, variant off, {len(targets)} points; "
-                 f"objective {before:.3f} at the start -> {after:.3f} ({res.nfev} evaluations)")
+    lines.append(
+        f"fitted on {Path(a.live_csv).name}, placement {a.placement}, variant off, {len(targets)} points; "
+        f"objective {before:.3f} at the start -> {after:.3f} ({res.nfev} evaluations)"
+    )
     for p, v in zip(params, x):
         lines.append(f"  {p['name']:<20} = {v:>6.0f} ns  (bounds {p['min']}..{p['max']})")
     lines.append("  residuals per point (model vs live CPU ns per packet):")
     for (rate, t), m in zip(shown.items(), ms):
         cells = "; ".join(f"{k} {m[k]:.0f} vs {t[k]:.0f} ({(m[k] - t[k]) / max(t[k], 1e-9):+.0%})" for k in TARGETS)
-        lines.append(f"  {rate:>9,.0f} (sent {t['flood_pps']:,.0f}){'' if rate in targets else ' [not fitted]'}: {cells}")
+        lines.append(
+            f"  {rate:>9,.0f} (sent {t['flood_pps']:,.0f}){'' if rate in targets else ' [not fitted]'}: {cells}"
+        )
     print("\n".join(lines))
     values = {p["name"]: int(v) for p, v in zip(params, x)}
     print(json.dumps(values))
@@ -155,15 +183,17 @@ def main():
             "# Calibration overlay of scenarios/live-ozaki-pbq.toml (the model twin of `hostsim live ozaki-pbq`),\n"
             "# fitted by `.venv/bin/python scripts/fit_live_profile.py --write` on the live baseline only\n"
             "# (mechanism off, placement rps; see the script's doc and the scenario's [[calibrate]]).\n"
-            f"{hdr}\n\n[values]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()) +
-            f"\n[fit]\ndate = \"{datetime.now(timezone.utc).replace(microsecond=0).isoformat()}\"\n"
-            f"command = \".venv/bin/python scripts/fit_live_profile.py --write\"\n"
-            "method = \"bounded Nelder-Mead (scipy) on the costs scaled to their bounds; objective: sum of squared relative gaps of three CPU times per packet at each point\"\n"
-            "scenarios = [\"live-ozaki-pbq\"]\n"
-            f"live = \"{Path(a.live_csv).relative_to(ROOT) if Path(a.live_csv).is_absolute() else a.live_csv}, placement {a.placement}, variant off, {', '.join(f'{r:.0f}' for r in targets)} pkt/s of flood, means of the repetitions\"\n"
+            f"{hdr}\n\n[values]\n"
+            + "".join(f"{k} = {v}\n" for k, v in values.items())
+            + f'\n[fit]\ndate = "{datetime.now(timezone.utc).replace(microsecond=0).isoformat()}"\n'
+            f'command = ".venv/bin/python scripts/fit_live_profile.py --write"\n'
+            'method = "bounded Nelder-Mead (scipy) on the costs scaled to their bounds; objective: sum of squared relative gaps of three CPU times per packet at each point"\n'
+            'scenarios = ["live-ozaki-pbq"]\n'
+            f'live = "{Path(a.live_csv).relative_to(ROOT) if Path(a.live_csv).is_absolute() else a.live_csv}, placement {a.placement}, variant off, {", ".join(f"{r:.0f}" for r in targets)} pkt/s of flood, means of the repetitions"\n'
             f"min_rate = {a.min_rate:.0f}\n"
             "seeds = [1]\n"
-            f"objective_before = {before:.4f}\nobjective_after = {after:.4f}\n")
+            f"objective_before = {before:.4f}\nobjective_after = {after:.4f}\n"
+        )
 
 
 if __name__ == "__main__":

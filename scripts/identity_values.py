@@ -15,6 +15,7 @@ is skipped, as identity_check.sh skips it. Keys and rows only in the new output 
 expectations.json's claims of a scenario the old binary does not have) are listed. Exit 1 if any
 old value changed.
 """
+
 import csv
 import json
 import sys
@@ -67,10 +68,15 @@ def main() -> None:
             added.update(f"claims of {s}" for s in extra)
             b = [e for e in b if e["scenario"] in scen]
         walk(a, b, rel)
-    print(f"{n} values compared; {len(changed)} changed; {len(expected)} expected differences "
-          f"(finding_stale flags, reproduce.json's model id and fingerprints)")
+    print(
+        f"{n} values compared; {len(changed)} changed; {len(expected)} expected differences "
+        f"(finding_stale flags, reproduce.json's model id and fingerprints)"
+    )
     names = sorted({k for k in added if not k.endswith("_drop_cpumap_pps")})
-    print(f"only in the new output: {', '.join(names)}" + (" (and <source>_drop_cpumap_pps)" if len(names) < len(added) else ""))
+    print(
+        f"only in the new output: {', '.join(names)}"
+        + (" (and <source>_drop_cpumap_pps)" if len(names) < len(added) else "")
+    )
     for c in changed[:40]:
         print("  CHANGED", c)
     sys.exit(1 if changed else 0)

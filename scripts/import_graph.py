@@ -11,6 +11,7 @@ from `kernel/sched/core.rs` is an edge to `kernel/sched` (its `mod.rs`), the fol
 crate root (`lib.rs`, `main.rs`) is left out: it declares every module and re-exports their items.
 crates/host/tests/imports.rs checks the same rules in `cargo test`.
 """
+
 import pathlib
 import re
 import sys
@@ -53,7 +54,7 @@ def cycles(edges):
     def dfs(node, stack):
         for d in edges[node]:
             if d in stack:
-                cyc = stack[stack.index(d):]
+                cyc = stack[stack.index(d) :]
                 key = frozenset(cyc)
                 if key not in seen:
                     seen.add(key)

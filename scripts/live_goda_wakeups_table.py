@@ -5,6 +5,7 @@ repetitions (live) and seeds (model), with the live range in brackets.
 
     python3 scripts/live_goda_wakeups_table.py LIVE/results.csv MODEL/results.csv
 """
+
 import csv
 import math
 import sys
@@ -53,7 +54,9 @@ def main():
     model = groups(sys.argv[2], lambda r: int(r["variant"].split("-")[1]))
     for r in (x for rows in model.values() for x in rows):
         # The tracepoint cannot tell the balancer's causes apart: their sum.
-        r["migrations_balance_per_s"] = str(num(r, "migrations_load_balance_per_s") + num(r, "migrations_idle_balance_per_s"))
+        r["migrations_balance_per_s"] = str(
+            num(r, "migrations_load_balance_per_s") + num(r, "migrations_idle_balance_per_s")
+        )
     print("| flows | side | " + " | ".join(h for _, h, _ in COLS) + " |")
     print("|---" * (len(COLS) + 2) + "|")
     for n in sorted(set(live) | set(model)):

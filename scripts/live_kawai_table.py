@@ -14,6 +14,7 @@ Columns (the model's names, see crates/live/src/kawai/experiment.rs):
   lag p99           clients_lag_ms_p99 (how late the generator sent: it was not the bottleneck)
   load              loadavg_1m at the window's start
 """
+
 import csv
 import math
 import sys

@@ -11,6 +11,7 @@ A live run marks a point invalid (`valid` = 0) when its generator achieved less 
 the rate; such repetitions are left out of the means and counted in the `invalid` column
 (`hostsim.plot.valid_rows`).
 """
+
 import argparse
 import json
 import sys
@@ -31,7 +32,9 @@ def fmt(v: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenario_dir", type=Path, help="a reproduce output's directory of one scenario (results.csv, scenario.toml)")
+    ap.add_argument(
+        "scenario_dir", type=Path, help="a reproduce output's directory of one scenario (results.csv, scenario.toml)"
+    )
     a = ap.parse_args()
     d = a.scenario_dir
     df = pd.read_csv(d / "results.csv")
@@ -43,10 +46,21 @@ def main() -> None:
         ys = [c[: -len("_model")] for c in t.columns if c.endswith("_model")]
         key = t.columns[3]
         print(f"{name}: live (mean of its valid repetitions) / model (mean over its seeds, read at the achieved rate)")
-        print("| placement | variant | offered | achieved | reps | invalid | " + " | ".join(f"{y} live | model" for y in ys) + " |")
+        print(
+            "| placement | variant | offered | achieved | reps | invalid | "
+            + " | ".join(f"{y} live | model" for y in ys)
+            + " |"
+        )
         print("|" + "---|" * (6 + 2 * len(ys)))
         for r in t.to_dict("records"):
-            cells = [str(r["placement"] or "–"), str(r["measured_variant"]), fmt(r[key]), fmt(r["measured_x"]), str(int(r["reps"])), str(int(r["invalid"]))]
+            cells = [
+                str(r["placement"] or "–"),
+                str(r["measured_variant"]),
+                fmt(r[key]),
+                fmt(r["measured_x"]),
+                str(int(r["reps"])),
+                str(int(r["invalid"])),
+            ]
             for y in ys:
                 cells += [fmt(r[y]), fmt(r[y + "_model"])]
             print("| " + " | ".join(cells) + " |")

@@ -17,6 +17,7 @@ unless the case is marked `model_change` below; the script says when they differ
 durations, see `CG_DURATION_MS`) and reports instructions executed: repeatable whatever the load.
 Only the standard library is used (no pip install needed).
 """
+
 import argparse
 import json
 import os
@@ -29,10 +30,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name, scenario file, --set overrides, extra args, duration_ms for the timed runs
 CASES = [
-    ("livelock-150k", "scenarios/examples/livelock.toml",
-     ["traffic.load.rate_pps=150000"], ["--variant", "legacy"], 3000),
-    ("livelock-400k", "scenarios/examples/livelock.toml",
-     ["traffic.load.rate_pps=400000"], ["--variant", "legacy"], 3000),
+    (
+        "livelock-150k",
+        "scenarios/examples/livelock.toml",
+        ["traffic.load.rate_pps=150000"],
+        ["--variant", "legacy"],
+        3000,
+    ),
+    (
+        "livelock-400k",
+        "scenarios/examples/livelock.toml",
+        ["traffic.load.rate_pps=400000"],
+        ["--variant", "legacy"],
+        3000,
+    ),
     ("udp-flood-150k", "scenarios/bench/udp-flood.toml", ["traffic.flood.rate_pps=150000"], [], 5000),
     ("udp-flood-400k", "scenarios/bench/udp-flood.toml", ["traffic.flood.rate_pps=400000"], [], 5000),
     ("modern-64c", "scenarios/bench/modern-64c.toml", ["warmup_ms=50"], [], 300),
@@ -40,8 +51,13 @@ CASES = [
 # Cases whose simulated results are expected to differ between the binaries (a deliberate model
 # change between them, named here so the table says so instead of flagging a mismatch).
 MODEL_CHANGE = {}
-CG_DURATION_MS = {"livelock-150k": 300, "livelock-400k": 300, "udp-flood-150k": 500,
-                  "udp-flood-400k": 500, "modern-64c": 20}
+CG_DURATION_MS = {
+    "livelock-150k": 300,
+    "livelock-400k": 300,
+    "udp-flood-150k": 500,
+    "udp-flood-400k": 500,
+    "modern-64c": 20,
+}
 # Overrides for the shorter callgrind runs (a warm-up must stay shorter than the run).
 CG_SETS = {"modern-64c": ["warmup_ms=5"]}
 
@@ -127,33 +143,55 @@ def main():
                     row[label] = {"instructions": callgrind_total(cg), "events": r["events"], "summary": r["summary"]}
                 same = same_results(row["old"]["summary"], row["new"]["summary"])
                 ratio = row["old"]["instructions"] / row["new"]["instructions"]
-                results[name] = {"old_instructions": row["old"]["instructions"],
-                                 "new_instructions": row["new"]["instructions"], "ratio": ratio,
-                                 "duration_ms": CG_DURATION_MS[name], "same_results": same}
-                print(f"{name:16} {CG_DURATION_MS[name]:>5} sim ms  old {row['old']['instructions']:>14,} Ir"
-                      f"  new {row['new']['instructions']:>14,} Ir  old/new {ratio:5.2f}x"
-                      f"  {'same results' if same else 'RESULTS DIFFER'}", flush=True)
+                results[name] = {
+                    "old_instructions": row["old"]["instructions"],
+                    "new_instructions": row["new"]["instructions"],
+                    "ratio": ratio,
+                    "duration_ms": CG_DURATION_MS[name],
+                    "same_results": same,
+                }
+                print(
+                    f"{name:16} {CG_DURATION_MS[name]:>5} sim ms  old {row['old']['instructions']:>14,} Ir"
+                    f"  new {row['new']['instructions']:>14,} Ir  old/new {ratio:5.2f}x"
+                    f"  {'same results' if same else 'RESULTS DIFFER'}",
+                    flush=True,
+                )
                 continue
             runs = {"old": [], "new": []}
             for i in range(a.runs):
                 order = (("old", a.old, a.old_root), ("new", a.new, ROOT))
-                for label, binary, root in (order if i % 2 == 0 else order[::-1]):
+                for label, binary, root in order if i % 2 == 0 else order[::-1]:
                     runs[label].append(run_case(binary, case, case[4], os.path.join(tmp, label), root=root))
-            med = {label: {k: statistics.median(r[k] for r in rs) for k in
-                           ("pkt_per_s", "events_per_s", "wall_per_sim_s", "rss_mib")}
-                   for label, rs in runs.items()}
+            med = {
+                label: {
+                    k: statistics.median(r[k] for r in rs)
+                    for k in ("pkt_per_s", "events_per_s", "wall_per_sim_s", "rss_mib")
+                }
+                for label, rs in runs.items()
+            }
             same = same_results(runs["old"][0]["summary"], runs["new"][0]["summary"])
-            note = "same results" if same else ("model change: " + MODEL_CHANGE[name] if name in MODEL_CHANGE else "RESULTS DIFFER")
-            results[name] = {"old": med["old"], "new": med["new"],
-                             "speedup_pkt_per_s": med["new"]["pkt_per_s"] / med["old"]["pkt_per_s"],
-                             "sim_ms": case[4], "runs": a.runs, "same_results": same}
+            note = (
+                "same results"
+                if same
+                else ("model change: " + MODEL_CHANGE[name] if name in MODEL_CHANGE else "RESULTS DIFFER")
+            )
+            results[name] = {
+                "old": med["old"],
+                "new": med["new"],
+                "speedup_pkt_per_s": med["new"]["pkt_per_s"] / med["old"]["pkt_per_s"],
+                "sim_ms": case[4],
+                "runs": a.runs,
+                "same_results": same,
+            }
             results[name]["note"] = note
             print(f"\n{name} ({case[4]} simulated ms, median of {a.runs} alternating runs each; {note})")
             print(f"  {'':4} {'pkt/s':>12} {'events/s':>12} {'wall s/sim s':>13} {'peak RSS MiB':>13}")
             for label in ("old", "new"):
                 m = med[label]
-                print(f"  {label:4} {m['pkt_per_s']:>12,.0f} {m['events_per_s']:>12,.0f} "
-                      f"{m['wall_per_sim_s']:>13.3f} {m['rss_mib']:>13.1f}")
+                print(
+                    f"  {label:4} {m['pkt_per_s']:>12,.0f} {m['events_per_s']:>12,.0f} "
+                    f"{m['wall_per_sim_s']:>13.3f} {m['rss_mib']:>13.1f}"
+                )
             print(f"  new/old packets per wall second: {results[name]['speedup_pkt_per_s']:.2f}x", flush=True)
     if a.json:
         with open(a.json, "w") as f:

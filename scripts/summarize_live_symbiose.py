@@ -10,6 +10,7 @@ the share of the window's frames that arrived, invalid frames at the sink (whole
 per-CPU load of the router with softirq and kthread time apart, the generator's and the sink's
 CPU, and the load average. Standard library only.
 """
+
 import argparse
 import csv
 import statistics as st

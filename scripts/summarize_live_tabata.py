@@ -14,6 +14,7 @@ Prints, from the live points (means over repetitions, ± population standard dev
   send-buffer-limited time, the sink's CPU share), with the load average of each point.
 Standard library only.
 """
+
 import argparse
 import csv
 import statistics as st
@@ -55,7 +56,9 @@ def main():
     model = group(load(a.model)) if a.model else {}
     units = sorted({k[0] for k in live}, key=int)
 
-    print("## Fig. 1: bandwidth against regulated speed (Mbit/s; ratio to the regulated sender at 100 % and to the unregulated one)")
+    print(
+        "## Fig. 1: bandwidth against regulated speed (Mbit/s; ratio to the regulated sender at 100 % and to the unregulated one)"
+    )
     hdr = "| unit B | variant | speed % | bw_mbps mean ± sd | / regulated 100 % | / off |"
     if model:
         hdr += f" model ({a.model_variant}) bw_mbps | model / its 100 % |"
@@ -89,11 +92,21 @@ def main():
             if all(v == 0 or v != v for v in vals):
                 continue
             print(f"| {b.rsplit('_h', 1)[1]} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
-        print("| long (>= 400 us) | " + " | ".join(f"{mean_sd(rows[s], 'receiver_long_gaps')[0]:.1f}" for s in (100, 80, 50)) + " |")
-        print("| lengthened (>= 1 ms) share of long | " + " | ".join(f"{mean_sd(rows[s], 'receiver_lengthened_frac')[0]:.3f}" for s in (100, 80, 50)) + " |")
+        print(
+            "| long (>= 400 us) | "
+            + " | ".join(f"{mean_sd(rows[s], 'receiver_long_gaps')[0]:.1f}" for s in (100, 80, 50))
+            + " |"
+        )
+        print(
+            "| lengthened (>= 1 ms) share of long | "
+            + " | ".join(f"{mean_sd(rows[s], 'receiver_lengthened_frac')[0]:.3f}" for s in (100, 80, 50))
+            + " |"
+        )
 
     print()
-    print("## Table 1: frames arriving < 100 us after the previous one, by frame size, regulated at 100 % (frames per run)")
+    print(
+        "## Table 1: frames arriving < 100 us after the previous one, by frame size, regulated at 100 % (frames per run)"
+    )
     print("| size (B) | " + " | ".join(f"{u} B units" for u in units) + " |")
     print("|---|" + "---|" * len(units))
     for lo in range(0, 1600, 100):
@@ -105,12 +118,14 @@ def main():
 
     print()
     print("## The regulator's accuracy and the bottleneck, per speed (means over units and repetitions)")
-    print("| speed % | late p50 us | late p99 us | late max us | gate switch p99 us | sender CPU outside slots | schedule errors | rwnd-limited | sndbuf-limited | sink CPU | load avg 1 min |")
+    print(
+        "| speed % | late p50 us | late p99 us | late max us | gate switch p99 us | sender CPU outside slots | schedule errors | rwnd-limited | sndbuf-limited | sink CPU | load avg 1 min |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     by_speed = defaultdict(list)
     for (u, v, s), rows in live.items():
         by_speed[(v, s)].extend(rows)
-    for (v, s) in sorted(by_speed, key=lambda k: (k[0] != "off", k[1])):
+    for v, s in sorted(by_speed, key=lambda k: (k[0] != "off", k[1])):
         rows = by_speed[(v, s)]
         f = lambda k: mean_sd(rows, k)[0]
         mx = max((val(r, "regulator_late_us_max") for r in rows), default=float("nan"))

@@ -13,6 +13,7 @@ compare the two, both are reduced to the same *timeline*: per CPU, the segments 
 innermost open slice had the same (name, category), consecutive equal segments merged. Equal
 timelines mean the traces show the same execution. Standard library only.
 """
+
 import json
 import os
 import sys
@@ -40,13 +41,13 @@ def _fields(b):
             v, i = _varint(b, i)
         elif wt == 2:
             n, i = _varint(b, i)
-            v = b[i:i + n]
+            v = b[i : i + n]
             i += n
         elif wt == 1:
-            v = int.from_bytes(b[i:i + 8], "little")
+            v = int.from_bytes(b[i : i + 8], "little")
             i += 8
         elif wt == 5:
-            v = int.from_bytes(b[i:i + 4], "little")
+            v = int.from_bytes(b[i : i + 4], "little")
             i += 4
         else:
             raise ValueError(f"wire type {wt}")
@@ -98,7 +99,9 @@ def slices_from_json(path):
     """Begin/end events from complete ("X") events, nested or flat."""
     with open(path) as f:
         t = json.load(f)
-    threads = {e["tid"]: e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
+    threads = {
+        e["tid"]: e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"
+    }
     keyed = []
     for e in t["traceEvents"]:
         if e.get("ph") != "X":
@@ -150,8 +153,10 @@ def main():
             print(f"same   {name}/trace (timeline of {len(a)} segments)")
             return 0
         diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        print(f"DIFFER {name}/trace: {len(a)} vs {len(b)} segments; first difference at #{diff}: "
-              f"{a[diff] if diff < len(a) else None} vs {b[diff] if diff < len(b) else None}")
+        print(
+            f"DIFFER {name}/trace: {len(a)} vs {len(b)} segments; first difference at #{diff}: "
+            f"{a[diff] if diff < len(a) else None} vs {b[diff] if diff < len(b) else None}"
+        )
         return 1
     if len(sys.argv) == 2:
         ev = events(sys.argv[1])

@@ -58,7 +58,11 @@ fn main() {
         for f in &files {
             println!("cargo:rerun-if-changed={}", f.display());
             let rel = f.strip_prefix(&dir).unwrap().with_extension("");
-            code.push_str(&format!("    ({:?}, include_str!({:?})),\n", rel.to_string_lossy(), f.display().to_string()));
+            code.push_str(&format!(
+                "    ({:?}, include_str!({:?})),\n",
+                rel.to_string_lossy(),
+                f.display().to_string()
+            ));
         }
         code.push_str("];\n");
     }

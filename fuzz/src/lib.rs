@@ -97,7 +97,20 @@ pub const NIC: &[(&str, Kind)] = &[
 ];
 pub const PROCESS: &[(&str, Kind)] = &[
     ("name", Name),
-    ("program", Enum(&["udp_sink", "udp_echo", "tcp_stream", "tcp_echo", "spin", "periodic", "yielder", "accelerator", "stream_send"])),
+    (
+        "program",
+        Enum(&[
+            "udp_sink",
+            "udp_echo",
+            "tcp_stream",
+            "tcp_echo",
+            "spin",
+            "periodic",
+            "yielder",
+            "accelerator",
+            "stream_send",
+        ]),
+    ),
     ("port", Int),
     ("nice", Int),
     ("sched", Enum(&["normal", "fifo"])),
@@ -121,7 +134,10 @@ pub const PROCESS: &[(&str, Kind)] = &[
 ];
 pub const TRAFFIC: &[(&str, Kind)] = &[
     ("name", Name),
-    ("kind", Enum(&["cbr", "poisson", "ping_pong", "tcp_window", "stream_sink", "http_clients", "http_origin", "sink"])),
+    (
+        "kind",
+        Enum(&["cbr", "poisson", "ping_pong", "tcp_window", "stream_sink", "http_clients", "http_origin", "sink"]),
+    ),
     ("nic", Name),
     ("dst_port", Int),
     ("clients", Int),
@@ -184,8 +200,14 @@ pub const PROFILE_SET: &[(&str, Kind)] = &[
 ];
 
 /// Sections a mutation can address: (array name or table, its keys, is an array of tables).
-const SECTIONS: &[(&str, &[(&str, Kind)], bool)] =
-    &[("", TOP, false), ("kernel", KERNEL, false), ("nic", NIC, true), ("process", PROCESS, true), ("traffic", TRAFFIC, true), ("profile_set", PROFILE_SET, false)];
+const SECTIONS: &[(&str, &[(&str, Kind)], bool)] = &[
+    ("", TOP, false),
+    ("kernel", KERNEL, false),
+    ("nic", NIC, true),
+    ("process", PROCESS, true),
+    ("traffic", TRAFFIC, true),
+    ("profile_set", PROFILE_SET, false),
+];
 
 /// A value, before it is shaped by the key it goes to.
 #[derive(Arbitrary, Debug, Clone)]
@@ -278,7 +300,9 @@ fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
     match val {
         Val::Typical(n) => match kind {
             Int => match range {
-                Some(Range::Int(lo, hi)) => Value::Integer(lo.saturating_add(i64::from(*n) % (hi.saturating_sub(lo).saturating_add(1)).clamp(1, 64))),
+                Some(Range::Int(lo, hi)) => Value::Integer(
+                    lo.saturating_add(i64::from(*n) % (hi.saturating_sub(lo).saturating_add(1)).clamp(1, 64)),
+                ),
                 _ => Value::Integer(i64::from(*n)),
             },
             Float => Value::Float(f64::from(*n) * 1000.0 + 1.0),
@@ -304,9 +328,25 @@ fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
                 Some(Range::Float(lo, hi)) => (lo as i64, hi as i64),
                 _ => (0, 1),
             };
-            let edges = [lo, hi, lo.saturating_sub(1), hi.saturating_add(1), 0, -1, i64::MAX, i64::MIN, 1 << 31, 1 << 32, (1 << 32) - 1, 1 << 53, 18_446_744_073_709];
+            let edges = [
+                lo,
+                hi,
+                lo.saturating_sub(1),
+                hi.saturating_add(1),
+                0,
+                -1,
+                i64::MAX,
+                i64::MIN,
+                1 << 31,
+                1 << 32,
+                (1 << 32) - 1,
+                1 << 53,
+                18_446_744_073_709,
+            ];
             match (kind, n % 4) {
-                (Float, 0) => Value::Float([f64::NAN, f64::INFINITY, -f64::INFINITY, 1e-300, 5e-324, 1e300][*n as usize / 4 % 6]),
+                (Float, 0) => {
+                    Value::Float([f64::NAN, f64::INFINITY, -f64::INFINITY, 1e-300, 5e-324, 1e300][*n as usize / 4 % 6])
+                }
                 _ => Value::Integer(edges[*n as usize % edges.len()]),
             }
         }
@@ -316,7 +356,9 @@ fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
         Val::Bool(b) => Value::Boolean(*b),
         Val::Array(items) if depth < 3 => {
             let elem = if matches!(kind, Cpus) { Int } else { kind };
-            Value::Array(items.iter().take(8).map(|v| shape(v, elem, &format!("{path}.0"), profile, depth + 1)).collect())
+            Value::Array(
+                items.iter().take(8).map(|v| shape(v, elem, &format!("{path}.0"), profile, depth + 1)).collect(),
+            )
         }
         Val::Array(_) => Value::Array(Vec::new()),
         Val::EmptyTable => Value::Table(Table::new()),
@@ -329,7 +371,13 @@ fn section_table<'a>(doc: &'a mut Table, section: usize, elem: u8) -> Option<&'a
     if name.is_empty() {
         return Some(doc);
     }
-    let v = doc.entry(name.to_string()).or_insert_with(|| if array { Value::Array(Vec::new()) } else { Value::Table(Table::new()) });
+    let v = doc.entry(name.to_string()).or_insert_with(|| {
+        if array {
+            Value::Array(Vec::new())
+        } else {
+            Value::Table(Table::new())
+        }
+    });
     match v {
         Value::Table(t) => Some(t),
         Value::Array(a) if !a.is_empty() => {
@@ -365,7 +413,12 @@ pub fn key_path(doc: &Table, section: usize, elem: u8, key: &str) -> String {
         let n = doc.get(name).and_then(Value::as_array).map_or(0, Vec::len);
         let i = if n == 0 { 0 } else { elem as usize % n };
         // Address by name when the element has one, as users do.
-        let by_name = doc.get(name).and_then(Value::as_array).and_then(|a| a.get(i)).and_then(|e| e.get("name")).and_then(Value::as_str);
+        let by_name = doc
+            .get(name)
+            .and_then(Value::as_array)
+            .and_then(|a| a.get(i))
+            .and_then(|e| e.get("name"))
+            .and_then(Value::as_str);
         return match by_name {
             Some(nm) if elem % 2 == 0 => format!("{name}.{nm}.{key}"),
             _ => format!("{name}.{i}.{key}"),
@@ -452,12 +505,18 @@ fn apply(doc: &mut Table, m: &Mutation) {
                     t.insert("rate_mbps".into(), Value::Integer(1000));
                 }
                 "process" => {
-                    t.insert("program".into(), Value::String(["udp_sink", "spin", "tcp_stream"][*name as usize % 3].into()));
+                    t.insert(
+                        "program".into(),
+                        Value::String(["udp_sink", "spin", "tcp_stream"][*name as usize % 3].into()),
+                    );
                     t.insert("port".into(), Value::Integer(9000 + i64::from(*name)));
                     t.insert("work_ns".into(), Value::Integer(1000));
                 }
                 "traffic" => {
-                    t.insert("kind".into(), Value::String(["cbr", "poisson", "ping_pong", "tcp_window"][*name as usize % 4].into()));
+                    t.insert(
+                        "kind".into(),
+                        Value::String(["cbr", "poisson", "ping_pong", "tcp_window"][*name as usize % 4].into()),
+                    );
                     t.insert("nic".into(), Value::String("eth0".into()));
                     t.insert("dst_port".into(), Value::Integer(9000));
                     t.insert("rate_pps".into(), Value::Integer(1000));
@@ -497,9 +556,13 @@ fn apply(doc: &mut Table, m: &Mutation) {
         }
         Mutation::Alias { alias, target } => {
             let aliases = ["rate", "cpu_util", "delivered_pps", "x,y", "ok_alias", "1"];
-            let targets = ["delivered_pps", "cpu_util", "sink_cpu_frac", "nonexistent", "rtt_us_mean", "load_rtt_us_p99"];
+            let targets =
+                ["delivered_pps", "cpu_util", "sink_cpu_frac", "nonexistent", "rtt_us_mean", "load_rtt_us_p99"];
             if let Value::Table(m) = doc.entry("metrics".to_string()).or_insert_with(|| Value::Table(Table::new())) {
-                m.insert(aliases[*alias as usize % aliases.len()].into(), Value::String(targets[*target as usize % targets.len()].into()));
+                m.insert(
+                    aliases[*alias as usize % aliases.len()].into(),
+                    Value::String(targets[*target as usize % targets.len()].into()),
+                );
             }
         }
     }
@@ -541,7 +604,9 @@ pub fn build_sets(input: &SetInput) -> (String, Vec<(String, String)>) {
                 let (vp, prof) = val_path(sec, k);
                 format!("{path}={}", shape(val, kind, &vp, prof, 0))
             }
-            SetExpr::RawKey { key, val } => format!("{}={}", key.chars().take(80).collect::<String>(), shape(val, Int, "", false, 0)),
+            SetExpr::RawKey { key, val } => {
+                format!("{}={}", key.chars().take(80).collect::<String>(), shape(val, Int, "", false, 0))
+            }
             SetExpr::Raw(r) => r.chars().take(120).collect(),
         };
         // As `hostsim --set` parses it: KEY=VALUE, trimmed; without `=` it is refused earlier.

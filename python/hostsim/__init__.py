@@ -91,8 +91,9 @@ def _set_value(v: Any) -> str:
 
 
 @_errors
-def scenario(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
-             path: str | os.PathLike | None = None) -> Scenario:
+def scenario(
+    src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None, path: str | os.PathLike | None = None
+) -> Scenario:
     """Normalise a path / built-in name / dict (+ seed and overrides) into a :class:`Scenario`."""
     if isinstance(src, Scenario):
         sc = src
@@ -196,10 +197,17 @@ class Result:
 
 
 @_errors
-def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
-        variant: str | None = None, trace: bool = False, path: str | os.PathLike | None = None,
-        max_runs: int = DEFAULT_MAX_RUNS, trace_format: str = "json",
-        trace_dir: str | os.PathLike | None = None) -> Result:
+def run(
+    src: Any,
+    seed: int | None = None,
+    set: Mapping[str, Any] | None = None,
+    variant: str | None = None,
+    trace: bool = False,
+    path: str | os.PathLike | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
+    trace_format: str = "json",
+    trace_dir: str | os.PathLike | None = None,
+) -> Result:
     """Run a scenario's base configuration (no sweep; a variant only if named), like ``hostsim run``.
 
     ``trace=True`` streams a trace of what every CPU ran to disk as the run goes (memory stays
@@ -211,12 +219,13 @@ def run(src: Any, seed: int | None = None, set: Mapping[str, Any] | None = None,
     if variant is not None and not isinstance(variant, str):
         raise HostsimError(f"variant: expected a name, not {variant!r}")
     if trace_format not in ("json", "perfetto"):
-        raise HostsimError(f"trace_format: expected \"json\" or \"perfetto\", not {trace_format!r}")
+        raise HostsimError(f'trace_format: expected "json" or "perfetto", not {trace_format!r}')
     tdir = None
     if trace:
         tdir = os.fspath(trace_dir) if trace_dir is not None else tempfile.mkdtemp(prefix="hostsim-trace-")
-    summary, ts, runinfo, tr = _native.run(sc.path, variant=variant, trace_dir=tdir, trace_format=trace_format,
-                                           max_runs=_max_runs(max_runs), **sc.args())
+    summary, ts, runinfo, tr = _native.run(
+        sc.path, variant=variant, trace_dir=tdir, trace_format=trace_format, max_runs=_max_runs(max_runs), **sc.args()
+    )
     return Result(
         summary=json.loads(summary),
         timeseries=pd.read_csv(io.StringIO(ts)),

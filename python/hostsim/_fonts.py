@@ -71,6 +71,8 @@ def font_face_css(text: str) -> tuple[str, str | None]:
         return "", None
     data = base64.b64encode(subset_woff(font, chars)).decode("ascii")
     ranges = ",".join(f"U+{ord(c):04X}" for c in chars)
-    css = (f"@font-face {{ font-family: '{FAMILY}'; src: url(data:font/woff;base64,{data}) format('woff'); "
-           f"unicode-range: {ranges}; }}\n")
+    css = (
+        f"@font-face {{ font-family: '{FAMILY}'; src: url(data:font/woff;base64,{data}) format('woff'); "
+        f"unicode-range: {ranges}; }}\n"
+    )
     return css, font.name

@@ -97,7 +97,9 @@ def claims_of(claims: list[dict], scenario: str, info_name: str) -> list[dict]:
     return [c for c in claims if c["scenario"] in (scenario, info_name)]
 
 
-def rows(groups: dict, infos: dict, claims: list[dict], live_runs: dict, figures_of=lambda inf: inf["figures"]) -> list[Row]:
+def rows(
+    groups: dict, infos: dict, claims: list[dict], live_runs: dict, figures_of=lambda inf: inf["figures"]
+) -> list[Row]:
     """The summary's rows. `groups`: paper id (or "extensions", "live", "") → scenario dirs;
     `infos`: dir → scenario info; `live_runs`: scenario name → its live run record (or None);
     `figures_of`: a scenario's figures as the report draws them."""
@@ -108,12 +110,26 @@ def rows(groups: dict, infos: dict, claims: list[dict], live_runs: dict, figures
         if not dirs:
             continue
         cs = [c for d in dirs for c in claims_of(claims, d.name, infos[d]["name"])]
-        row = Row(key=f"paper-{pid}", kind="paper", label=f"{p['number']} {pid}", title=p["title"], line=p["line"],
-                  scenarios=[d.name for d in dirs], claims=cs)
+        row = Row(
+            key=f"paper-{pid}",
+            kind="paper",
+            label=f"{p['number']} {pid}",
+            title=p["title"],
+            line=p["line"],
+            scenarios=[d.name for d in dirs],
+            claims=cs,
+        )
         twin = live_rows.get(f"live-{pid}")
         if twin is not None:
-            t = Row(key="", kind="live", label="", title="", line="", scenarios=[twin.name],
-                    claims=claims_of(claims, twin.name, infos[twin]["name"])).tally("prediction")
+            t = Row(
+                key="",
+                kind="live",
+                label="",
+                title="",
+                line="",
+                scenarios=[twin.name],
+                claims=claims_of(claims, twin.name, infos[twin]["name"]),
+            ).tally("prediction")
             row.live, row.live_href = f"live twin: {t.passed} / {t.judged} predictions pass", f"#scenario-{twin.name}"
         else:
             row.live = p.get("live") or "none"
@@ -126,10 +142,21 @@ def rows(groups: dict, infos: dict, claims: list[dict], live_runs: dict, figures
             inf = infos[d]
             cs = claims_of(claims, d.name, inf["name"])
             ext = inf.get("extends")
-            title = {"extension": f"extends paper {PAPERS[ext]['number']}" if ext in PAPERS else "extension",
-                     "reference": "reference experiment", "live": "live experiment"}[kind]
-            row = Row(key=f"scenario-{d.name}", kind=kind, label=d.name, title=title, line=inf["description"],
-                      scenarios=[d.name], claims=cs, headline=_headline([d], infos, figures_of))
+            title = {
+                "extension": f"extends paper {PAPERS[ext]['number']}" if ext in PAPERS else "extension",
+                "reference": "reference experiment",
+                "live": "live experiment",
+            }[kind]
+            row = Row(
+                key=f"scenario-{d.name}",
+                kind=kind,
+                label=d.name,
+                title=title,
+                line=inf["description"],
+                scenarios=[d.name],
+                claims=cs,
+                headline=_headline([d], infos, figures_of),
+            )
             if kind == "live":
                 row.live = _live_status(live_runs.get(d.name))
             else:
@@ -157,8 +184,9 @@ def _live_status(run: dict | None) -> str:
     m = run.get("machine", {})
     cfg = run.get("config", {})
     reps = cfg.get("reps")
-    return (f"measured on Linux {m.get('kernel', '?')}, {m.get('cpus', '?')} CPUs"
-            + (f", {reps} repetitions" if reps else ""))
+    return f"measured on Linux {m.get('kernel', '?')}, {m.get('cpus', '?')} CPUs" + (
+        f", {reps} repetitions" if reps else ""
+    )
 
 
 VERDICT_MARK = {"pass": "✔", "fail": "✘", "inconclusive": "?", "not_applicable": "–"}
@@ -166,8 +194,10 @@ VERDICT_MARK = {"pass": "✔", "fail": "✘", "inconclusive": "?", "not_applicab
 
 def _cell(t: Tally, role: str) -> str:
     cls = "none" if not t.judged else ("all" if t.passed == t.judged else "some" if t.passed else "zero")
-    return (f'<td class="tally {cls}" data-role="{role}" data-passed="{t.passed}" data-judged="{t.judged}" '
-            f'data-not-applicable="{t.not_applicable}" data-inconclusive="{t.inconclusive}">{html.escape(t.text())}</td>')
+    return (
+        f'<td class="tally {cls}" data-role="{role}" data-passed="{t.passed}" data-judged="{t.judged}" '
+        f'data-not-applicable="{t.not_applicable}" data-inconclusive="{t.inconclusive}">{html.escape(t.text())}</td>'
+    )
 
 
 def summary_html(rs: list[Row], thumbs: dict[str, str]) -> str:
@@ -175,17 +205,31 @@ def summary_html(rs: list[Row], thumbs: dict[str, str]) -> str:
     body = []
     for r in rs:
         alt = r.alternatives()
-        alt_html = (f'<div class="alt" data-passed="{alt.passed}" data-judged="{alt.judged}">alternative readings: '
-                    f"{html.escape(alt.text())}</div>") if (alt.judged or alt.not_applicable) else ""
+        alt_html = (
+            (
+                f'<div class="alt" data-passed="{alt.passed}" data-judged="{alt.judged}">alternative readings: '
+                f"{html.escape(alt.text())}</div>"
+            )
+            if (alt.judged or alt.not_applicable)
+            else ""
+        )
         keys = []
         for c in r.key_claims:
             v = verdict_of(c)
             why = c.get("finding") or ""
             text = c["claim"] + (f" — {why}" if why and v != "pass" else "")
-            keys.append(f'<div class="key {v}" title="{html.escape(text)}"><b>{VERDICT_MARK[v]}</b> {html.escape(text)}</div>')
+            keys.append(
+                f'<div class="key {v}" title="{html.escape(text)}"><b>{VERDICT_MARK[v]}</b> {html.escape(text)}</div>'
+            )
         thumb = thumbs.get(r.key)
-        fig = (f'<a href="#{r.key}"><img class="thumb" src="{thumb}" alt="headline figure of {html.escape(r.label)}" '
-               "onload=\"this.dataset.loaded='1'\"></a>") if thumb else ""
+        fig = (
+            (
+                f'<a href="#{r.key}"><img class="thumb" src="{thumb}" alt="headline figure of {html.escape(r.label)}" '
+                "onload=\"this.dataset.loaded='1'\"></a>"
+            )
+            if thumb
+            else ""
+        )
         live = html.escape(r.live)
         if r.live_href:
             live = f'<a href="{r.live_href}">{live}</a>'
@@ -193,7 +237,8 @@ def summary_html(rs: list[Row], thumbs: dict[str, str]) -> str:
             f'<tr class="row {r.kind}" data-key="{r.key}" data-scenarios="{" ".join(r.scenarios)}">'
             f'<td class="name"><a href="#{r.key}">{html.escape(r.label)}</a><div class="sub">{html.escape(r.title)}</div></td>'
             f'<td class="line"><div class="clamp" title="{html.escape(r.line)}">{html.escape(r.line)}</div></td>'
-            + _cell(r.tally("calibration"), "calibration") + _cell(r.tally("prediction"), "prediction")
+            + _cell(r.tally("calibration"), "calibration")
+            + _cell(r.tally("prediction"), "prediction")
             + f'<td class="keys">{"".join(keys)}{alt_html}</td><td class="fig">{fig}</td><td class="live">{live}</td></tr>'
         )
     return (
@@ -213,14 +258,21 @@ def readme_table(rs: list[Row]) -> str:
     ]
     for r in rs:
         alt = r.alternatives()
-        cells = [f"`{r.label}`" if r.kind != "paper" else f"{r.label}", r.line.replace("|", "\\|"),
-                 r.tally("calibration").text(), r.tally("prediction").text(),
-                 alt.text() if (alt.judged or alt.not_applicable) else "–", r.live.replace("|", "\\|")]
+        cells = [
+            f"`{r.label}`" if r.kind != "paper" else f"{r.label}",
+            r.line.replace("|", "\\|"),
+            r.tally("calibration").text(),
+            r.tally("prediction").text(),
+            alt.text() if (alt.judged or alt.not_applicable) else "–",
+            r.live.replace("|", "\\|"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-README_BEGIN = "<!-- report:summary:begin (generated by `python -m hostsim.report out --readme README.md`; do not edit) -->"
+README_BEGIN = (
+    "<!-- report:summary:begin (generated by `python -m hostsim.report out --readme README.md`; do not edit) -->"
+)
 README_END = "<!-- report:summary:end -->"
 
 

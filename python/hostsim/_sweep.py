@@ -68,8 +68,17 @@ def _read_point(f: Path, want: str) -> str | None:
 
 def _point_text(summary: str, fp: str) -> str:
     h = _content_hash(json.loads(summary))
-    return ('{"fingerprint": ' + json.dumps(fp) + ', "model_source_id": ' + json.dumps(_native.MODEL_SOURCE_ID)
-            + ', "sha256": ' + json.dumps(h) + ', "summary": ' + summary.rstrip() + "}\n")
+    return (
+        '{"fingerprint": '
+        + json.dumps(fp)
+        + ', "model_source_id": '
+        + json.dumps(_native.MODEL_SOURCE_ID)
+        + ', "sha256": '
+        + json.dumps(h)
+        + ', "summary": '
+        + summary.rstrip()
+        + "}\n"
+    )
 
 
 class _Progress:
@@ -113,10 +122,18 @@ def _write_atomic(path: Path, text: str) -> None:
         raise HostsimError(f"writing {path}: {e}") from None
 
 
-def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str | os.PathLike | None = None,
-          resume: bool = False, set: Mapping[str, Any] | None = None, progress: bool | None = None,
-          path: str | os.PathLike | None = None, timeout_s: float | None = None,
-          max_runs: int | None = None) -> pd.DataFrame:
+def sweep(
+    src: Any,
+    jobs: int | None = None,
+    dask: str | None = None,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    set: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    path: str | os.PathLike | None = None,
+    timeout_s: float | None = None,
+    max_runs: int | None = None,
+) -> pd.DataFrame:
     """Run every sweep point × variant; a DataFrame shaped like ``results.csv``.
 
     ``jobs``: parallel runs (threads, or LocalCluster workers with ``dask="local"``).
@@ -155,9 +172,12 @@ def sweep(src: Any, jobs: int | None = None, dask: str | None = None, out: str |
                 old = None  # a torn manifest: the points' own fingerprints decide
             if old is not None and old != fp:
                 raise HostsimError(f"{outdir}: holds points of another scenario or overrides; resume needs the same")
-        _write_atomic(outdir / "INCOMPLETE", "The outputs in this directory are not complete: they must not be read as "
-                      f"results.\nhostsim.sweep of {inf['name']} (pid {os.getpid()}): in progress, or interrupted; "
-                      "points/ holds the finished runs (resume=True goes on from them).\n")
+        _write_atomic(
+            outdir / "INCOMPLETE",
+            "The outputs in this directory are not complete: they must not be read as "
+            f"results.\nhostsim.sweep of {inf['name']} (pid {os.getpid()}): in progress, or interrupted; "
+            "points/ holds the finished runs (resume=True goes on from them).\n",
+        )
         for stale in ("results.csv", "expectations.json"):
             (outdir / stale).unlink(missing_ok=True)
         if resume:
@@ -218,8 +238,9 @@ def _run_threads(sc, todo: list[int], jobs: int | None, arrived, max_runs: int) 
             raise
 
 
-def _run_dask(sc, todo: list[int], address: str, jobs: int | None, arrived, timeout_s: float | None,
-              max_runs: int) -> None:
+def _run_dask(
+    sc, todo: list[int], address: str, jobs: int | None, arrived, timeout_s: float | None, max_runs: int
+) -> None:
     from distributed import Client, LocalCluster, as_completed
 
     cluster = None
@@ -231,8 +252,10 @@ def _run_dask(sc, todo: list[int], address: str, jobs: int | None, arrived, time
     try:
         tag = uuid.uuid4().hex[:8]
         sets = [list(s) for s in sc.sets]
-        futs = [client.submit(_point, sc.path, i, sc.text, sets, max_runs, key=f"hostsim-{tag}-{i}", pure=False)
-                for i in todo]
+        futs = [
+            client.submit(_point, sc.path, i, sc.text, sets, max_runs, key=f"hostsim-{tag}-{i}", pure=False)
+            for i in todo
+        ]
         for f in as_completed(futs, timeout=timeout_s):
             arrived(*f.result())
     finally:

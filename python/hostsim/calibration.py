@@ -72,7 +72,7 @@ class _Problem:
         self.names = sorted(self.params)
         self.runs = [inf["calibration_runs"] for inf in self.infos]
         if not any(self.runs):
-            raise ValueError("no claim has role = \"calibration\": nothing to fit to")
+            raise ValueError('no claim has role = "calibration": nothing to fit to')
         self.seeds = sorted({s for inf in self.infos for s in inf["seed_list"]})
 
     def to_values(self, u: Sequence[float]) -> dict[str, float]:
@@ -106,8 +106,11 @@ def _mapper(jobs: int | None, dask: str | None):
     if dask:
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(n_workers=jobs or 2, threads_per_worker=1, processes=True,
-                               dashboard_address=None) if dask == "local" else None
+        cluster = (
+            LocalCluster(n_workers=jobs or 2, threads_per_worker=1, processes=True, dashboard_address=None)
+            if dask == "local"
+            else None
+        )
         client = Client(cluster) if cluster else Client(dask, timeout=30)
 
         def run_all(tasks):
@@ -129,10 +132,18 @@ def _mapper(jobs: int | None, dask: str | None):
     return run_all, pool.shutdown
 
 
-def calibrate(paths: Sequence[str | os.PathLike], seeds: int | None = None, trials: int = 16, refine: int = 24,
-              jobs: int | None = None, dask: str | None = None, sets: Sequence[tuple[str, str]] = (),
-              start: dict[str, float] | None = None, write: bool = True,
-              log: Callable[[str], None] | None = None) -> dict:
+def calibrate(
+    paths: Sequence[str | os.PathLike],
+    seeds: int | None = None,
+    trials: int = 16,
+    refine: int = 24,
+    jobs: int | None = None,
+    dask: str | None = None,
+    sets: Sequence[tuple[str, str]] = (),
+    start: dict[str, float] | None = None,
+    write: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> dict:
     """Fit the parameters; returns (and with ``write``, writes) the overlay as a dict with
     ``values``, ``fit`` and ``path``. ``start`` overrides the starting values (by parameter name;
     default: the values the scenarios have now, from the overlay if there is one)."""
@@ -179,8 +190,10 @@ def calibrate(paths: Sequence[str | os.PathLike], seeds: int | None = None, tria
             if n not in prob.params:
                 raise ValueError(f"--start {n}: no such parameter (have: {', '.join(prob.names)})")
             start[n] = float(v)
-        log(f"calibrating {', '.join(prob.names)} on {sum(map(len, prob.runs))} runs per evaluation "
-            f"({len(prob.seeds)} seeds), overlay {prob.overlay_path}")
+        log(
+            f"calibrating {', '.join(prob.names)} on {sum(map(len, prob.runs))} runs per evaluation "
+            f"({len(prob.seeds)} seeds), overlay {prob.overlay_path}"
+        )
         first = evaluate(prob.to_unit(start))
         pts = qmc.Sobol(d=len(prob.names), scramble=True, seed=0).random(max(trials, 1)) if trials else []
         best_u, best = prob.to_unit(start), first
@@ -196,9 +209,13 @@ def calibrate(paths: Sequence[str | os.PathLike], seeds: int | None = None, tria
                 v = list(best_u)
                 v[i] = v[i] + 0.1 if v[i] + 0.1 <= 1.0 else v[i] - 0.1
                 simplex.append(v)
-            res = minimize(lambda u: evaluate(list(u))["objective"], np.array(best_u), method="Nelder-Mead",
-                           bounds=[(0.0, 1.0)] * d,
-                           options={"maxfev": refine, "xatol": 1e-3, "fatol": 1e-4, "initial_simplex": np.array(simplex)})
+            res = minimize(
+                lambda u: evaluate(list(u))["objective"],
+                np.array(best_u),
+                method="Nelder-Mead",
+                bounds=[(0.0, 1.0)] * d,
+                options={"maxfev": refine, "xatol": 1e-3, "fatol": 1e-4, "initial_simplex": np.array(simplex)},
+            )
             r = evaluate(list(res.x))
             if r["objective"] < best["objective"]:
                 best = r
@@ -208,9 +225,11 @@ def calibrate(paths: Sequence[str | os.PathLike], seeds: int | None = None, tria
 
     fit = {
         "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        "command": "hostsim calibrate " + " ".join(shlex.quote(p) for p in prob.paths)
-                   + (f" --seeds {seeds}" if seeds else "") + f" --trials {trials} --refine {refine}"
-                   + "".join(f" --start {n}={v:g}" for n, v in dict(start_values or {}).items()),
+        "command": "hostsim calibrate "
+        + " ".join(shlex.quote(p) for p in prob.paths)
+        + (f" --seeds {seeds}" if seeds else "")
+        + f" --trials {trials} --refine {refine}"
+        + "".join(f" --start {n}={v:g}" for n, v in dict(start_values or {}).items()),
         "hostsim_version": _native.__version__,
         "model_source_id": _native.MODEL_SOURCE_ID,
         "optimizer": method,
@@ -222,14 +241,22 @@ def calibrate(paths: Sequence[str | os.PathLike], seeds: int | None = None, tria
         "start": {n: start[n] for n in prob.names if start[n] is not None},
         "bounds": {n: [prob.params[n]["min"], prob.params[n]["max"]] for n in prob.names},
         "claims": [
-            {"scenario": c["scenario"], "claim": c["claim"], "verdict": c["verdict"], "sim": c.get("sim"),
-             "target": c.get("rhs"), "loss": c["loss"]}
+            {
+                "scenario": c["scenario"],
+                "claim": c["claim"],
+                "verdict": c["verdict"],
+                "sim": c.get("sim"),
+                "target": c.get("rhs"),
+                "loss": c["loss"],
+            }
             for c in best["claims"]
         ],
     }
-    overlay = {"values": {n: (int(best["values"][n]) if prob.params[n]["integer"] else best["values"][n])
-                          for n in prob.names},
-               "fit": fit, "path": str(prob.overlay_path)}
+    overlay = {
+        "values": {n: (int(best["values"][n]) if prob.params[n]["integer"] else best["values"][n]) for n in prob.names},
+        "fit": fit,
+        "path": str(prob.overlay_path),
+    }
     if write:
         prob.overlay_path.parent.mkdir(parents=True, exist_ok=True)
         prob.overlay_path.write_text(render_overlay(overlay))
@@ -268,8 +295,20 @@ def render_overlay(o: dict) -> str:
     for n, v in o["values"].items():
         lines.append(f"{n} = {_toml_value(v)}")
     lines += ["", "[fit]"]
-    for k in ["date", "command", "hostsim_version", "model_source_id", "optimizer", "evaluations", "scenarios", "seeds",
-              "objective", "objective_start", "start", "bounds"]:
+    for k in [
+        "date",
+        "command",
+        "hostsim_version",
+        "model_source_id",
+        "optimizer",
+        "evaluations",
+        "scenarios",
+        "seeds",
+        "objective",
+        "objective_start",
+        "start",
+        "bounds",
+    ]:
         lines.append(f"{k} = {_toml_value(fit[k])}")
     for c in fit["claims"]:
         lines += ["", "[[fit.claims]]"] + [f"{k} = {_toml_value(v)}" for k, v in c.items()]
@@ -286,9 +325,11 @@ def stale_module_error() -> str | None:
     cli = os.environ.get("HOSTSIM_CLI_MODEL_SOURCE_ID")
     if cli is None or cli == _native.MODEL_SOURCE_ID:
         return None
-    return (f"the Python module hostsim._native was built from other model sources ({_native.MODEL_SOURCE_ID}) "
-            f"than this hostsim CLI ({cli}): the fit would calibrate a different model. Rebuild the module "
-            f"(`bash scripts/setup.sh`, or `maturin develop --release` in the .venv) and run again")
+    return (
+        f"the Python module hostsim._native was built from other model sources ({_native.MODEL_SOURCE_ID}) "
+        f"than this hostsim CLI ({cli}): the fit would calibrate a different model. Rebuild the module "
+        f"(`bash scripts/setup.sh`, or `maturin develop --release` in the .venv) and run again"
+    )
 
 
 def main(argv=None) -> int:
@@ -299,10 +340,21 @@ def main(argv=None) -> int:
     ap.add_argument("--refine", type=int, default=24, help="Nelder-Mead evaluations (default 24; 0 = none)")
     ap.add_argument("--jobs", type=int, help="parallel runs (default: CPUs)")
     ap.add_argument("--dask", help="tcp://HOST:PORT of a Dask scheduler, or `local`")
-    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                    help="an override applied to every run (like hostsim --set)")
-    ap.add_argument("--start", action="append", default=[], metavar="NAME=VALUE",
-                    help="a parameter's starting value (default: its current value)")
+    ap.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override applied to every run (like hostsim --set)",
+    )
+    ap.add_argument(
+        "--start",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter's starting value (default: its current value)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="fit but do not write the overlay; print it")
     a = ap.parse_args(argv)
     stale = stale_module_error()
@@ -322,8 +374,17 @@ def main(argv=None) -> int:
                 ap.error(f"--start {s!r}: expected NAME=VALUE")
             k, v = s.split("=", 1)
             start[k.strip()] = float(v)
-        o = calibrate(a.scenarios, seeds=a.seeds, trials=a.trials, refine=a.refine, jobs=a.jobs, dask=a.dask,
-                      sets=sets, start=start, write=not a.dry_run)
+        o = calibrate(
+            a.scenarios,
+            seeds=a.seeds,
+            trials=a.trials,
+            refine=a.refine,
+            jobs=a.jobs,
+            dask=a.dask,
+            sets=sets,
+            start=start,
+            write=not a.dry_run,
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -59,7 +59,11 @@ def _num(v: Any) -> float | None:
 def _at(df: pd.DataFrame, at: Mapping[str, Any] | None) -> pd.DataFrame:
     for k, v in (at or {}).items():
         if k in df:
-            df = df[df[k].astype(str) == str(v)] if not isinstance(v, (int, float)) else df[df[k].astype(float) == float(v)]
+            df = (
+                df[df[k].astype(str) == str(v)]
+                if not isinstance(v, (int, float))
+                else df[df[k].astype(float) == float(v)]
+            )
     return df
 
 
@@ -76,12 +80,28 @@ def defined_mean(s: pd.Series) -> float:
     return float(s.mean()) if len(s) and s.notna().all() else float("nan")
 
 
-def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[str] | None = None,
-           title: str | None = None, marks: Iterable[Mapping[str, Any]] = (), xlabel: str | None = None,
-           ylabel: str | None = None, paper: str | None = None, ax=None, kind: str | None = None,
-           at: Mapping[str, Any] | None = None, series: str | None = None, log_y: bool = False,
-           measured: pd.DataFrame | None = None, measured_label: str | None = None,
-           measured_x: str | None = None, measured_y: str | None = None, thumbnail: bool = False, **_ignored):
+def figure(
+    df: pd.DataFrame,
+    y: str,
+    x: str | None = None,
+    variants: Iterable[str] | None = None,
+    title: str | None = None,
+    marks: Iterable[Mapping[str, Any]] = (),
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    paper: str | None = None,
+    ax=None,
+    kind: str | None = None,
+    at: Mapping[str, Any] | None = None,
+    series: str | None = None,
+    log_y: bool = False,
+    measured: pd.DataFrame | None = None,
+    measured_label: str | None = None,
+    measured_x: str | None = None,
+    measured_y: str | None = None,
+    thumbnail: bool = False,
+    **_ignored,
+):
     """Draw metric ``y`` per variant against swept key ``x`` (lines), or one bar per variant when
     ``x`` is None; ``marks`` are the paper's values: ``{x, y}`` a point, ``{x}`` a vertical line,
     ``{y}`` a horizontal line, ``{variant, y}`` a bar's published value. ``measured`` (a frame
@@ -102,8 +122,17 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
     notes: list[Any] = []  # legend entries that explain the drawing (bands, gaps)
     values: list[float] = []  # everything plotted, to decide where the axis starts
     if kind == "histogram":
-        values += _histogram(ax, df, y, vs, series, marks, thumbnail,
-                             _at(measured, at) if measured is not None else None, measured_label or "measured")
+        values += _histogram(
+            ax,
+            df,
+            y,
+            vs,
+            series,
+            marks,
+            thumbnail,
+            _at(measured, at) if measured is not None else None,
+            measured_label or "measured",
+        )
         if log_y:
             ax.set_yscale("symlog", linthresh=1.0)
         xlabel_default, ylabel_default = y, "count"
@@ -114,7 +143,17 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         colors, v1, n1 = _lines(ax, df, x, y, vs, notes)
         values += v1
         if measured is not None:
-            values += _measured(ax, _at(measured, at), measured_x or x, x, measured_y or y, vs, colors, measured_label or "measured", notes)
+            values += _measured(
+                ax,
+                _at(measured, at),
+                measured_x or x,
+                x,
+                measured_y or y,
+                vs,
+                colors,
+                measured_label or "measured",
+                notes,
+            )
         values += _marks(ax, [_resolve_ratio(m, df, x, y) for m in marks])
         xlabel_default, ylabel_default = x, y
     else:
@@ -147,8 +186,15 @@ def figure(df: pd.DataFrame, y: str, x: str | None = None, variants: Iterable[st
         below = ax.xaxis.get_tightbbox(fig.canvas.get_renderer())
         y0 = ax.transAxes.inverted().transform((0, below.y0))[1] if below is not None else -0.2
         ncol = 2 if len(handles) > 3 and max(len(t) for t in labels) <= 48 else 1
-        ax.legend(handles, labels, fontsize=LEGEND_FONTSIZE, loc="upper center", bbox_to_anchor=(0.5, y0 - 0.02),
-                  ncol=ncol, frameon=False)
+        ax.legend(
+            handles,
+            labels,
+            fontsize=LEGEND_FONTSIZE,
+            loc="upper center",
+            bbox_to_anchor=(0.5, y0 - 0.02),
+            ncol=ncol,
+            frameon=False,
+        )
     return fig
 
 
@@ -167,11 +213,12 @@ def _unclash_ticks(fig, ax) -> None:
     """Tilt the x tick labels if any two of them overlap as drawn (long variant names, long
     numbers): first by 30 degrees, and upright if the tilted boxes still overlap (many long
     names side by side: a tilted label's box reaches under its neighbour's)."""
+
     def clash() -> bool:
         fig.canvas.draw()
         r = fig.canvas.get_renderer()
         boxes = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
-        return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
     for angle in (30, 90):
         if not clash():
@@ -187,12 +234,16 @@ def _band_note(n: int) -> Patch:
 
 
 def _gap_note() -> Line2D:
-    return Line2D([], [], color="grey", ls="none", marker="", label="gap in a line: undefined on a seed (no value to average)")
+    return Line2D(
+        [], [], color="grey", ls="none", marker="", label="gap in a line: undefined on a seed (no value to average)"
+    )
 
 
 def _same_as(mean: pd.Series, drawn: list[tuple[str, pd.Series]]) -> str | None:
     for name, other in drawn:
-        if list(other.index) == list(mean.index) and np.allclose(other.values, mean.values, rtol=1e-9, atol=0.0, equal_nan=True):
+        if list(other.index) == list(mean.index) and np.allclose(
+            other.values, mean.values, rtol=1e-9, atol=0.0, equal_nan=True
+        ):
             return name
     return None
 
@@ -241,7 +292,7 @@ def measured_series(m: pd.DataFrame, vs: Iterable[str]) -> list[tuple[str, str, 
     places = [str(p) for p in dict.fromkeys(m["placement"])] if "placement" in m else [None]
     pairs: list[tuple[str, str, str | None]] = []
     for v in vs:
-        split = next(((p, v[len(p) + 1:]) for p in places if p is not None and v.startswith(p + "-")), None)
+        split = next(((p, v[len(p) + 1 :]) for p in places if p is not None and v.startswith(p + "-")), None)
         if split is not None and split[1] in mv:
             pairs.append((v, split[1], split[0]))
         elif v in mv:
@@ -279,22 +330,49 @@ def _measured(ax, m, mx, x, y, vs, colors, label, notes):
         if ok.empty:
             continue
         g = ok.groupby(key, sort=True)
-        pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values("x")
-        (line,) = ax.plot(pts["x"].values, pts["mean"].values, ls="--", marker="sov^"[i % 4], ms=4, color=colors.get(v),
-                          label=f"{label}: {w}" + (f" ({p})" if p is not None else ""))
+        pts = pd.DataFrame({"x": g[mx].mean(), "mean": g[y].mean(), "lo": g[y].min(), "hi": g[y].max()}).sort_values(
+            "x"
+        )
+        (line,) = ax.plot(
+            pts["x"].values,
+            pts["mean"].values,
+            ls="--",
+            marker="sov^"[i % 4],
+            ms=4,
+            color=colors.get(v),
+            label=f"{label}: {w}" + (f" ({p})" if p is not None else ""),
+        )
         values += [float(z) for z in pts["lo"].values]
         if (g.size() > 1).any():
             reps = max(reps, int(g.size().max()))
-            ax.fill_between(pts["x"].values, pts["lo"].values, pts["hi"].values, color=line.get_color(), alpha=0.1, hatch="//")
+            ax.fill_between(
+                pts["x"].values, pts["lo"].values, pts["hi"].values, color=line.get_color(), alpha=0.1, hatch="//"
+            )
     if reps > 1:
-        notes.append(Patch(facecolor="white", edgecolor="grey", hatch="//", label=f"hatched: {label} range over {reps} repetitions"))
+        notes.append(
+            Patch(
+                facecolor="white", edgecolor="grey", hatch="//", label=f"hatched: {label} range over {reps} repetitions"
+            )
+        )
     if invalid:
-        notes.append(Patch(facecolor="white", edgecolor="white", label=f"{invalid} invalid {label} repetitions left out (generator below its rate)"))
+        notes.append(
+            Patch(
+                facecolor="white",
+                edgecolor="white",
+                label=f"{invalid} invalid {label} repetitions left out (generator below its rate)",
+            )
+        )
     return values
 
 
-def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None, ys: Iterable[str | tuple[str, str]],
-                      variants: Iterable[str] | None = None) -> pd.DataFrame:
+def measured_vs_model(
+    df: pd.DataFrame,
+    m: pd.DataFrame,
+    x: str,
+    mx: str | None,
+    ys: Iterable[str | tuple[str, str]],
+    variants: Iterable[str] | None = None,
+) -> pd.DataFrame:
     """Each measured point beside the model's prediction for it: one row per (simulated
     variant, measured variant, placement, measured point of ``x``), with the measured rows'
     mean of ``mx`` (where the live generator got to; default ``x``) and, for each metric of
@@ -318,8 +396,15 @@ def measured_vs_model(df: pd.DataFrame, m: pd.DataFrame, x: str, mx: str | None,
         for k, g_all in d.groupby(key, sort=True):
             g = valid_rows(g_all)
             at = float(g[mx].mean()) if len(g) else float("nan")
-            row = {"variant": v, "measured_variant": w, "placement": p, x if key == x else mx: k, "measured_x": at, "reps": len(g),
-                   "invalid": len(g_all) - len(g)}
+            row = {
+                "variant": v,
+                "measured_variant": w,
+                "placement": p,
+                x if key == x else mx: k,
+                "measured_x": at,
+                "reps": len(g),
+                "invalid": len(g_all) - len(g),
+            }
             for y, my in pairs:
                 c = curves[y].dropna()
                 xs = c.index.astype(float).values
@@ -357,8 +442,16 @@ def _marks(ax, marks) -> list[float]:
         if mx is not None and my is not None:
             # A point without a label is another point of the labelled one before it.
             k = npt if label or npt == 0 else npt - 1
-            ax.plot([mx], [my], marker=_POINT_MARKERS[k % len(_POINT_MARKERS)], ms=11 if k == 0 else 7,
-                    color=PAPER_COLOR, ls="none", label=tag if label or npt == 0 else None, zorder=5)
+            ax.plot(
+                [mx],
+                [my],
+                marker=_POINT_MARKERS[k % len(_POINT_MARKERS)],
+                ms=11 if k == 0 else 7,
+                color=PAPER_COLOR,
+                ls="none",
+                label=tag if label or npt == 0 else None,
+                zorder=5,
+            )
             npt = k + 1
             values.append(my)
         elif mx is not None:
@@ -391,8 +484,14 @@ def _histogram(ax, df, y, vs, series, marks, thumbnail, measured=None, measured_
         d = df[df["variant"] == v] if "variant" in df else df
         if series and series in d:
             for s in sorted(d[series].unique(), key=lambda z: (str(type(z)), z)):
-                groups.append((f"{v}, {series.rsplit('.', 1)[-1]} = {s}" if len(vs) > 1 else f"{series.rsplit('.', 1)[-1]} = {s}",
-                               d[d[series] == s]))
+                groups.append(
+                    (
+                        f"{v}, {series.rsplit('.', 1)[-1]} = {s}"
+                        if len(vs) > 1
+                        else f"{series.rsplit('.', 1)[-1]} = {s}",
+                        d[d[series] == s],
+                    )
+                )
         else:
             groups.append((v, d))
     n = max(len(groups), 1)
@@ -403,8 +502,17 @@ def _histogram(ax, df, y, vs, series, marks, thumbnail, measured=None, measured_
         bars = ax.bar(xs, means, width=width / n, label=f"simulated: {label} (mean over {len(d)} runs)", alpha=0.85)
         values += [float(z) for z in means]
         if measured is not None:
-            values += _histogram_measured(ax, measured, d, cols, xs, series, label, bars.patches[0].get_facecolor() if bars.patches else None,
-                                          measured_label)
+            values += _histogram_measured(
+                ax,
+                measured,
+                d,
+                cols,
+                xs,
+                series,
+                label,
+                bars.patches[0].get_facecolor() if bars.patches else None,
+                measured_label,
+            )
     # The paper's counts: one legend entry per group of marks (the label's part before ':'),
     # which lists the group's values and their bins, so that no number is written on the axes.
     points: dict[str, list[tuple[float, float]]] = {}
@@ -414,8 +522,16 @@ def _histogram(ax, df, y, vs, series, marks, thumbnail, measured=None, measured_
             points.setdefault(label.split(":")[0].strip() if label else "", []).append((mx, my))
     for k, (group, pts) in enumerate(points.items()):
         listed = ", ".join(f"{y:g} at {x:g}" for x, y in pts)
-        ax.plot([x + width / 2 for x, _ in pts], [y for _, y in pts], marker=_POINT_MARKERS[k % len(_POINT_MARKERS)],
-                ms=9, color=PAPER_COLOR, ls="none", zorder=5, label=f"paper: {group}: {listed}" if group else f"paper: {listed}")
+        ax.plot(
+            [x + width / 2 for x, _ in pts],
+            [y for _, y in pts],
+            marker=_POINT_MARKERS[k % len(_POINT_MARKERS)],
+            ms=9,
+            color=PAPER_COLOR,
+            ls="none",
+            zorder=5,
+            label=f"paper: {group}: {listed}" if group else f"paper: {listed}",
+        )
         values += [y for _, y in pts]
     last_v = None
     nv = 0
@@ -442,8 +558,18 @@ def _histogram_measured(ax, m, d, cols, xs, series, label, color, measured_label
     if m.empty or any(c not in m for _, c in cols):
         return []
     means = [float(m[c].mean()) for _, c in cols]
-    ax.plot(xs, means, ls="--", lw=0.9, marker="o", ms=4, mfc="white", color=color, zorder=4,
-            label=f"{measured_label}: {label} (mean over {len(m)} runs)")
+    ax.plot(
+        xs,
+        means,
+        ls="--",
+        lw=0.9,
+        marker="o",
+        ms=4,
+        mfc="white",
+        color=color,
+        zorder=4,
+        label=f"{measured_label}: {label} (mean over {len(m)} runs)",
+    )
     return means
 
 
@@ -457,8 +583,15 @@ def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
         if math.isnan(mean):
             undefined = True
             if not thumbnail:
-                ax.annotate("undefined", (i, 0), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7,
-                            color="grey")
+                ax.annotate(
+                    "undefined",
+                    (i, 0),
+                    textcoords="offset points",
+                    xytext=(0, 3),
+                    ha="center",
+                    fontsize=7,
+                    color="grey",
+                )
             continue
         ax.bar([i], [mean], width=0.6, label="simulated (mean over seeds)" if i == 0 else None, color="C0", alpha=0.8)
         values.append(mean)
@@ -473,7 +606,17 @@ def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
             labels.append((i, mean))
     ax.set_xticks(list(pos), vs)
     if seeds_max > 1:
-        notes.append(Line2D([], [], color="C0", marker="_", ms=10, ls="-", label=f"error bar: range over the {seeds_max} seeds (min to max)"))
+        notes.append(
+            Line2D(
+                [],
+                [],
+                color="C0",
+                marker="_",
+                ms=10,
+                ls="-",
+                label=f"error bar: range over the {seeds_max} seeds (min to max)",
+            )
+        )
     if undefined:
         notes.append(_gap_note())
     labelled: set[str] = set()
@@ -485,22 +628,43 @@ def _bars(ax, df, y, vs, marks, notes, thumbnail) -> list[float]:
         if m.get("variant") in vs:
             i = vs.index(m["variant"])
             tag = f"paper: {label}" if label else "paper (published value)"
-            ax.plot([i - 0.35, i + 0.35], [my, my], color=PAPER_COLOR, lw=2.5,
-                    label=None if tag in labelled else tag, zorder=5)
+            ax.plot(
+                [i - 0.35, i + 0.35],
+                [my, my],
+                color=PAPER_COLOR,
+                lw=2.5,
+                label=None if tag in labelled else tag,
+                zorder=5,
+            )
             labelled.add(tag)
             values.append(my)
         elif m.get("variant") is None:
-            ax.axhline(my, color=PAPER_COLOR, ls=_HLINE_STYLES[nh % len(_HLINE_STYLES)], lw=1.2,
-                       label="paper: " + (label or f"{my:g}"))
+            ax.axhline(
+                my,
+                color=PAPER_COLOR,
+                ls=_HLINE_STYLES[nh % len(_HLINE_STYLES)],
+                lw=1.2,
+                label="paper: " + (label or f"{my:g}"),
+            )
             nh += 1
             values.append(my)
     top = max([v for v in values if math.isfinite(v)] or [1.0])
     for i, mean in labels:
         if mean >= 0.15 * top:
             # Inside a tall bar, where no paper mark or error bar is drawn.
-            ax.annotate(f"{mean:.4g}", (i, mean / 2), ha="center", va="center", fontsize=8, color="white", fontweight="bold")
+            ax.annotate(
+                f"{mean:.4g}", (i, mean / 2), ha="center", va="center", fontsize=8, color="white", fontweight="bold"
+            )
         else:
             # A short bar: beside it, clear of the axis and of the tick label below.
-            ax.annotate(f"{mean:.4g}", (i, mean), textcoords="offset points", xytext=(22, 4), ha="left", va="bottom",
-                        fontsize=8, color="C0")
+            ax.annotate(
+                f"{mean:.4g}",
+                (i, mean),
+                textcoords="offset points",
+                xytext=(22, 4),
+                ha="left",
+                va="bottom",
+                fontsize=8,
+                color="C0",
+            )
     return values

@@ -129,7 +129,7 @@ def figures_of(inf: dict) -> list[dict]:
 
 
 def censored(side: dict, inf: dict, value) -> str:
-    """"≥ " when `value` is a swept key's largest value reached by a `max` over it (the true value
+    """ "≥ " when `value` is a swept key's largest value reached by a `max` over it (the true value
     lies at or beyond the end of the sweep), "≤ " for the smallest by a `min`; else ""."""
     if value is None or not side:
         return ""
@@ -160,8 +160,10 @@ def _finding_html(c: dict) -> str:
         label = "why not applicable" if v == "not_applicable" else "finding"
         stale = ""
         if c.get("finding_stale"):
-            stale = (f' <span class="stale" title="its own numbers were measured on model {html.escape(c.get("finding_model") or "")}; '
-                     'the model has changed since: re-check them">stale</span>')
+            stale = (
+                f' <span class="stale" title="its own numbers were measured on model {html.escape(c.get("finding_model") or "")}; '
+                'the model has changed since: re-check them">stale</span>'
+            )
         out += f'<span class="finding"><b>{label}:</b> {html.escape(c["finding"])}{stale}</span>'
     if c.get("detail"):
         out += f"<details><summary>detail</summary>{html.escape(c['detail'])}</details>"
@@ -183,21 +185,26 @@ def _claims_table(claims: list[dict], tid: str, specs: dict) -> str:
         seeds = c.get("seeds") or 1
         judged = ""
         if c.get("paired") and seeds > 1 and c.get("judged_mean") is not None:
-            judged = (f"<br><small>paired {html.escape(c.get('judged', ''))}: "
-                      f"{_ci(c['judged_mean'], c.get('judged_ci'), seeds)}</small>")
+            judged = (
+                f"<br><small>paired {html.escape(c.get('judged', ''))}: "
+                f"{_ci(c['judged_mean'], c.get('judged_ci'), seeds)}</small>"
+            )
         held = c.get("held")
         held_s = "–" if held is None else f"{held * 100:.0f}% of {seeds}"
-        reading = f" <small>[reading: {html.escape(c['reading'])}{'' if c.get('primary', True) else ', alternative'}]</small>" \
-            if c.get("reading") else ""
+        reading = (
+            f" <small>[reading: {html.escape(c['reading'])}{'' if c.get('primary', True) else ', alternative'}]</small>"
+            if c.get("reading")
+            else ""
+        )
         sim_b = censored(spec, inf, c.get("sim")) if inf else ""
         rhs_b = censored(spec.get("rhs") or {}, inf, c.get("rhs")) if inf else ""
         rows.append(
             f'<tr class="{v}"><td class="verdict">{VERDICTS[v]}</td>'
             f"<td>{html.escape(c['scenario'])}</td><td>{html.escape(c['claim'])}{reading}{_finding_html(c)}</td>"
-            f"<td>{html.escape(c.get('paper') or '')}</td><td class=\"num\">{_fmt(c.get('paper_value'))}</td>"
-            f"<td class=\"num\">{_ci(c.get('sim'), c.get('sim_ci'), seeds, sim_b)}</td>"
-            f"<td class=\"num\">{op} {_ci(c.get('rhs'), c.get('rhs_ci'), seeds, rhs_b)}{judged}</td>"
-            f"<td class=\"num\">{held_s}</td></tr>"
+            f'<td>{html.escape(c.get("paper") or "")}</td><td class="num">{_fmt(c.get("paper_value"))}</td>'
+            f'<td class="num">{_ci(c.get("sim"), c.get("sim_ci"), seeds, sim_b)}</td>'
+            f'<td class="num">{op} {_ci(c.get("rhs"), c.get("rhs_ci"), seeds, rhs_b)}{judged}</td>'
+            f'<td class="num">{held_s}</td></tr>'
         )
     return (
         f'<table class="claims" id="{tid}"><thead><tr><th>verdict</th><th>scenario</th><th>claim and finding</th>'
@@ -226,19 +233,30 @@ def _calibration_html(inf: dict) -> str:
     for p in params:
         v = values.get(p["name"])
         off = f" (+{_fmt(p['offset'])})" if p.get("offset") else ""
-        rows.append(f"<tr><td><code>{html.escape(p['name'])}</code></td><td><code>{html.escape(p['key'])}</code>{off}</td>"
-                    f"<td class=\"num\">{_fmt(p['min'])} … {_fmt(p['max'])}</td><td class=\"num\">{_fmt(v) if v is not None else 'not fitted'}</td>"
-                    f"<td>{html.escape(p.get('source') or '')}</td></tr>")
+        rows.append(
+            f"<tr><td><code>{html.escape(p['name'])}</code></td><td><code>{html.escape(p['key'])}</code>{off}</td>"
+            f'<td class="num">{_fmt(p["min"])} … {_fmt(p["max"])}</td><td class="num">{_fmt(v) if v is not None else "not fitted"}</td>'
+            f"<td>{html.escape(p.get('source') or '')}</td></tr>"
+        )
     if ov:
-        how = ", ".join(f"{html.escape(str(k))}: {html.escape(str(fit[k]))}" for k in
-                        ["date", "optimizer", "evaluations", "objective", "objective_start", "seeds"] if k in fit)
-        head = (f"<p><b>Calibration</b> (overlay <code>{html.escape(_overlay_name(ov, cal))}</code>): fitted to this scenario's and "
-                f"its siblings' <i>calibration</i> claims only. {how}</p>")
+        how = ", ".join(
+            f"{html.escape(str(k))}: {html.escape(str(fit[k]))}"
+            for k in ["date", "optimizer", "evaluations", "objective", "objective_start", "seeds"]
+            if k in fit
+        )
+        head = (
+            f"<p><b>Calibration</b> (overlay <code>{html.escape(_overlay_name(ov, cal))}</code>): fitted to this scenario's and "
+            f"its siblings' <i>calibration</i> claims only. {how}</p>"
+        )
     else:
-        head = (f"<p><b>Calibration: not calibrated</b> (no overlay <code>calibration/{html.escape(cal['name'])}.toml</code>; "
-                "the scenario's own values were used; run <code>hostsim calibrate</code>).</p>")
-    return (head + '<table class="calib"><thead><tr><th>parameter</th><th>key</th><th>bounds</th><th>value</th>'
-            f"<th>source of the bounds</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        head = (
+            f"<p><b>Calibration: not calibrated</b> (no overlay <code>calibration/{html.escape(cal['name'])}.toml</code>; "
+            "the scenario's own values were used; run <code>hostsim calibrate</code>).</p>"
+        )
+    return (
+        head + '<table class="calib"><thead><tr><th>parameter</th><th>key</th><th>bounds</th><th>value</th>'
+        f"<th>source of the bounds</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def fitted(inf: dict) -> bool:
@@ -250,12 +268,18 @@ def fitted(inf: dict) -> bool:
 def _calibration_note(names: list[str], infos_by_name: dict) -> str:
     fit = [n for n in names if fitted(infos_by_name[n])]
     if fit and len(fit) == len(names):
-        return ("about the baseline system; parameters were fitted to these (see each scenario's calibration table), "
-                "so agreement here is by construction, not a reproduction")
+        return (
+            "about the baseline system; parameters were fitted to these (see each scenario's calibration table), "
+            "so agreement here is by construction, not a reproduction"
+        )
     if fit:
-        return (f"about the baseline system; parameters were fitted to those of {', '.join(fit)} (agreement there is by "
-                "construction); nothing was fitted to the others")
-    return "about the baseline system; nothing was fitted to them (no calibrated parameters): each is a test of the model"
+        return (
+            f"about the baseline system; parameters were fitted to those of {', '.join(fit)} (agreement there is by "
+            "construction); nothing was fitted to the others"
+        )
+    return (
+        "about the baseline system; nothing was fitted to them (no calibrated parameters): each is a test of the model"
+    )
 
 
 def _scenario_info(d: Path) -> dict:
@@ -324,8 +348,10 @@ def build(out: str | Path, log=None) -> Path:
             ext = inf.get("extends")
             if ext:
                 paper = f"paper {PAPERS[ext]['number']} ({ext})" if ext in PAPERS else ext
-                body.append(f'<h3 class="extension" id="scenario-{d.name}">{html.escape(d.name)} <small>— extends '
-                            f"{html.escape(paper)}, not a reproduction</small></h3>")
+                body.append(
+                    f'<h3 class="extension" id="scenario-{d.name}">{html.escape(d.name)} <small>— extends '
+                    f"{html.escape(paper)}, not a reproduction</small></h3>"
+                )
             else:
                 body.append(f'<h3 id="scenario-{d.name}">{html.escape(d.name)}</h3>')
             body.append(f"<p>{html.escape(inf['description'])}</p>")
@@ -338,10 +364,16 @@ def build(out: str | Path, log=None) -> Path:
                 body.append(
                     f'<figure class="fig"><img src="figures/{name}" alt="{cap}" '
                     f"onload=\"this.dataset.loaded='1'\"><figcaption>{cap}. Colours: simulated; "
-                    + ("dashed squares: measured (" + html.escape(spec.get("measured_label") or "measured") + "); "
-                       if drawn["measured"] is not None else "")
-                    + ("black: values taken from the paper (no paper measured this setting)." if ext
-                       else "black: the paper's published values.")
+                    + (
+                        "dashed squares: measured (" + html.escape(spec.get("measured_label") or "measured") + "); "
+                        if drawn["measured"] is not None
+                        else ""
+                    )
+                    + (
+                        "black: values taken from the paper (no paper measured this setting)."
+                        if ext
+                        else "black: the paper's published values."
+                    )
                     + "</figcaption></figure>"
                 )
                 if log:
@@ -367,7 +399,7 @@ def build(out: str | Path, log=None) -> Path:
     if font is None and any(_fonts.is_cjk(ch) for ch in text) and log:
         log("  warning: no CJK font found (apt-get install fonts-ipaexfont-gothic): Japanese may show as boxes")
     page = (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>hostsim report</title>"
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>hostsim report</title>'
         f"<style>{font_css}{CSS.replace('{cjk}', _fonts.FAMILY)}</style></head><body>{text}</body></html>\n"
     )
     (rep / "index.html").write_text(page)
@@ -388,7 +420,11 @@ def live_points(d: Path, df: pd.DataFrame, figures: list[dict]) -> list[tuple[st
         if not path.exists():
             continue
         x, mx = specs[0]["x"], specs[0].get("measured_x")
-        ys = list(dict.fromkeys((s["y"], s.get("measured_y") or s["y"]) for s in specs if s.get("x") == x and s.get("measured_x") == mx))
+        ys = list(
+            dict.fromkeys(
+                (s["y"], s.get("measured_y") or s["y"]) for s in specs if s.get("x") == x and s.get("measured_x") == mx
+            )
+        )
         t = plot.measured_vs_model(df, pd.read_csv(path), x, mx, ys)
         if not t.empty:
             out.append((name, t))
@@ -401,10 +437,19 @@ def _live_points_html(d: Path, df: pd.DataFrame, figures: list[dict]) -> str:
     parts = []
     for name, t in live_points(d, df, figures):
         ys = [c[: -len("_model")] for c in t.columns if c.endswith("_model")]
-        label = next((s.get("measured_label") for s in figures if s.get("measured") and Path(s["measured"]).name == name), None) or "measured"
+        label = (
+            next(
+                (s.get("measured_label") for s in figures if s.get("measured") and Path(s["measured"]).name == name),
+                None,
+            )
+            or "measured"
+        )
         key = t.columns[3]
-        head = ("<tr><th>placement</th><th>variant</th><th>offered</th><th>achieved</th><th>reps</th>"
-                + "".join(f"<th>{html.escape(y)}: {html.escape(label)}</th><th>model</th>" for y in ys) + "</tr>")
+        head = (
+            "<tr><th>placement</th><th>variant</th><th>offered</th><th>achieved</th><th>reps</th>"
+            + "".join(f"<th>{html.escape(y)}: {html.escape(label)}</th><th>model</th>" for y in ys)
+            + "</tr>"
+        )
         body = []
         for r in t.to_dict("records"):
             # A model value outside its swept points is not read off the curve: "–", as the
@@ -414,32 +459,41 @@ def _live_points_html(d: Path, df: pd.DataFrame, figures: list[dict]) -> str:
             # Valid repetitions, and "of all" where some were left out.
             reps = f"{int(r['reps'])}/{int(r['reps']) + int(r['invalid'])}" if r["invalid"] else str(int(r["reps"]))
             cells = "".join(f"<td>{dash(r[y])}</td><td>{dash(r[y + '_model'])}</td>" for y in ys)
-            body.append(f"<tr><td>{html.escape(str(r['placement'] or '–'))}</td><td>{html.escape(str(r['measured_variant']))}</td>"
-                        f"<td>{_fmt(r[key])}</td><td>{dash(r['measured_x'])}</td><td>{reps}</td>{cells}</tr>")
+            body.append(
+                f"<tr><td>{html.escape(str(r['placement'] or '–'))}</td><td>{html.escape(str(r['measured_variant']))}</td>"
+                f"<td>{_fmt(r[key])}</td><td>{dash(r['measured_x'])}</td><td>{reps}</td>{cells}</tr>"
+            )
         parts.append(
             f'<table class="claims live-points" id="live-points-{html.escape(d.name)}"><caption>{html.escape(label)} '
             f"({html.escape(name)}) point by point, the model's prediction beside each: the model's mean over its seeds of the "
             f"variant drawn in that colour, read at the rate the {html.escape(label)} run achieved by linear interpolation "
             "between its swept points (– outside them); the measured value is the mean of its valid repetitions "
             "(<i>reps</i> 2/3: one of three left out because the generator fell below its rate).</caption>"
-            f"<thead>{head}</thead><tbody>{''.join(body)}</tbody></table>")
+            f"<thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+        )
     return "".join(parts)
 
 
 def _section_head(pid: str) -> str:
     if pid == EXTENSIONS:
-        return ('<section class="paper" id="extensions"><h2>Extensions: the papers\' experiments carried '
-                "further (not reproductions)</h2><p class=\"mechanism\">Each of these runs a paper's experiment on "
-                "another machine, kernel or mechanism than the paper had. No paper measured them: their claims state "
-                "what the model predicts, and marks show only the paper's own inputs.</p>")
+        return (
+            '<section class="paper" id="extensions"><h2>Extensions: the papers\' experiments carried '
+            'further (not reproductions)</h2><p class="mechanism">Each of these runs a paper\'s experiment on '
+            "another machine, kernel or mechanism than the paper had. No paper measured them: their claims state "
+            "what the model predicts, and marks show only the paper's own inputs.</p>"
+        )
     if pid == LIVE:
-        return ('<section class="paper" id="live"><h2>Live experiments: a mechanism on this machine\'s kernel, and '
-                "its model twin</h2><p class=\"mechanism\">The model twin runs on a profile of the machine the live "
-                "experiment ran on, calibrated on the live baseline only; dashed lines are the live measurements.</p>")
+        return (
+            '<section class="paper" id="live"><h2>Live experiments: a mechanism on this machine\'s kernel, and '
+            'its model twin</h2><p class="mechanism">The model twin runs on a profile of the machine the live '
+            "experiment ran on, calibrated on the live baseline only; dashed lines are the live measurements.</p>"
+        )
     if pid:
         p = PAPERS[pid]
-        return (f'<section class="paper" id="paper-{pid}"><h2>paper {p["number"]} — {html.escape(p["title"])} '
-                f'(<code>{pid}</code>)</h2><p class="mechanism">{html.escape(p["mechanism"])}</p>')
+        return (
+            f'<section class="paper" id="paper-{pid}"><h2>paper {p["number"]} — {html.escape(p["title"])} '
+            f'(<code>{pid}</code>)</h2><p class="mechanism">{html.escape(p["mechanism"])}</p>'
+        )
     return '<section class="paper" id="paper-other"><h2>Reference experiments</h2>'
 
 
@@ -456,7 +510,8 @@ def _head(claims, nscen, nfig, rows, thumbs) -> str:
         "means the 95% interval straddles the claim's boundary; claims the model cannot test are counted apart). "
         "Every claim the model does not reproduce is listed as failing, with what was found about why"
         + (f"; {stale} findings are marked stale (measured on another model)" if stale else "")
-        + ".</p>" + _summary.summary_html(rows, thumbs)
+        + ".</p>"
+        + _summary.summary_html(rows, thumbs)
     )
 
 

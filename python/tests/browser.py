@@ -37,10 +37,25 @@ class Browser:
             os.dup2(from_chrome_w, 4)
 
         self.proc = subprocess.Popen(
-            [chromium_exe(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-             "--remote-debugging-pipe", f"--user-data-dir={profile_dir}", "about:blank"],
-            pass_fds=(3, 4), preexec_fn=fds, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                chromium_exe(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile_dir}",
+                "about:blank",
+            ],
+            pass_fds=(3, 4),
+            preexec_fn=fds,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self.timeout_s = timeout_s
@@ -109,10 +124,15 @@ class Browser:
     def open(self, url: str, width: int = 1366, height: int = 768) -> None:
         """A new tab of `width` x `height` CSS pixels on `url`, once it has loaded."""
         target = self.call("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
         self.events.clear()
         self.call("Page.navigate", {"url": url})
         self.wait_event("Page.loadEventFired")
@@ -120,7 +140,9 @@ class Browser:
         self.eval("document.fonts.ready.then(() => true)", await_promise=True)
 
     def eval(self, expression: str, await_promise: bool = False):
-        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": await_promise})
+        r = self.call(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": await_promise}
+        )
         if "exceptionDetails" in r:
             raise RuntimeError(f"{expression[:80]}: {r['exceptionDetails']}")
         return r["result"].get("value")

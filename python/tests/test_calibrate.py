@@ -103,8 +103,21 @@ def test_calibrate_fits_only_calibration_claims_and_the_overlay_is_applied(tmp_p
 def test_calibrate_command_line(hostsim_bin, tmp_path):
     p = _scenario(tmp_path)
     env = dict(os.environ, HOSTSIM_PYTHON=sys.executable)
-    r = cli(hostsim_bin, "calibrate", p, "--trials", "2", "--refine", "0", "--jobs", "2", "--start", "work_ns=6000",
-            "--dry-run", env=env)
+    r = cli(
+        hostsim_bin,
+        "calibrate",
+        p,
+        "--trials",
+        "2",
+        "--refine",
+        "0",
+        "--jobs",
+        "2",
+        "--start",
+        "work_ns=6000",
+        "--dry-run",
+        env=env,
+    )
     assert r.stdout.startswith("# Calibration overlay written by `hostsim calibrate")
     assert "[values]\nwork_ns = " in r.stdout and "[fit]" in r.stdout
     assert "--start work_ns=6000" in r.stdout and 'start = { "work_ns" = 6000.0 }' in r.stdout, r.stdout
@@ -117,10 +130,16 @@ def test_calibration_refuses_a_module_built_from_other_model_sources(tmp_path):
     """`hostsim calibrate` passes its MODEL_SOURCE_ID; a fit through a stale `_native` (built from
     other sources than the CLI) would calibrate another model, so it stops before any run."""
     import subprocess
+
     p = _scenario(tmp_path)
     env = dict(os.environ, HOSTSIM_CLI_MODEL_SOURCE_ID="0123456789abcdef")
-    r = subprocess.run([sys.executable, "-m", "hostsim.calibration", str(p), "--trials", "1", "--refine", "0"],
-                       env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "hostsim.calibration", str(p), "--trials", "1", "--refine", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r
     assert "built from other model sources" in r.stderr and "0123456789abcdef" in r.stderr, r.stderr
     assert hostsim._native.MODEL_SOURCE_ID in r.stderr

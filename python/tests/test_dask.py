@@ -26,8 +26,9 @@ def free_port() -> int:
 
 def start(args, log: Path) -> subprocess.Popen:
     # Own process group, so a kill takes the worker's nanny and its child process too.
-    return subprocess.Popen(DASK + args, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
-                            cwd=ROOT)
+    return subprocess.Popen(
+        DASK + args, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT
+    )
 
 
 def stop(p: subprocess.Popen, sig=signal.SIGTERM) -> None:

@@ -19,8 +19,11 @@ def claims(out):
 def test_every_claim_that_does_not_pass_has_a_finding(reproduced):
     # A model change that flips a claim to failing (or inconclusive, or not testable) must bring
     # the finding that says why.
-    missing = [f"{c['scenario']}: {c['claim']} ({c['verdict']})" for c in claims(reproduced)
-               if c["verdict"] != "pass" and not c["finding"].strip()]
+    missing = [
+        f"{c['scenario']}: {c['claim']} ({c['verdict']})"
+        for c in claims(reproduced)
+        if c["verdict"] != "pass" and not c["finding"].strip()
+    ]
     assert not missing, "claims without a finding:\n" + "\n".join(missing)
 
 
@@ -42,7 +45,9 @@ def test_a_sentence_has_one_primary_reading(reproduced):
     for c in claims(reproduced):
         by_sentence.setdefault((c["scenario"], c["claim_id"]), []).append(c)
     for (scenario, sentence), cs in by_sentence.items():
-        assert sum(c["primary"] for c in cs) == 1, f"{scenario}: `{sentence}` has {sum(c['primary'] for c in cs)} primary readings"
+        assert sum(c["primary"] for c in cs) == 1, (
+            f"{scenario}: `{sentence}` has {sum(c['primary'] for c in cs)} primary readings"
+        )
         if len(cs) > 1:
             assert all(c["reading"] for c in cs), f"{scenario}: `{sentence}`: every reading is named"
 

@@ -20,8 +20,18 @@ def live_frame():
         for v in ("off", "on", "supp"):
             for rate, sent in ((1000, 1000.0), (600000, 594000.0)):
                 for rep, dy in ((1, -10.0), (2, 10.0)):
-                    rows.append({"variant": v, "placement": p, KEY: rate, "rep": rep, "floodclients_sent_pps": sent + rep,
-                                 "bw_rx_pps": {"off": 30000.0, "on": 33000.0, "supp": 31000.0}[v] + (p == "threaded") * 500 + dy})
+                    rows.append(
+                        {
+                            "variant": v,
+                            "placement": p,
+                            KEY: rate,
+                            "rep": rep,
+                            "floodclients_sent_pps": sent + rep,
+                            "bw_rx_pps": {"off": 30000.0, "on": 33000.0, "supp": 31000.0}[v]
+                            + (p == "threaded") * 500
+                            + dy,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -45,9 +55,15 @@ def test_placement_variants_take_their_own_rows():
 
 def test_figure_draws_each_placement_variant_in_its_model_colour():
     live, model = live_frame(), model_frame()
-    fig = plot.figure(model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps")
+    fig = plot.figure(
+        model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps"
+    )
     lines = {str(ln.get_label()): ln for ln in fig.axes[0].lines}
-    assert set(k for k in lines if k.startswith("live")) == {"live: off (rps)", "live: on (rps)", "live: off (threaded)"}
+    assert set(k for k in lines if k.startswith("live")) == {
+        "live: off (rps)",
+        "live: on (rps)",
+        "live: off (threaded)",
+    }
     for sim, meas in (("rps-off", "live: off (rps)"), ("threaded-off", "live: off (threaded)")):
         assert lines[meas].get_color() == lines[f"simulated: {sim}"].get_color()
     want = live[(live["variant"] == "off") & (live["placement"] == "threaded")].groupby(KEY)["bw_rx_pps"].mean().values
@@ -60,7 +76,9 @@ def test_model_beside_each_live_point_is_read_at_the_achieved_rate():
     t = plot.measured_vs_model(model, live, KEY, "floodclients_sent_pps", ["bw_rx_pps", "not_a_metric"])
     assert "not_a_metric" not in t and "not_a_metric_model" not in t
     # One row per (variant the model has, live rate); the live variants without a model form are left out.
-    assert sorted(zip(t["variant"], t[KEY])) == sorted((v, r) for v in ("rps-off", "rps-on", "threaded-off") for r in (1000, 600000))
+    assert sorted(zip(t["variant"], t[KEY])) == sorted(
+        (v, r) for v in ("rps-off", "rps-on", "threaded-off") for r in (1000, 600000)
+    )
     r = t[(t["variant"] == "threaded-off") & (t[KEY] == 600000)].iloc[0]
     assert r["placement"] == "threaded" and r["measured_variant"] == "off" and r["reps"] == 2
     assert r["measured_x"] == 594001.5
@@ -86,8 +104,16 @@ def test_report_table_under_the_figures(tmp_path):
     d.mkdir()
     live_frame().to_csv(d / "ozaki-pbq.csv", index=False)
     model = model_frame()
-    figs = [{"title": "bw", "x": KEY, "y": "bw_rx_pps", "measured": "live/ozaki-pbq.csv", "measured_label": "live",
-             "measured_x": "floodclients_sent_pps"}]
+    figs = [
+        {
+            "title": "bw",
+            "x": KEY,
+            "y": "bw_rx_pps",
+            "measured": "live/ozaki-pbq.csv",
+            "measured_label": "live",
+            "measured_x": "floodclients_sent_pps",
+        }
+    ]
     [(name, t)] = report.live_points(d, model, figs)
     assert name == "ozaki-pbq.csv" and len(t) == 6
     page = report._live_points_html(d, model, figs)
@@ -107,10 +133,19 @@ def test_measured_y_names_the_live_column_for_the_models_metric(tmp_path):
     # tabulates that column beside the model's metric (issue 30).
     live = live_frame().rename(columns={"bw_rx_pps": "bw_live_pps"})
     model = model_frame()
-    fig = plot.figure(model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps",
-                      measured_y="bw_live_pps")
+    fig = plot.figure(
+        model,
+        "bw_rx_pps",
+        x=KEY,
+        measured=live,
+        measured_label="live",
+        measured_x="floodclients_sent_pps",
+        measured_y="bw_live_pps",
+    )
     lines = {str(ln.get_label()): ln for ln in fig.axes[0].lines}
-    want = live[(live["variant"] == "off") & (live["placement"] == "threaded")].groupby(KEY)["bw_live_pps"].mean().values
+    want = (
+        live[(live["variant"] == "off") & (live["placement"] == "threaded")].groupby(KEY)["bw_live_pps"].mean().values
+    )
     assert list(lines["live: off (threaded)"].get_ydata()) == list(want)
     plt.close(fig)
     t = plot.measured_vs_model(model, live, KEY, "floodclients_sent_pps", [("bw_rx_pps", "bw_live_pps")])
@@ -122,8 +157,17 @@ def test_measured_y_names_the_live_column_for_the_models_metric(tmp_path):
     d = tmp_path / "live-twin"
     d.mkdir()
     live.to_csv(d / "ozaki-pbq.csv", index=False)
-    figs = [{"title": "bw", "x": KEY, "y": "bw_rx_pps", "measured": "live/ozaki-pbq.csv", "measured_label": "live",
-             "measured_x": "floodclients_sent_pps", "measured_y": "bw_live_pps"}]
+    figs = [
+        {
+            "title": "bw",
+            "x": KEY,
+            "y": "bw_rx_pps",
+            "measured": "live/ozaki-pbq.csv",
+            "measured_label": "live",
+            "measured_x": "floodclients_sent_pps",
+            "measured_y": "bw_live_pps",
+        }
+    ]
     [(_, t)] = report.live_points(d, model, figs)
     assert "bw_rx_pps_model" in t and len(t) == 6
 
@@ -144,18 +188,32 @@ def test_invalid_repetitions_are_left_out_and_counted(tmp_path):
     assert r["bw_rx_pps"] == 30500.0 - 10.0 and r["measured_x"] == 594001.0  # rep 1 alone
     r = t[(t["variant"] == "rps-off") & (t[KEY] == 600000)].iloc[0]
     assert (r["reps"], r["invalid"]) == (0, 2) and math.isnan(r["bw_rx_pps"]) and math.isnan(r["bw_rx_pps_model"])
-    fig = plot.figure(model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps")
+    fig = plot.figure(
+        model, "bw_rx_pps", x=KEY, measured=live, measured_label="live", measured_x="floodclients_sent_pps"
+    )
     lines = {str(ln.get_label()): ln for ln in fig.axes[0].lines}
     assert list(lines["live: off (threaded)"].get_ydata()) == [30500.0, 30490.0]
     assert list(lines["live: off (rps)"].get_xdata()) == [1001.5], "the point with no valid repetition is not drawn"
-    texts = [t.get_text() for lg in fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()] for t in lg.get_texts()]
+    texts = [
+        t.get_text()
+        for lg in fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+        for t in lg.get_texts()
+    ]
     assert any("3 invalid live repetitions left out" in x for x in texts), texts
     plt.close(fig)
     d = tmp_path / "live-twin"
     d.mkdir()
     live.to_csv(d / "ozaki-pbq.csv", index=False)
-    figs = [{"title": "bw", "x": KEY, "y": "bw_rx_pps", "measured": "live/ozaki-pbq.csv", "measured_label": "live",
-             "measured_x": "floodclients_sent_pps"}]
+    figs = [
+        {
+            "title": "bw",
+            "x": KEY,
+            "y": "bw_rx_pps",
+            "measured": "live/ozaki-pbq.csv",
+            "measured_label": "live",
+            "measured_x": "floodclients_sent_pps",
+        }
+    ]
     page = report._live_points_html(d, model, figs)
     assert "<td>threaded</td><td>off</td><td>600,000</td><td>594,001</td><td>1/2</td><td>30,490</td>" in page
     assert "<td>rps</td><td>off</td><td>600,000</td><td>–</td><td>0/2</td><td>–</td><td>–</td>" in page

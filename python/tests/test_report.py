@@ -39,17 +39,21 @@ def page(reproduced, tmp_path_factory):
 
 
 def test_summary_fits_the_window_and_says_what_expectations_json_says(reproduced, page):
-    box = page.eval("(() => { const r = document.getElementById('summary-table').getBoundingClientRect();"
-                    " return [r.top, r.bottom, innerHeight, innerWidth, document.documentElement.scrollWidth]; })()")
+    box = page.eval(
+        "(() => { const r = document.getElementById('summary-table').getBoundingClientRect();"
+        " return [r.top, r.bottom, innerHeight, innerWidth, document.documentElement.scrollWidth]; })()"
+    )
     top, bottom, height, width, scroll_width = box
     assert bottom <= height, f"the summary ends at {bottom:.0f} px, below the {height} px window"
     assert scroll_width <= width, "the page scrolls sideways"
     page.screenshot(reproduced / "report" / "summary-1366x768.png")
-    rows = page.eval("[...document.querySelectorAll('#summary-table tbody tr')].map(tr => ({"
-                     " key: tr.dataset.key, scenarios: tr.dataset.scenarios.split(' '),"
-                     " cells: [...tr.querySelectorAll('td.tally')].map(td => [td.dataset.role, +td.dataset.passed,"
-                     " +td.dataset.judged, +td.dataset.notApplicable, td.textContent]),"
-                     " href: tr.querySelector('td.name a').getAttribute('href') }))")
+    rows = page.eval(
+        "[...document.querySelectorAll('#summary-table tbody tr')].map(tr => ({"
+        " key: tr.dataset.key, scenarios: tr.dataset.scenarios.split(' '),"
+        " cells: [...tr.querySelectorAll('td.tally')].map(td => [td.dataset.role, +td.dataset.passed,"
+        " +td.dataset.judged, +td.dataset.notApplicable, td.textContent]),"
+        " href: tr.querySelector('td.name a').getAttribute('href') }))"
+    )
     keys = [r["key"] for r in rows]
     # One row per paper, per extension or reference experiment, per live experiment.
     assert keys[:5] == [f"paper-{p}" for p in papers.PAPERS]
@@ -73,7 +77,10 @@ def test_summary_fits_the_window_and_says_what_expectations_json_says(reproduced
     for role in ("calibration", "prediction"):
         prim = [c for c in cs if c["role"] == role and c["primary"]]
         total = page.eval(f"document.getElementById('total-{role}').textContent")
-        assert total == f"{sum(c['verdict'] == 'pass' for c in prim)} / {sum(c['verdict'] != 'not_applicable' for c in prim)}"
+        assert (
+            total
+            == f"{sum(c['verdict'] == 'pass' for c in prim)} / {sum(c['verdict'] != 'not_applicable' for c in prim)}"
+        )
 
 
 def test_no_console_error_no_broken_image_and_japanese_renders(reproduced, page):
@@ -84,7 +91,9 @@ def test_no_console_error_no_broken_image_and_japanese_renders(reproduced, page)
     # Every CJK character on the page is in the embedded font, which the browser loaded.
     cjk = page.eval("[...new Set(document.body.innerText)].filter(c => c.codePointAt(0) >= 0x2E80).join('')")
     assert len(cjk) > 20, "the papers' Japanese quotes are on the page"
-    assert page.eval("[...document.fonts].filter(f => f.family.includes('hostsim-cjk')).map(f => f.status)") == ["loaded"]
+    assert page.eval("[...document.fonts].filter(f => f.family.includes('hostsim-cjk')).map(f => f.status)") == [
+        "loaded"
+    ]
     assert page.eval(f"document.fonts.check(\"14px 'hostsim-cjk'\", {json.dumps(cjk)})")
 
 
@@ -165,21 +174,29 @@ def test_figures_cannot_mislead(reproduced):
             if spec.get("kind") == "histogram" and m.get("y") is not None:
                 # A histogram lists a group's counts in one entry: "paper: 1024 B: 2 at 100, ...".
                 group, _, value = m["label"].partition(":")
-                assert any(t.startswith(f"paper: {group}:") and f"{value.strip()} at {m['x']:g}" in t for t in legend), \
-                    f"{where}: mark {m['label']!r} not in the legend"
+                assert any(
+                    t.startswith(f"paper: {group}:") and f"{value.strip()} at {m['x']:g}" in t for t in legend
+                ), f"{where}: mark {m['label']!r} not in the legend"
             else:
                 assert any(m["label"] in t for t in legend), f"{where}: mark {m['label']!r} not in the legend"
-        if ax.collections and any(type(c).__name__ in ("PolyCollection", "FillBetweenPolyCollection") for c in ax.collections):
-            assert any(t.startswith(("band:", "hatched:")) for t in legend), f"{where}: a band that does not say what it is"
+        if ax.collections and any(
+            type(c).__name__ in ("PolyCollection", "FillBetweenPolyCollection") for c in ax.collections
+        ):
+            assert any(t.startswith(("band:", "hatched:")) for t in legend), (
+                f"{where}: a band that does not say what it is"
+            )
         sims = [ln for ln in ax.lines if str(ln.get_label()).startswith("simulated:")]
         for i, a in enumerate(sims):
             for b in sims[:i]:
                 same = len(a.get_ydata()) == len(b.get_ydata()) and all(
-                    (x == y) or (x != x and y != y) for x, y in zip(a.get_ydata(), b.get_ydata()))
+                    (x == y) or (x != x and y != y) for x, y in zip(a.get_ydata(), b.get_ydata())
+                )
                 if same:
                     assert "same as" in a.get_label(), f"{where}: {a.get_label()} hides {b.get_label()}"
             if any(y != y for y in a.get_ydata()):
-                assert any(t.startswith("gap in a line") for t in legend), f"{where}: an undefined point drawn without saying so"
+                assert any(t.startswith("gap in a line") for t in legend), (
+                    f"{where}: an undefined point drawn without saying so"
+                )
         import matplotlib.pyplot as plt
 
         plt.close(fig)
@@ -197,22 +214,30 @@ def test_every_value_the_paper_gives_is_marked_on_its_figure(reproduced):
             on = [f for f in figs if f["y"] == e["metric"]]
             if pv is None or not on:
                 continue
-            if not any(abs(float(m.get("y") if m.get("y") is not None else m.get("ratio", float("nan"))) - pv) <= 1e-9 * max(1, abs(pv))
-                       for f in on for m in f.get("marks", [])):
+            if not any(
+                abs(float(m.get("y") if m.get("y") is not None else m.get("ratio", float("nan"))) - pv)
+                <= 1e-9 * max(1, abs(pv))
+                for f in on
+                for m in f.get("marks", [])
+            ):
                 missing.append(f"{d.name}: {e['claim']} ({pv:g})")
     assert not missing, "paper values not marked:\n" + "\n".join(missing)
 
 
 def test_censored_values_print_as_bounds(reproduced, page):
     # 004-Q1's maximum throughput is the top of the sweep: at least that, not that.
-    row = page.eval("[...document.querySelectorAll('tr.fail')].find(tr => tr.textContent.includes('004-Q1:')).textContent")
+    row = page.eval(
+        "[...document.querySelectorAll('tr.fail')].find(tr => tr.textContent.includes('004-Q1:')).textContent"
+    )
     assert "≥ 2,800" in row
 
 
 def test_prose_names_no_number_and_no_path(reproduced):
     for pid, p in papers.PAPERS.items():
         for k in ("line", "mechanism", "live"):
-            assert not re.search(r"\d", p.get(k) or ""), f"papers.py {pid}.{k} names a number: results come from expectations.json"
+            assert not re.search(r"\d", p.get(k) or ""), (
+                f"papers.py {pid}.{k} names a number: results come from expectations.json"
+            )
     texts = [(reproduced / "report" / "index.html").read_text()]
     texts += [f.read_text() for f in (reproduced / "report" / "figures").glob("*.svg")]
     for t in texts:
@@ -240,8 +265,10 @@ def test_readme_summary_is_the_reports(reproduced):
     block = _summary.readme_block((ROOT / "README.md").read_text())
     assert block is not None, "README has no report:summary block"
     want = _summary.readme_table(report.summary_rows(reproduced))
-    assert block == want, ("README's summary differs from this reproduce: run `python -m hostsim.report out "
-                           "--readme README.md` after `hostsim reproduce --out out`\n" + want)
+    assert block == want, (
+        "README's summary differs from this reproduce: run `python -m hostsim.report out "
+        "--readme README.md` after `hostsim reproduce --out out`\n" + want
+    )
     # Outside the generated block, the README's results section names no number.
     text = (ROOT / "README.md").read_text()
     section = text.split("<!-- report:results:begin -->", 1)[1].split("<!-- report:results:end -->", 1)[0]
@@ -252,7 +279,9 @@ def test_readme_summary_is_the_reports(reproduced):
 def test_a_scenario_that_extends_a_paper_goes_to_extensions_not_to_the_paper(hostsim_bin, tmp_path):
     # Named like a paper experiment, but `extends` it: the report must not file it as a reproduction.
     text = (ROOT / "scenarios" / "examples" / "livelock.toml").read_text()
-    text = 'extends = "ozaki-pbq"\n' + text.replace("duration_ms = 600", "duration_ms = 60").replace("warmup_ms = 100", "warmup_ms = 10")
+    text = 'extends = "ozaki-pbq"\n' + text.replace("duration_ms = 600", "duration_ms = 60").replace(
+        "warmup_ms = 100", "warmup_ms = 10"
+    )
     (tmp_path / "ozaki-pbq-elsewhere.toml").write_text(text)
     out = tmp_path / "out"
     cli(hostsim_bin, "sweep", tmp_path / "ozaki-pbq-elsewhere.toml", "--out", out / "ozaki-pbq-elsewhere")

@@ -21,13 +21,15 @@ def cli_error(hostsim_bin, *args) -> str:
     assert r.returncode == 1, r.stderr
     line = r.stderr.strip().splitlines()[-1]
     assert line.startswith("error: "), r.stderr
-    return line[len("error: "):]
+    return line[len("error: ") :]
 
 
 def test_errors_are_exceptions_with_the_cli_message(hostsim_bin, tmp_path):
     assert issubclass(hostsim.HostsimError, Exception)
     bad = tmp_path / "bad.toml"
-    bad.write_text('profile = "ideal-4"\nduration_ms = 100\n[[nic]]\nname = "eth0"\nrate_mbps = 1000\nrx_ring = 100000\n')
+    bad.write_text(
+        'profile = "ideal-4"\nduration_ms = 100\n[[nic]]\nname = "eth0"\nrate_mbps = 1000\nrx_ring = 100000\n'
+    )
     with pytest.raises(hostsim.HostsimError) as e:
         hostsim.run(bad)
     assert str(e.value) == cli_error(hostsim_bin, "run", bad, "--out", tmp_path / "o")
@@ -37,27 +39,32 @@ def test_errors_are_exceptions_with_the_cli_message(hostsim_bin, tmp_path):
     assert str(e.value) == cli_error(hostsim_bin, "run", tmp_path / "missing.toml", "--out", tmp_path / "o")
     with pytest.raises(hostsim.HostsimError) as e:
         hostsim.run(LIVELOCK, set={"traffic.load.rate_pps": float("nan")})
-    assert str(e.value) == cli_error(hostsim_bin, "run", LIVELOCK, "--set", "traffic.load.rate_pps=nan", "--out", tmp_path / "o")
+    assert str(e.value) == cli_error(
+        hostsim_bin, "run", LIVELOCK, "--set", "traffic.load.rate_pps=nan", "--out", tmp_path / "o"
+    )
 
 
-@pytest.mark.parametrize("call", [
-    lambda: hostsim.run(12345),
-    lambda: hostsim.run(LIVELOCK, seed="one"),
-    lambda: hostsim.run(LIVELOCK, seed=-1),
-    lambda: hostsim.run(LIVELOCK, seed=2**70),
-    lambda: hostsim.run(LIVELOCK, set=[1, 2]),
-    lambda: hostsim.run(LIVELOCK, set={"kernel.hz": object()}),
-    lambda: hostsim.run(LIVELOCK, variant="nosuch"),
-    lambda: hostsim.run(LIVELOCK, variant=3),
-    lambda: hostsim.run({"profile": "ideal-4", "duration_ms": float("inf")}),
-    lambda: hostsim.run({"profile": "ideal-4"}),
-    lambda: hostsim.sweep(LIVELOCK, jobs=0),
-    lambda: hostsim.sweep(LIVELOCK, jobs=-2),
-    lambda: hostsim.sweep(LIVELOCK, max_runs=3),
-    lambda: hostsim.sweep(LIVELOCK, resume=True),
-    lambda: hostsim.info(LIVELOCK, max_runs=-1),
-    lambda: hostsim.load("/nonexistent/scenario.toml"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: hostsim.run(12345),
+        lambda: hostsim.run(LIVELOCK, seed="one"),
+        lambda: hostsim.run(LIVELOCK, seed=-1),
+        lambda: hostsim.run(LIVELOCK, seed=2**70),
+        lambda: hostsim.run(LIVELOCK, set=[1, 2]),
+        lambda: hostsim.run(LIVELOCK, set={"kernel.hz": object()}),
+        lambda: hostsim.run(LIVELOCK, variant="nosuch"),
+        lambda: hostsim.run(LIVELOCK, variant=3),
+        lambda: hostsim.run({"profile": "ideal-4", "duration_ms": float("inf")}),
+        lambda: hostsim.run({"profile": "ideal-4"}),
+        lambda: hostsim.sweep(LIVELOCK, jobs=0),
+        lambda: hostsim.sweep(LIVELOCK, jobs=-2),
+        lambda: hostsim.sweep(LIVELOCK, max_runs=3),
+        lambda: hostsim.sweep(LIVELOCK, resume=True),
+        lambda: hostsim.info(LIVELOCK, max_runs=-1),
+        lambda: hostsim.load("/nonexistent/scenario.toml"),
+    ],
+)
 def test_bad_arguments_raise_hostsim_error(call):
     with pytest.raises(hostsim.HostsimError):
         call()
@@ -65,7 +72,10 @@ def test_bad_arguments_raise_hostsim_error(call):
 
 def test_too_many_runs_is_refused_before_anything_runs(hostsim_bin, tmp_path):
     d = hostsim.load(LIVELOCK)
-    d["sweep"] = {"traffic.load.rate_pps": list(range(1000, 101000, 1)), "kernel.netdev_max_backlog": list(range(1, 1001))}
+    d["sweep"] = {
+        "traffic.load.rate_pps": list(range(1000, 101000, 1)),
+        "kernel.netdev_max_backlog": list(range(1, 1001)),
+    }
     with pytest.raises(hostsim.HostsimError, match="= 200_000_000 runs, more than the limit of 10000"):
         hostsim.sweep(d, path=LIVELOCK)
 
@@ -87,12 +97,12 @@ def test_resume_recomputes_damaged_foreign_and_stray_points(tmp_path):
     full = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, set=SHORT)
     pts = sorted((tmp_path / "points").glob("*.json"))
     assert len(pts) == 24
-    pts[0].write_text("{}")                                   # parses, but is no point
-    pts[1].write_text(pts[1].read_text()[:40])                # truncated
-    pts[2].write_bytes(b"\xff\xfe garbage")                   # not even text
-    pts[3].write_text(pts[4].read_text())                     # another run's point under this name
-    (tmp_path / "points" / "1.json").write_text("{}")        # a stray file
-    (tmp_path / "sweep.json").write_text("{ torn")            # a damaged manifest
+    pts[0].write_text("{}")  # parses, but is no point
+    pts[1].write_text(pts[1].read_text()[:40])  # truncated
+    pts[2].write_bytes(b"\xff\xfe garbage")  # not even text
+    pts[3].write_text(pts[4].read_text())  # another run's point under this name
+    (tmp_path / "points" / "1.json").write_text("{}")  # a stray file
+    (tmp_path / "sweep.json").write_text("{ torn")  # a damaged manifest
     again = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, resume=True, set=SHORT)
     assert again.attrs["computed"] == 4
     assert again.attrs["csv"] == full.attrs["csv"]
@@ -100,26 +110,32 @@ def test_resume_recomputes_damaged_foreign_and_stray_points(tmp_path):
 
 def test_resume_never_reuses_points_of_another_scenario(tmp_path):
     hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, set=SHORT)
-    (tmp_path / "sweep.json").unlink()                        # nothing says whose points these are...
+    (tmp_path / "sweep.json").unlink()  # nothing says whose points these are...
     other = dict(SHORT, **{"kernel.hz": 250})
     again = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, resume=True, set=other)
-    assert again.attrs["computed"] == 24                      # ...but each point's fingerprint does
+    assert again.attrs["computed"] == 24  # ...but each point's fingerprint does
     pt = json.loads(sorted((tmp_path / "points").glob("*.json"))[0].read_text())
     assert set(pt) == {"fingerprint", "model_source_id", "sha256", "summary"} and "metrics" in pt["summary"]
 
 
 # Issue 25: failures that escaped as other types (TypeError, IsADirectoryError, OSError,
 # ValueError) before every public function turned them into HostsimError.
-@pytest.mark.parametrize("name, call", [
-    ("load(None)", lambda tmp: hostsim.load(None)),
-    ("sweep(out=123)", lambda tmp: hostsim.sweep(LIVELOCK, out=123, set=SHORT)),
-    ("Result.write(None)", lambda tmp: hostsim.run(LIVELOCK, set=SHORT).write(None)),
-    ("calibrate([])", lambda tmp: hostsim.calibrate([])),
-    ("calibrate of a scenario without [[calibrate]]", lambda tmp: hostsim.calibrate([LIVELOCK])),
-    ("an unreachable Dask scheduler", lambda tmp: hostsim.sweep(LIVELOCK, set=SHORT, dask="tcp://127.0.0.1:1", timeout_s=2)),
-    ("run(trace_format='svg')", lambda tmp: hostsim.run(LIVELOCK, set=SHORT, trace=True, trace_format="svg")),
-    ("a trace into a file", lambda tmp: hostsim.run(LIVELOCK, set=SHORT, trace=True, trace_dir=tmp / "f" / "x")),
-])
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("load(None)", lambda tmp: hostsim.load(None)),
+        ("sweep(out=123)", lambda tmp: hostsim.sweep(LIVELOCK, out=123, set=SHORT)),
+        ("Result.write(None)", lambda tmp: hostsim.run(LIVELOCK, set=SHORT).write(None)),
+        ("calibrate([])", lambda tmp: hostsim.calibrate([])),
+        ("calibrate of a scenario without [[calibrate]]", lambda tmp: hostsim.calibrate([LIVELOCK])),
+        (
+            "an unreachable Dask scheduler",
+            lambda tmp: hostsim.sweep(LIVELOCK, set=SHORT, dask="tcp://127.0.0.1:1", timeout_s=2),
+        ),
+        ("run(trace_format='svg')", lambda tmp: hostsim.run(LIVELOCK, set=SHORT, trace=True, trace_format="svg")),
+        ("a trace into a file", lambda tmp: hostsim.run(LIVELOCK, set=SHORT, trace=True, trace_dir=tmp / "f" / "x")),
+    ],
+)
 def test_every_failure_is_a_hostsim_error(name, call, tmp_path):
     (tmp_path / "f").write_text("a file, not a directory")
     with pytest.raises(hostsim.HostsimError):
@@ -137,14 +153,14 @@ def test_resume_recomputes_swapped_edited_and_other_model_points(tmp_path):
     assert not (tmp_path / "INCOMPLETE").exists()
     pts = sorted((tmp_path / "points").glob("*.json"))
     a, b = json.loads(pts[5].read_text()), json.loads(pts[6].read_text())
-    a["summary"], b["summary"] = b["summary"], a["summary"]       # swapped, fingerprints kept
+    a["summary"], b["summary"] = b["summary"], a["summary"]  # swapped, fingerprints kept
     pts[5].write_text(json.dumps(a))
     pts[6].write_text(json.dumps(b))
     c = json.loads(pts[7].read_text())
-    c["summary"]["metrics"]["delivered_pps"] += 1                 # edited, fingerprint kept
+    c["summary"]["metrics"]["delivered_pps"] += 1  # edited, fingerprint kept
     pts[7].write_text(json.dumps(c))
     d = json.loads(pts[8].read_text())
-    d["model_source_id"] = "0" * 16                                # written by another model
+    d["model_source_id"] = "0" * 16  # written by another model
     pts[8].write_text(json.dumps(d))
     again = hostsim.sweep(LIVELOCK, jobs=2, out=tmp_path, resume=True, set=SHORT)
     assert again.attrs["computed"] == 4
@@ -161,8 +177,12 @@ def test_run_trace_streams_to_disk_with_flat_memory(tmp_path):
     )
     out = {}
     for traced in ("0", "1"):
-        p = subprocess.run([sys.executable, "-c", code, str(LIVELOCK), traced, str(tmp_path / traced)],
-                           capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [sys.executable, "-c", code, str(LIVELOCK), traced, str(tmp_path / traced)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert p.returncode == 0, p.stderr
         out[traced] = json.loads(p.stdout)
     traced, plain = out["1"], out["0"]

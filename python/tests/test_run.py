@@ -10,8 +10,19 @@ from conftest import LIVELOCK, cli
 
 
 def test_run_is_identical_to_the_cli(hostsim_bin, tmp_path):
-    cli(hostsim_bin, "run", LIVELOCK, "--seed", 7, "--variant", "legacy", "--set", "traffic.load.rate_pps=150000",
-        "--out", tmp_path / "cli")
+    cli(
+        hostsim_bin,
+        "run",
+        LIVELOCK,
+        "--seed",
+        7,
+        "--variant",
+        "legacy",
+        "--set",
+        "traffic.load.rate_pps=150000",
+        "--out",
+        tmp_path / "cli",
+    )
     r = hostsim.run(LIVELOCK, seed=7, variant="legacy", set={"traffic.load.rate_pps": 150000})
     assert r.summary_json == (tmp_path / "cli" / "summary.json").read_text()
     assert r.timeseries_csv == (tmp_path / "cli" / "timeseries.csv").read_text()

@@ -9,6 +9,7 @@ downloads from Google's storage at run time (not a package registry, so not reac
 check runs when the binary is present (HOSTSIM_TRACE_PROCESSOR=/path/to/trace_processor_shell, or
 the package's own cache) and is skipped otherwise, saying why.
 """
+
 import json
 import os
 from pathlib import Path
@@ -34,7 +35,11 @@ def test_trace_memory_flat(hostsim_bin, traced, tmp_path):
     run = json.loads((traced / "run.json").read_text())
     assert run["trace_slices"] > 500_000
     size = (traced / "trace.perfetto-trace").stat().st_size
-    assert run["peak_rss_bytes"] <= 2 * untraced["peak_rss_bytes"], (run["peak_rss_bytes"], untraced["peak_rss_bytes"], size)
+    assert run["peak_rss_bytes"] <= 2 * untraced["peak_rss_bytes"], (
+        run["peak_rss_bytes"],
+        untraced["peak_rss_bytes"],
+        size,
+    )
     # Tracing never changes the results.
     assert (traced / "summary.json").read_text() == (tmp_path / "summary.json").read_text()
 
@@ -83,8 +88,10 @@ def _trace_processor_shell():
 def test_trace_opens_in_trace_processor(traced):
     shell = _trace_processor_shell()
     if shell is None:
-        pytest.skip("trace_processor_shell not available: the perfetto package fetches it from "
-                    "Google's storage at run time, outside the package registries this machine reaches")
+        pytest.skip(
+            "trace_processor_shell not available: the perfetto package fetches it from "
+            "Google's storage at run time, outside the package registries this machine reaches"
+        )
     from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
 
     run = json.loads((traced / "run.json").read_text())

@@ -16,13 +16,20 @@ use std::path::Path;
 pub fn check_load(path: &Path, text: &str, sets: &[(String, String)], max_runs: u64) -> Option<Scenario> {
     match hostsim_scenario::load_str_with(path, text, sets, &Options { max_runs }) {
         Ok(sc) => {
-            assert!(sc.run_count() >= 1 && sc.run_count() as u64 <= max_runs, "accepted {} runs with max_runs {max_runs}", sc.run_count());
+            assert!(
+                sc.run_count() >= 1 && sc.run_count() as u64 <= max_runs,
+                "accepted {} runs with max_runs {max_runs}",
+                sc.run_count()
+            );
             Some(sc)
         }
         Err(e) => {
             let shown = e.to_string();
             assert!(shown.starts_with(&path.display().to_string()), "error does not name the file: {shown}");
-            assert!(!e.message.is_empty() && !e.message.contains('\n'), "error message empty or not one line: {shown:?}");
+            assert!(
+                !e.message.is_empty() && !e.message.contains('\n'),
+                "error message empty or not one line: {shown:?}"
+            );
             if let Some(line) = e.line {
                 let lines = text.split('\n').count();
                 assert!(line >= 1 && line <= lines.max(1), "error at line {line} of a {lines}-line file: {shown}");
@@ -40,7 +47,8 @@ pub fn run_cost(cfg: &HostConfig) -> f64 {
     let mut events = ncpu * f64::from(cfg.kernel.hz) * secs * 4.0;
     events += ncpu * secs * 1000.0 / cfg.kernel.balance_interval_ms as f64;
     for t in &cfg.traffic {
-        let link = t.link_mbps as f64 * 1e6 / (8.0 * hostsim_host::wire_bytes(t.payload_bytes, false) as f64) * f64::from(t.clients);
+        let link = t.link_mbps as f64 * 1e6 / (8.0 * hostsim_host::wire_bytes(t.payload_bytes, false) as f64)
+            * f64::from(t.clients);
         let pps = match t.kind {
             hostsim_workload::SourceKind::Cbr | hostsim_workload::SourceKind::Poisson => t.rate_pps.min(link),
             // One request outstanding: a round trip takes at least a microsecond.
@@ -50,7 +58,9 @@ pub fn run_cost(cfg: &HostConfig) -> f64 {
             hostsim_workload::SourceKind::StreamSink => link,
             // Requests and responses on every connection, at most what the links carry both
             // ways, plus each connection's set-up and tear-down.
-            hostsim_workload::SourceKind::HttpClients => 2.0 * link + t.http.as_ref().map_or(0.0, |h| f64::from(h.conns) * 8.0 / secs.max(1e-9)),
+            hostsim_workload::SourceKind::HttpClients => {
+                2.0 * link + t.http.as_ref().map_or(0.0, |h| f64::from(h.conns) * 8.0 / secs.max(1e-9))
+            }
             hostsim_workload::SourceKind::HttpOrigin => 2.0 * link,
             // A sink only receives (what is forwarded to it is counted at its source).
             hostsim_workload::SourceKind::Sink => 0.0,

@@ -56,8 +56,8 @@ pub mod bench;
 pub mod fuzzing;
 pub mod live;
 pub mod outputs;
-mod reproduce;
 pub mod report;
+mod reproduce;
 pub mod trace_out;
 
 pub use outputs::{write_atomic, write_atomic_mode, Marker};
@@ -101,9 +101,9 @@ pub fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
-                l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).map(|kb| kb * 1024)
-            })
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).map(|kb| kb * 1024))
         })
         .unwrap_or(0)
 }
@@ -122,14 +122,18 @@ pub fn reset_peak_rss() {
 /// failure is a bug in the model.
 pub fn conservation(s: &Summary) -> Result<(), String> {
     for c in &s.cpus {
-        let sum = [c.hardirq_ns, c.softirq_ns, c.system_ns, c.user_ns, c.spin_ns, c.idle_ns].iter().fold(0u64, |a, &b| a.saturating_add(b));
+        let sum = [c.hardirq_ns, c.softirq_ns, c.system_ns, c.user_ns, c.spin_ns, c.idle_ns]
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b));
         if sum != s.sim_time_ns {
             return Err(format!("CPU {}'s states sum to {sum} ns but {} ns elapsed", c.id, s.sim_time_ns));
         }
     }
     let p = &s.packets;
     let drops: u64 = p.drops.values().fold(0u64, |a, &b| a.saturating_add(b));
-    let accounted = [p.delivered, p.forwarded, p.acks_consumed, p.ctrl_consumed, drops, p.in_flight].iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let accounted = [p.delivered, p.forwarded, p.acks_consumed, p.ctrl_consumed, drops, p.in_flight]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b));
     if p.offered != accounted {
         return Err(format!(
             "{} packets offered but {} delivered + {} forwarded + {} ACKs consumed + {} SYN/FIN consumed + {drops} dropped + {} in flight",
@@ -147,11 +151,17 @@ pub fn conservation(s: &Summary) -> Result<(), String> {
         return Err(format!("{} bytes arrived but {} were sent", p.tx_delivered_bytes, p.tx_bytes));
     }
     if p.tx_in_flight == 0 && p.tx_ring_drops == 0 && p.tx_delivered_bytes != p.tx_bytes {
-        return Err(format!("{} bytes sent but {} delivered, none lost or in flight", p.tx_bytes, p.tx_delivered_bytes));
+        return Err(format!(
+            "{} bytes sent but {} delivered, none lost or in flight",
+            p.tx_bytes, p.tx_delivered_bytes
+        ));
     }
     let t = &s.tcp;
     if t.written_bytes != t.acked_bytes.saturating_add(t.unacked_bytes) {
-        return Err(format!("TCP: {} bytes written but {} acknowledged + {} held", t.written_bytes, t.acked_bytes, t.unacked_bytes));
+        return Err(format!(
+            "TCP: {} bytes written but {} acknowledged + {} held",
+            t.written_bytes, t.acked_bytes, t.unacked_bytes
+        ));
     }
     if t.sent_bytes < t.acked_bytes {
         return Err(format!("TCP acknowledged {} bytes but sent {}", t.acked_bytes, t.sent_bytes));
@@ -170,7 +180,11 @@ pub fn conservation(s: &Summary) -> Result<(), String> {
         return Err(format!("a speed-regulated process ran outside its slots {} times", s.speed_violations));
     }
     let busy: u64 = s.processes.iter().map(|p| p.cpu_ns).fold(0u64, |a, b| a.saturating_add(b));
-    let ran: u64 = s.cpus.iter().map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns).fold(0u64, |a, b| a.saturating_add(b));
+    let ran: u64 = s
+        .cpus
+        .iter()
+        .map(|c| c.system_ns + c.user_ns + c.spin_ns + c.softirq_ns)
+        .fold(0u64, |a, b| a.saturating_add(b));
     if busy > ran {
         return Err(format!("processes were charged {busy} ns, more than the CPUs ran ({ran} ns)"));
     }
@@ -188,7 +202,9 @@ pub fn run_checked_with(cfg: HostConfig, progress: impl FnMut(u64)) -> Result<Ru
     let seed = cfg.seed;
     let mut progress = progress;
     let out = try_run_with_progress(cfg, |t| progress(t.ns())).map_err(|e| e.to_string())?;
-    conservation(&out.summary).map_err(|e| format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}"))?;
+    conservation(&out.summary).map_err(|e| {
+        format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}")
+    })?;
     Ok(out)
 }
 
@@ -225,7 +241,9 @@ fn run_info(out: &RunOutput, wall: f64, seed: u64) -> RunInfo {
 
 fn checked(out: Result<RunOutput, hostsim_host::RunError>, seed: u64) -> Result<RunOutput, String> {
     let out = out.map_err(|e| e.to_string())?;
-    conservation(&out.summary).map_err(|e| format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}"))?;
+    conservation(&out.summary).map_err(|e| {
+        format!("conservation check failed (a bug in hostsim; please report it with the scenario and seed {seed}): {e}")
+    })?;
     Ok(out)
 }
 
@@ -291,8 +309,9 @@ pub fn prepare_out(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {shown}: {e}"))?;
     // A few bytes, synced: on a full disk creating an empty file may still succeed.
     let probe = dir.join(format!(".hostsim-probe-{}", std::process::id()));
-    let res = std::fs::File::create(&probe)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, b"probe: this directory takes files\n").and_then(|()| f.sync_data()));
+    let res = std::fs::File::create(&probe).and_then(|mut f| {
+        std::io::Write::write_all(&mut f, b"probe: this directory takes files\n").and_then(|()| f.sync_data())
+    });
     let _ = std::fs::remove_file(&probe);
     res.map_err(|e| format!("cannot write to {shown}: {e}"))
 }
@@ -332,7 +351,10 @@ pub fn pool(jobs: usize, runs: usize) -> Result<rayon::ThreadPool, String> {
         return Err("--jobs: expected at least 1".into());
     }
     let n = jobs.min(runs.max(1));
-    rayon::ThreadPoolBuilder::new().num_threads(n).build().map_err(|e| format!("cannot start {n} threads for --jobs {jobs}: {e}"))
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| format!("cannot start {n} threads for --jobs {jobs}: {e}"))
 }
 
 /// Run every point × variant of a scenario on `jobs` threads. Parallel across runs only, so each
@@ -357,7 +379,8 @@ pub struct SweepOutcome {
 
 /// One run of a sweep as `hostsim sweep` runs it: checked, with the scenario's aliases.
 pub fn run_spec(sc: &Scenario, s: &RunSpec) -> Result<Summary, String> {
-    let mut out = run_checked(s.config.clone()).map_err(|e| format!("{}: run {}: {e}", sc.path.display(), describe_run(s)))?;
+    let mut out =
+        run_checked(s.config.clone()).map_err(|e| format!("{}: run {}: {e}", sc.path.display(), describe_run(s)))?;
     sc.derive_metrics(&mut out.summary.metrics)?;
     Ok(out.summary)
 }
@@ -400,7 +423,12 @@ pub fn sweep_keep_with(
     for (s, r) in specs.iter().zip(results) {
         match r {
             Ok(sum) => {
-                rows.push(Row { variant: s.variant.clone(), point: s.point.clone(), seed: s.seed, metrics: sum.metrics.clone() });
+                rows.push(Row {
+                    variant: s.variant.clone(),
+                    point: s.point.clone(),
+                    seed: s.seed,
+                    metrics: sum.metrics.clone(),
+                });
                 summaries.push(sum);
             }
             Err(e) => failed.push(e),
@@ -437,7 +465,10 @@ pub fn sweep_to_dir(
                 o.failed.join("\n")
             ));
         }
-        write_file(&out.join("expectations.json"), &(serde_json::to_string_pretty(&o.done.expectations).expect("serialises") + "\n"))?;
+        write_file(
+            &out.join("expectations.json"),
+            &(serde_json::to_string_pretty(&o.done.expectations).expect("serialises") + "\n"),
+        )?;
         Ok(o.done)
     })();
     match res {
@@ -563,7 +594,8 @@ pub fn claims_table(results: &[ExpectResult]) -> String {
                     }
                 }
             };
-            let _ = write!(s, "      sim {} {op} {}", with_ci(r.sim, r.sim_ci, r.seeds), with_ci(r.rhs, r.rhs_ci, r.seeds));
+            let _ =
+                write!(s, "      sim {} {op} {}", with_ci(r.sim, r.sim_ci, r.seeds), with_ci(r.rhs, r.rhs_ci, r.seeds));
             if r.seeds > 1 {
                 if r.paired {
                     let _ = write!(s, "; paired {} = {}", r.judged, with_ci(r.judged_mean, r.judged_ci, r.seeds));
@@ -622,10 +654,15 @@ pub struct SeedChoice {
 
 /// Load a built-in experiment: the file on disk wins (so edits take effect without a rebuild),
 /// else the built-in copy; with the seed choice applied.
-pub(crate) fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Result<(Scenario, std::path::PathBuf), String> {
+pub(crate) fn load_experiment(
+    name: &str,
+    text: &str,
+    seeds: SeedChoice,
+) -> Result<(Scenario, std::path::PathBuf), String> {
     let path = Path::new("scenarios").join(format!("{name}.toml"));
-    let plain = if path.exists() { hostsim_scenario::load(&path, &[]) } else { hostsim_scenario::load_str(&path, text, &[]) }
-        .map_err(|e| e.to_string())?;
+    let plain =
+        if path.exists() { hostsim_scenario::load(&path, &[]) } else { hostsim_scenario::load_str(&path, text, &[]) }
+            .map_err(|e| e.to_string())?;
     if let Some(w) = plain.stale_calibration() {
         say!("warning: {w}");
     }
@@ -641,8 +678,12 @@ pub(crate) fn load_experiment(name: &str, text: &str, seeds: SeedChoice) -> Resu
     if sets.is_empty() {
         return Ok((plain, path));
     }
-    let sc = if path.exists() { hostsim_scenario::load(&path, &sets) } else { hostsim_scenario::load_str(&path, text, &sets) }
-        .map_err(|e| e.to_string())?;
+    let sc = if path.exists() {
+        hostsim_scenario::load(&path, &sets)
+    } else {
+        hostsim_scenario::load_str(&path, text, &sets)
+    }
+    .map_err(|e| e.to_string())?;
     Ok((sc, path))
 }
 
@@ -664,7 +705,13 @@ pub struct SeedCheck {
 /// `ids`) on its own seeds (set A: `seed` .. `seed + seeds - 1`) and on the next, disjoint block
 /// (set B: `seed + seeds` ..), and compare every claim's verdict. Writes `out/a`, `out/b` (as
 /// `reproduce` does) and `out/seedcheck.json`.
-pub fn seed_check(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: Option<u32>) -> Result<Vec<SeedCheck>, String> {
+pub fn seed_check(
+    ids: &[String],
+    jobs: usize,
+    quiet: bool,
+    out: &Path,
+    seeds: Option<u32>,
+) -> Result<Vec<SeedCheck>, String> {
     let list = reproducible(ids);
     if list.is_empty() {
         return Err(format!("no built-in experiment matches {ids:?} (see `hostsim scenarios`)"));
@@ -687,7 +734,13 @@ pub fn seed_check(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: O
 
 /// Sweep one scenario loaded with two seed sets (`a` and `b`, which must not share a seed) and
 /// pair their claims' verdicts; with `out`, write each sweep's results.csv to `out/{a,b}/NAME/`.
-pub fn seed_check_pair(a: &Scenario, b: &Scenario, jobs: usize, quiet: bool, out: Option<&Path>) -> Result<Vec<SeedCheck>, String> {
+pub fn seed_check_pair(
+    a: &Scenario,
+    b: &Scenario,
+    jobs: usize,
+    quiet: bool,
+    out: Option<&Path>,
+) -> Result<Vec<SeedCheck>, String> {
     let (la, lb) = (a.seed_list(), b.seed_list());
     if la.iter().any(|s| lb.contains(s)) {
         return Err(format!("{}: the seed sets {la:?} and {lb:?} overlap", a.name));
@@ -750,7 +803,12 @@ mod tests {
         metrics.insert("a,b".to_string(), 1.0);
         metrics.insert("line\nbreak".to_string(), 2.5);
         metrics.insert("\"q\"".to_string(), f64::NAN);
-        let rows = [Row { variant: "v,1".into(), point: vec![("kernel.hz".into(), toml::Value::Integer(100))], seed: 1, metrics }];
+        let rows = [Row {
+            variant: "v,1".into(),
+            point: vec![("kernel.hz".into(), toml::Value::Integer(100))],
+            seed: 1,
+            metrics,
+        }];
         let csv = results_csv(&sc, &rows);
         let mut r = csv::Reader::from_reader(csv.as_bytes());
         let head: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
@@ -761,7 +819,11 @@ mod tests {
 
     #[test]
     fn conservation_catches_lost_time_and_packets() {
-        let sc = hostsim_scenario::load(Path::new("livelock"), &[("duration_ms".into(), "20".into()), ("warmup_ms".into(), "0".into())]).unwrap();
+        let sc = hostsim_scenario::load(
+            Path::new("livelock"),
+            &[("duration_ms".into(), "20".into()), ("warmup_ms".into(), "0".into())],
+        )
+        .unwrap();
         let good = run_checked(sc.base_config().clone()).unwrap().summary;
         assert!(conservation(&good).is_ok());
         let mut s = good.clone();

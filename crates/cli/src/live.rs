@@ -90,7 +90,9 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
     }
     if let Some(us) = o.bw_slice_us {
         if us != 0 && !(100..=100_000).contains(&us) {
-            return Err("--bw-slice-us: expected 0 (the kernel's base slice) or 100..=100000 (the kernel's clamp)".into());
+            return Err(
+                "--bw-slice-us: expected 0 (the kernel's base slice) or 100..=100000 (the kernel's clamp)".into()
+            );
         }
         c.bw_slice_ns = (us > 0).then_some(u64::from(us) * 1000);
     }
@@ -121,7 +123,11 @@ pub fn ozaki_config(o: &OzakiOptions) -> Result<OzakiConfig, String> {
 pub fn ozaki_pbq(o: &OzakiOptions, out: &Path) -> Result<(), LiveError> {
     let cfg = ozaki_config(o).map_err(LiveError::Failed)?;
     let mut run = LiveRun::start("ozaki-pbq", out)?;
-    let per_rate: usize = cfg.placements.iter().map(|p| cfg.variants.iter().filter(|v| *p == ozaki::RxPlacement::Threaded || !v.suppresses()).count()).sum();
+    let per_rate: usize = cfg
+        .placements
+        .iter()
+        .map(|p| cfg.variants.iter().filter(|v| *p == ozaki::RxPlacement::Threaded || !v.suppresses()).count())
+        .sum();
     let points = cfg.rates_pps.len() * per_rate * cfg.reps as usize;
     run.set_info("points", points.into());
     run.set_info(
@@ -270,7 +276,9 @@ pub fn symbiose_config(o: &SymbioseOptions) -> Result<hostsim_live::symbiose::Sy
         let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
         c.variants = v
             .iter()
-            .map(|s| Variant::parse(s).ok_or_else(|| format!("--variants: `{s}`, expected one of {}", names.join(", "))))
+            .map(|s| {
+                Variant::parse(s).ok_or_else(|| format!("--variants: `{s}`, expected one of {}", names.join(", ")))
+            })
             .collect::<Result<_, _>>()?;
     }
     if let Some(w) = o.window_s {
@@ -577,7 +585,8 @@ mod tests {
         let c = symbiose_config(&SymbioseOptions::default()).unwrap();
         assert_eq!(c.afxdp.period, Duration::from_millis(5), "the paper's 5 ms by default");
         assert_eq!(c.variants.len(), 4);
-        let o = SymbioseOptions { variants: Some(vec!["split-afxdp".into()]), period_ms: Some(1.0), ..Default::default() };
+        let o =
+            SymbioseOptions { variants: Some(vec!["split-afxdp".into()]), period_ms: Some(1.0), ..Default::default() };
         let c = symbiose_config(&o).unwrap();
         assert_eq!(c.variants, [hostsim_live::symbiose::Variant::SplitAfxdp]);
         assert_eq!(c.afxdp.period, Duration::from_millis(1));
@@ -594,7 +603,11 @@ mod tests {
         assert_eq!(ozaki_config(&OzakiOptions::default()).unwrap().gen_spread, None, "back to back by default");
         let c = ozaki_config(&OzakiOptions { gen_spread: Some(0.75), ..Default::default() }).unwrap();
         assert_eq!(c.gen_spread, Some(0.75));
-        assert_eq!(ozaki_config(&OzakiOptions { gen_spread: Some(0.0), ..Default::default() }).unwrap().gen_spread, None, "0 = back to back");
+        assert_eq!(
+            ozaki_config(&OzakiOptions { gen_spread: Some(0.0), ..Default::default() }).unwrap().gen_spread,
+            None,
+            "0 = back to back"
+        );
         for bad in [-0.1, 0.96, 1.0, f64::NAN] {
             let e = ozaki_config(&OzakiOptions { gen_spread: Some(bad), ..Default::default() }).unwrap_err();
             assert!(e.contains("--gen-spread"), "{bad}: {e}");

@@ -569,13 +569,21 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 None => sc.base_config().clone(),
             };
             // The [metrics] aliases are checked on this configuration before it runs.
-            sc.check_aliases(&cfg, &format!("variant `{}`", variant.as_deref().unwrap_or("base"))).map_err(|e| e.to_string())?;
+            sc.check_aliases(&cfg, &format!("variant `{}`", variant.as_deref().unwrap_or("base")))
+                .map_err(|e| e.to_string())?;
             let window = trace_window(trace_from, trace_to)?;
             let trace = trace || window.is_some();
             // Until every output is written the directory says it is incomplete; an earlier
             // run's outputs that this one may not rewrite (a trace) go first.
             hostsim_cli::outputs::install_signal_cleanup();
-            let marker = hostsim_cli::Marker::begin(&out, &format!("hostsim run {} -> summary.json, run.json, timeseries.csv{}", file.display(), if trace { ", trace" } else { "" }))?;
+            let marker = hostsim_cli::Marker::begin(
+                &out,
+                &format!(
+                    "hostsim run {} -> summary.json, run.json, timeseries.csv{}",
+                    file.display(),
+                    if trace { ", trace" } else { "" }
+                ),
+            )?;
             let fail = |e: String| {
                 marker.failed(&e);
                 e
@@ -652,7 +660,12 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let checks = hostsim_cli::seed_check(&ids, jobs, quiet, &out, seeds)?;
             out!("{}", hostsim_cli::seed_check_table(&checks));
             let differ = checks.iter().filter(|c| !c.same).count();
-            say!("{} claims: {} same verdict on both seed sets, {differ} different -> {}", checks.len(), checks.len() - differ, out.join("seedcheck.json").display());
+            say!(
+                "{} claims: {} same verdict on both seed sets, {differ} different -> {}",
+                checks.len(),
+                checks.len() - differ,
+                out.join("seedcheck.json").display()
+            );
             Ok(if differ == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Cmd::Reproduce { ids, jobs, out, no_report, seeds, resume } => {
@@ -663,7 +676,12 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             hostsim_cli::outputs::install_signal_cleanup();
             let results = hostsim_cli::reproduce_resumable(&ids, jobs, quiet, &out, choice, resume)?;
             out!("{}", claims_table(&results));
-            say!("{} claims: {} -> {}", results.len(), hostsim_cli::tally(&results), out.join("expectations.json").display());
+            say!(
+                "{} claims: {} -> {}",
+                results.len(),
+                hostsim_cli::tally(&results),
+                out.join("expectations.json").display()
+            );
             if !no_report {
                 match hostsim_cli::report::build(&out)? {
                     Ok(index) => say!("report -> {}", index.display()),
@@ -702,7 +720,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             let mut bad = 0;
             for f in &files {
-                match hostsim_scenario::load_with(f, &[], &Options { max_runs }).and_then(|sc| sc.check_metrics().map(|()| sc)) {
+                match hostsim_scenario::load_with(f, &[], &Options { max_runs })
+                    .and_then(|sc| sc.check_metrics().map(|()| sc))
+                {
                     Ok(sc) => {
                         let runs = sc.run_count();
                         outln!("{}: ok ({} run{})", f.display(), runs, if runs == 1 { "" } else { "s" });
@@ -730,7 +750,24 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Live { cmd } => match cmd {
-            LiveCmd::OzakiPbq { out, quick, reps, rates, window_s, bw_rate, modes, supp_knob, placements, capacity_pps, ports, rcvbuf, gen_batch, gen_quantum_us, gen_spread, bw_slice_us } => {
+            LiveCmd::OzakiPbq {
+                out,
+                quick,
+                reps,
+                rates,
+                window_s,
+                bw_rate,
+                modes,
+                supp_knob,
+                placements,
+                capacity_pps,
+                ports,
+                rcvbuf,
+                gen_batch,
+                gen_quantum_us,
+                gen_spread,
+                bw_slice_us,
+            } => {
                 let hooks = match ports.as_str() {
                     "hooks" => true,
                     "proc" => false,
@@ -741,7 +778,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     Some(v) => Some(
                         v.iter()
                             .map(|p| {
-                                hostsim_live::ozaki::RxPlacement::parse(p).ok_or_else(|| format!("--placements: `{p}`, expected `rps` or `threaded`"))
+                                hostsim_live::ozaki::RxPlacement::parse(p)
+                                    .ok_or_else(|| format!("--placements: `{p}`, expected `rps` or `threaded`"))
                             })
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
@@ -750,23 +788,54 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     None => None,
                     Some(v) => Some(
                         v.iter()
-                            .map(|m| hostsim_live::ozaki::Variant::parse(m).ok_or_else(|| format!("--modes: `{m}`, expected `off`, `on`, `supp` or `both`")))
+                            .map(|m| {
+                                hostsim_live::ozaki::Variant::parse(m)
+                                    .ok_or_else(|| format!("--modes: `{m}`, expected `off`, `on`, `supp` or `both`"))
+                            })
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
                 };
                 let supp_knob = match supp_knob {
                     None => None,
-                    Some(k) => Some(hostsim_live::suppress::Knob::parse(&k).ok_or_else(|| format!("--supp-knob: `{k}`, expected `affinity`, `priority` or `both`"))?),
+                    Some(k) => Some(
+                        hostsim_live::suppress::Knob::parse(&k)
+                            .ok_or_else(|| format!("--supp-knob: `{k}`, expected `affinity`, `priority` or `both`"))?,
+                    ),
                 };
-                let o = hostsim_cli::live::OzakiOptions { quick, reps, rates_pps: rates, window_s, bw_rate_pps: bw_rate, variants: modes, supp_knob, placements, capacity_pps, proc_ports: !hooks, rcvbuf_bytes: rcvbuf, gen_batch, gen_quantum_us, gen_spread, bw_slice_us };
+                let o = hostsim_cli::live::OzakiOptions {
+                    quick,
+                    reps,
+                    rates_pps: rates,
+                    window_s,
+                    bw_rate_pps: bw_rate,
+                    variants: modes,
+                    supp_knob,
+                    placements,
+                    capacity_pps,
+                    proc_ports: !hooks,
+                    rcvbuf_bytes: rcvbuf,
+                    gen_batch,
+                    gen_quantum_us,
+                    gen_spread,
+                    bw_slice_us,
+                };
                 live_exit(hostsim_cli::live::ozaki_pbq(&o, &out))
             }
             LiveCmd::TabataSpeed { out, quick, reps, speeds, units, sndbuf, gate, no_off } => {
-                let o = hostsim_cli::live::TabataOptions { quick, reps, speeds_pct: speeds, units_bytes: units, sndbuf_bytes: sndbuf, gate, no_off };
+                let o = hostsim_cli::live::TabataOptions {
+                    quick,
+                    reps,
+                    speeds_pct: speeds,
+                    units_bytes: units,
+                    sndbuf_bytes: sndbuf,
+                    gate,
+                    no_off,
+                };
                 live_exit(hostsim_cli::live::tabata_speed(&o, &out))
             }
             LiveCmd::TakeuchiSymbiose { out, quick, reps, rates, variants, window_s, period_ms } => {
-                let o = hostsim_cli::live::SymbioseOptions { quick, reps, rates_pps: rates, variants, window_s, period_ms };
+                let o =
+                    hostsim_cli::live::SymbioseOptions { quick, reps, rates_pps: rates, variants, window_s, period_ms };
                 live_exit(hostsim_cli::live::takeuchi_symbiose(&o, &out))
             }
             LiveCmd::GodaWakeups { out, quick, reps, flows, window_s, warmup_s, rate_mbit } => {
@@ -774,11 +843,29 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 live_exit(hostsim_cli::live::goda_wakeups(&o, &out))
             }
             LiveCmd::KawaiInterval { out, quick, reps, rates, variants, window_s, conns, origin_conns, no_soak } => {
-                let o = hostsim_cli::live::KawaiOptions { quick, reps, rates_rps: rates, variants, window_s, conns, origin_conns, no_soak };
+                let o = hostsim_cli::live::KawaiOptions {
+                    quick,
+                    reps,
+                    rates_rps: rates,
+                    variants,
+                    window_s,
+                    conns,
+                    origin_conns,
+                    no_soak,
+                };
                 live_exit(hostsim_cli::live::kawai_interval(&o, &out))
             }
             LiveCmd::Pbq { dev, netns, drop, mode, ports, capacity_pps, duration, interval } => {
-                let o = hostsim_cli::live::PbqOptions { dev, netns, drop, mode, ports, capacity_pps, duration_s: duration, interval_s: interval };
+                let o = hostsim_cli::live::PbqOptions {
+                    dev,
+                    netns,
+                    drop,
+                    mode,
+                    ports,
+                    capacity_pps,
+                    duration_s: duration,
+                    interval_s: interval,
+                };
                 live_exit(hostsim_cli::live::pbq(&o))
             }
             LiveCmd::Clean => match hostsim_cli::live::clean() {
@@ -790,13 +877,24 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         Cmd::LiveWorker { cmd } => {
             let r = match cmd {
                 // Each worker checks its arguments (finite, in range) before it starts.
-                WorkerCmd::Sink { port, secs, seq_lo, seq_hi, rcvbuf } => hostsim_live::worker::run_sink(port, secs, seq_lo.zip(seq_hi), rcvbuf),
+                WorkerCmd::Sink { port, secs, seq_lo, seq_hi, rcvbuf } => {
+                    hostsim_live::worker::run_sink(port, secs, seq_lo.zip(seq_hi), rcvbuf)
+                }
                 WorkerCmd::Send { dst, ports, rate_pps, payload, secs, batch } => {
                     hostsim_live::worker::run_sender(dst, &ports, rate_pps, payload, secs, batch)
                 }
                 WorkerCmd::TcpSink { port, secs } => hostsim_live::tcp_worker::run_tcp_sink(port, secs),
                 WorkerCmd::TcpSend { dst, port, unit, total, sndbuf, start_ns, secs, pacing } => {
-                    let spec = hostsim_live::tcp_worker::SendSpec { dst, port, unit_bytes: unit, total_bytes: total, sndbuf_bytes: sndbuf, start_ns, secs, pacing_bytes_per_s: pacing };
+                    let spec = hostsim_live::tcp_worker::SendSpec {
+                        dst,
+                        port,
+                        unit_bytes: unit,
+                        total_bytes: total,
+                        sndbuf_bytes: sndbuf,
+                        start_ns,
+                        secs,
+                        pacing_bytes_per_s: pacing,
+                    };
                     hostsim_live::tcp_worker::run_tcp_sender(&spec)
                 }
                 WorkerCmd::KawaiAccel { variant, port, origin, origin_port, origin_conns, secs } => {

@@ -54,7 +54,8 @@ fn row_json(r: &Row) -> RowJson {
         .metrics
         .iter()
         .map(|(k, &v)| {
-            let j = serde_json::Number::from_f64(v).map_or_else(|| serde_json::Value::String(format!("{v}")), serde_json::Value::Number);
+            let j = serde_json::Number::from_f64(v)
+                .map_or_else(|| serde_json::Value::String(format!("{v}")), serde_json::Value::Number);
             (k.clone(), j)
         })
         .collect();
@@ -100,12 +101,25 @@ pub fn reproduce(ids: &[String], jobs: usize, quiet: bool, out: &Path) -> Result
 }
 
 /// [`reproduce`] with a choice of seeds.
-pub fn reproduce_with(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: SeedChoice) -> Result<Vec<ExpectResult>, String> {
+pub fn reproduce_with(
+    ids: &[String],
+    jobs: usize,
+    quiet: bool,
+    out: &Path,
+    seeds: SeedChoice,
+) -> Result<Vec<ExpectResult>, String> {
     reproduce_resumable(ids, jobs, quiet, out, seeds, false)
 }
 
 /// [`reproduce_with`], resuming what an interrupted run in `out` finished when `resume`.
-pub fn reproduce_resumable(ids: &[String], jobs: usize, quiet: bool, out: &Path, seeds: SeedChoice, resume: bool) -> Result<Vec<ExpectResult>, String> {
+pub fn reproduce_resumable(
+    ids: &[String],
+    jobs: usize,
+    quiet: bool,
+    out: &Path,
+    seeds: SeedChoice,
+    resume: bool,
+) -> Result<Vec<ExpectResult>, String> {
     let list = reproducible(ids);
     if list.is_empty() {
         return Err(format!("no built-in experiment matches {ids:?} (see `hostsim scenarios`)"));
@@ -138,9 +152,16 @@ fn run_all(
 ) -> Result<Vec<ExpectResult>, String> {
     outputs::remove_stale(out, &["expectations.json"])?;
     let record_path = out.join("reproduce.json");
-    let fresh = Record { version: env!("CARGO_PKG_VERSION").into(), model_source_id: hostsim_scenario::MODEL_SOURCE_ID.into(), seeds, done: BTreeMap::new() };
+    let fresh = Record {
+        version: env!("CARGO_PKG_VERSION").into(),
+        model_source_id: hostsim_scenario::MODEL_SOURCE_ID.into(),
+        seeds,
+        done: BTreeMap::new(),
+    };
     let mut record = if resume {
-        let old = hostsim_scenario::files::read_bytes(&record_path, "record", 16 << 20).ok().and_then(|b| serde_json::from_slice::<Record>(&b).ok());
+        let old = hostsim_scenario::files::read_bytes(&record_path, "record", 16 << 20)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Record>(&b).ok());
         match old {
             Some(r) if r.seeds == seeds => r,
             Some(_) => {
@@ -167,7 +188,12 @@ fn run_all(
         let rows = match reuse.then(|| saved_rows(&dir, &sc)).flatten() {
             Some(rows) => {
                 // Said also when piped: what was not run again belongs in any log.
-                say!("[{}/{}] {name}: finished earlier (resumed from {})", i + 1, list.len(), dir.join("rows.json").display());
+                say!(
+                    "[{}/{}] {name}: finished earlier (resumed from {})",
+                    i + 1,
+                    list.len(),
+                    dir.join("rows.json").display()
+                );
                 rows
             }
             None => {
@@ -182,7 +208,11 @@ fn run_all(
         write_experiment(&dir, &sc, &path, text, &rows, &expectations)?;
         record.done.insert(name.to_string(), Done { fingerprint: fp, runs: rows.len() });
         save(&record)?;
-        marker.progress(&format!("{} of {} experiments done (reproduce.json); stopped before the rest, or still running", i + 1, list.len()))?;
+        marker.progress(&format!(
+            "{} of {} experiments done (reproduce.json); stopped before the rest, or still running",
+            i + 1,
+            list.len()
+        ))?;
         all.extend(expectations);
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
@@ -192,7 +222,14 @@ fn run_all(
 
 /// An experiment's directory: results.csv, scenario.toml, its measured data, rows.json,
 /// expectations.json (rows.json last: it is what says the experiment is there, with the record).
-fn write_experiment(dir: &Path, sc: &Scenario, path: &Path, builtin_text: &str, rows: &[Row], expectations: &[ExpectResult]) -> Result<(), String> {
+fn write_experiment(
+    dir: &Path,
+    sc: &Scenario,
+    path: &Path,
+    builtin_text: &str,
+    rows: &[Row],
+    expectations: &[ExpectResult],
+) -> Result<(), String> {
     let text = match hostsim_scenario::files::read_bytes(path, "scenario", hostsim_scenario::FILE_BYTES_MAX) {
         Ok(b) => String::from_utf8(b).map_err(|e| format!("{}: {e}", path.display()))?,
         Err(hostsim_scenario::files::ReadError::Missing) => builtin_text.to_string(),
@@ -205,8 +242,11 @@ fn write_experiment(dir: &Path, sc: &Scenario, path: &Path, builtin_text: &str, 
     for f in sc.figures.iter().filter_map(|f| f.measured.as_deref()) {
         let name = Path::new(f).file_name().map(|n| n.to_os_string()).unwrap_or_default();
         match hostsim_scenario::files::read_measured(path, f) {
-            Ok(Some((bytes, mode))) => write_atomic_mode(&dir.join(&name), &bytes, mode).map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?,
-            Ok(None) => say!("warning: {}: measured data {f} not found; its figure is drawn without it", path.display()),
+            Ok(Some((bytes, mode))) => write_atomic_mode(&dir.join(&name), &bytes, mode)
+                .map_err(|e| format!("writing {}: {e}", dir.join(&name).display()))?,
+            Ok(None) => {
+                say!("warning: {}: measured data {f} not found; its figure is drawn without it", path.display())
+            }
             Err(e) => return Err(e),
         }
         // A live run's record of its machine (`hostsim live` writes FILE.run.json beside the
@@ -214,11 +254,15 @@ fn write_experiment(dir: &Path, sc: &Scenario, path: &Path, builtin_text: &str, 
         let record = Path::new(f).with_extension("run.json");
         if let (Some(r), Some(rname)) = (record.to_str(), record.file_name()) {
             if let Some((bytes, mode)) = hostsim_scenario::files::read_measured(path, r)? {
-                write_atomic_mode(&dir.join(rname), &bytes, mode).map_err(|e| format!("writing {}: {e}", dir.join(rname).display()))?;
+                write_atomic_mode(&dir.join(rname), &bytes, mode)
+                    .map_err(|e| format!("writing {}: {e}", dir.join(rname).display()))?;
             }
         }
     }
-    write_file(&dir.join("expectations.json"), &(serde_json::to_string_pretty(expectations).expect("serialises") + "\n"))?;
+    write_file(
+        &dir.join("expectations.json"),
+        &(serde_json::to_string_pretty(expectations).expect("serialises") + "\n"),
+    )?;
     let rows: Vec<RowJson> = rows.iter().map(row_json).collect();
     write_file(&dir.join("rows.json"), &(serde_json::to_string(&rows).expect("serialises") + "\n"))
 }

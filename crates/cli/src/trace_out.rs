@@ -255,7 +255,9 @@ impl<W: Write> TraceSink for JsonWriter<W> {
         self.labels = labels.iter().map(|l| serde_json::to_string(l).expect("a string serialises")).collect();
         self.states = states.iter().map(|s| serde_json::to_string(s).expect("a string serialises")).collect();
         self.open = vec![Vec::new(); ncpu];
-        self.write("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"host\"}}");
+        self.write(
+            "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"host\"}}",
+        );
         for cpu in 0..ncpu {
             let line = format!(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{cpu},\"args\":{{\"name\":\"cpu{cpu}\"}}}}");
             self.write(&line);
@@ -328,7 +330,10 @@ mod tests {
         assert_eq!(packets.len(), 10);
         let names = &packets[3].interned_data.as_ref().unwrap().event_names;
         assert_eq!(names[1].name.as_deref(), Some("sink \"a\""));
-        let begins = packets.iter().filter(|p| p.track_event.as_ref().is_some_and(|e| e.r#type == Some(TYPE_SLICE_BEGIN))).count();
+        let begins = packets
+            .iter()
+            .filter(|p| p.track_event.as_ref().is_some_and(|e| e.r#type == Some(TYPE_SLICE_BEGIN)))
+            .count();
         assert_eq!(begins, 3);
         assert_eq!(packets[4].timestamp, Some(1000));
         assert_eq!(packets[4].track_event.as_ref().unwrap().name_iid, Some(2));

@@ -67,7 +67,8 @@ fn trace_window_and_json_format() {
         .unwrap();
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("trace.json")).unwrap()).unwrap();
-    let x: Vec<&serde_json::Value> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    let x: Vec<&serde_json::Value> =
+        trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
     let run: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["trace_slices"].as_u64().unwrap(), x.len() as u64);
     assert!(x.len() > 100);
@@ -183,7 +184,10 @@ fn an_unreadable_file_is_never_replaced_by_the_builtin_of_the_same_name() {
     let mut latin1 = std::fs::read(repo().join("scenarios/examples/livelock.toml")).unwrap();
     latin1.splice(0..0, b"# caf\xe9\n".iter().copied()); // one Latin-1 byte in a comment
     std::fs::write(dir.join("livelock.toml"), latin1).unwrap();
-    for (file, want) in [("udp-rtt.toml", "it is a directory"), ("livelock.toml", "livelock.toml:1: not UTF-8 text: byte 0xE9 at column 6")] {
+    for (file, want) in [
+        ("udp-rtt.toml", "it is a directory"),
+        ("livelock.toml", "livelock.toml:1: not UTF-8 text: byte 0xE9 at column 6"),
+    ] {
         let st = hostsim().args(["check", file]).current_dir(&dir).output().unwrap();
         let err = String::from_utf8_lossy(&st.stderr);
         assert_eq!(st.status.code(), Some(1), "{file}: {err}");
@@ -229,21 +233,48 @@ fn sweep_counts_runs_first_and_max_runs_raises_the_limit() {
     let st = hostsim().args(["check", "big.toml"]).current_dir(&dir).output().unwrap();
     let err = String::from_utf8_lossy(&st.stderr);
     assert_eq!(st.status.code(), Some(1), "{err}");
-    assert!(err.contains("key `sweep`") && err.contains("= 2_400_000 runs, more than the limit of 10000 (allow more with --max-runs N"), "{err}");
-    let st = hostsim().args(["check", "--max-runs", "24", "scenarios/examples/livelock.toml"]).current_dir(repo()).output().unwrap();
+    assert!(
+        err.contains("key `sweep`")
+            && err.contains("= 2_400_000 runs, more than the limit of 10000 (allow more with --max-runs N"),
+        "{err}"
+    );
+    let st = hostsim()
+        .args(["check", "--max-runs", "24", "scenarios/examples/livelock.toml"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
     assert!(st.status.success());
-    let st = hostsim().args(["check", "--max-runs", "23", "scenarios/examples/livelock.toml"]).current_dir(repo()).output().unwrap();
+    let st = hostsim()
+        .args(["check", "--max-runs", "23", "scenarios/examples/livelock.toml"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
     assert_eq!(st.status.code(), Some(1));
 }
 
 #[test]
 fn jobs_are_an_error_or_capped_never_a_panic() {
     let out = tmp("jobs");
-    let st = hostsim().args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "0", "--out"]).arg(&out).current_dir(repo()).output().unwrap();
+    let st = hostsim()
+        .args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "0", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
     assert_eq!(st.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&st.stderr).contains("--jobs: expected at least 1"));
     let st = hostsim()
-        .args(["sweep", "scenarios/examples/udp-rtt.toml", "--jobs", "3000", "--set", "duration_ms=30", "--set", "warmup_ms=0", "--out"])
+        .args([
+            "sweep",
+            "scenarios/examples/udp-rtt.toml",
+            "--jobs",
+            "3000",
+            "--set",
+            "duration_ms=30",
+            "--set",
+            "warmup_ms=0",
+            "--out",
+        ])
         .arg(&out)
         .current_dir(repo())
         .output()
@@ -256,13 +287,22 @@ fn jobs_are_an_error_or_capped_never_a_panic() {
 #[test]
 fn metric_aliases_that_replace_or_dangle_are_errors() {
     let base = std::fs::read_to_string(repo().join("crates/scenario/tests/good/minimal.toml")).unwrap();
-    for (alias, from, want) in [("cpu_util", "delivered_pps", "one of the model's own metrics"), ("throughput", "no_such_metric", "no metric named `no_such_metric`")] {
+    for (alias, from, want) in [
+        ("cpu_util", "delivered_pps", "one of the model's own metrics"),
+        ("throughput", "no_such_metric", "no metric named `no_such_metric`"),
+    ] {
         let dir = tmp(&format!("alias-{alias}"));
         std::fs::create_dir_all(&dir).unwrap();
         let text = base.replace("[sweep]", &format!("[metrics]\n{alias} = \"{from}\"\n\n[sweep]"));
         let file = dir.join("s.toml");
         std::fs::write(&file, text).unwrap();
-        let st = hostsim().args(["run"]).arg(&file).args(["--set", "duration_ms=20", "--set", "warmup_ms=5", "--out"]).arg(dir.join("out")).output().unwrap();
+        let st = hostsim()
+            .args(["run"])
+            .arg(&file)
+            .args(["--set", "duration_ms=20", "--set", "warmup_ms=5", "--out"])
+            .arg(dir.join("out"))
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&st.stderr);
         assert_eq!(st.status.code(), Some(1), "{alias}: {err}");
         assert!(err.contains(want) && err.contains(&format!("metrics.{alias}")), "{alias}: {err}");
@@ -276,7 +316,15 @@ fn metric_aliases_that_replace_or_dangle_are_errors() {
 fn cpu_frac_of_a_process_with_instances_is_a_fraction() {
     let out = tmp("cpufrac");
     let st = hostsim()
-        .args(["run", "scenarios/ozaki-pbq-throughput.toml", "--set", "duration_ms=200", "--set", "warmup_ms=50", "--out"])
+        .args([
+            "run",
+            "scenarios/ozaki-pbq-throughput.toml",
+            "--set",
+            "duration_ms=200",
+            "--set",
+            "warmup_ms=50",
+            "--out",
+        ])
         .arg(&out)
         .current_dir(repo())
         .output()

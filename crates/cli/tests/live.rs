@@ -64,7 +64,10 @@ fn entries_of(pid: u32) -> Vec<Entry> {
 
 /// Everything run `pid` recorded is gone, and so is its ledger.
 fn assert_undone(pid: u32, entries: &[Entry], when: &str) {
-    assert!(entries.iter().any(|e| matches!(e, Entry::Netns { .. })), "the run recorded no namespace before {when}: {entries:?}");
+    assert!(
+        entries.iter().any(|e| matches!(e, Entry::Netns { .. })),
+        "the run recorded no namespace before {when}: {entries:?}"
+    );
     let left: Vec<&Entry> = entries.iter().filter(|e| exists(e)).collect();
     assert!(left.is_empty(), "left after {when}: {left:?}");
     assert_eq!(ledgers_of(pid), Vec::<PathBuf>::new(), "ledger left after {when}");
@@ -128,7 +131,11 @@ fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, f64>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().expect("header").split(',').collect();
-    lines.map(|l| head.iter().zip(l.split(',')).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()).collect()
+    lines
+        .map(|l| {
+            head.iter().zip(l.split(',')).filter_map(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))).collect()
+        })
+        .collect()
 }
 
 fn csv_row(path: &Path) -> std::collections::BTreeMap<String, f64> {
@@ -155,7 +162,8 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
         return skip("needs root (network namespaces, XDP)");
     }
     let out = tmp("quick");
-    let child = hostsim().args(["live", "ozaki-pbq", "--quick", "--out"]).arg(&out).stderr(Stdio::piped()).spawn().unwrap();
+    let child =
+        hostsim().args(["live", "ozaki-pbq", "--quick", "--out"]).arg(&out).stderr(Stdio::piped()).spawn().unwrap();
     let pid = child.id();
     let res = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
@@ -170,7 +178,11 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     assert_eq!(rows.len(), 2, "--quick: one flood rate, off then on\n{err}");
     // csv_rows keeps numeric columns only: the variant is told by the order (off first, ozaki::run).
     let (off, on) = (&rows[0], &rows[1]);
-    assert!(on["bwclient_sent_count"] >= 1000.0, "a window of thousands of bw frames: {}\n{err}", on["bwclient_sent_count"]);
+    assert!(
+        on["bwclient_sent_count"] >= 1000.0,
+        "a window of thousands of bw frames: {}\n{err}",
+        on["bwclient_sent_count"]
+    );
     // Whatever the machine's load: the program never drops the top level's frames, and the
     // mechanism off never drops at all (both are the program's own counts).
     assert_eq!(on["bw_drop_xdp_pps"], 0.0, "the program dropped bw's packets\n{err}");
@@ -183,9 +195,15 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     let valid = off["valid"] == 1.0 && on["valid"] == 1.0;
     if on["high_load_entries"] > 0.0 || on["high_load_frac"] > 0.0 {
         assert!(on["flood_drop_xdp_pps"] > 0.0, "high load, yet the program dropped no flood\n{err}");
-        assert!(on["flood_rx_count"] < on["floodclients_sent_count"], "high load, yet the flood lost nothing in the window\n{err}");
+        assert!(
+            on["flood_rx_count"] < on["floodclients_sent_count"],
+            "high load, yet the flood lost nothing in the window\n{err}"
+        );
     } else {
-        let _ = writeln!(std::io::stderr(), "NOTE (live): the `on` run never entered high load here (valid points: {valid})");
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTE (live): the `on` run never entered high load here (valid points: {valid})"
+        );
     }
     if !valid {
         let _ = writeln!(
@@ -205,7 +223,9 @@ fn every_stop_signal_undoes_everything_the_run_recorded() {
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
-    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+    for (sig, name) in
+        [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")]
+    {
         let out = tmp(&format!("signal-{sig}"));
         let (child, entries) = start_long_run(&out, &["--rates", "100000", "--window-s", "5"]);
         let pid = child.id();
@@ -306,7 +326,10 @@ fn live_clean_says_what_it_could_not_remove_and_exits_nonzero() {
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
     assert_eq!(busy, Some(1), "clean could not remove a busy group, yet exited {busy:?}: {said}");
-    assert!(said.contains(&format!("could not remove cgroup {}", group.display())) && said.contains("1 could not be"), "{said}");
+    assert!(
+        said.contains(&format!("could not remove cgroup {}", group.display())) && said.contains("1 could not be"),
+        "{said}"
+    );
     assert!(lf.exists(), "the ledger keeps what could not be removed");
 
     let again = hostsim().args(["live", "clean"]).output().unwrap();
@@ -325,7 +348,8 @@ fn an_interrupted_run_keeps_the_points_it_measured() {
         return skip("needs root (network namespaces, XDP)");
     }
     let out = tmp("points");
-    let (child, entries) = start_long_run(&out, &["--rates", "1000,2000,3000", "--window-s", "0.5", "--bw-rate", "2000"]);
+    let (child, entries) =
+        start_long_run(&out, &["--rates", "1000,2000,3000", "--window-s", "0.5", "--bw-rate", "2000"]);
     let pid = child.id();
     let end = Instant::now() + Duration::from_secs(60);
     while std::fs::read_to_string(out.join("results.csv")).map_or(0, |t| t.lines().count()) < 2 {
@@ -342,7 +366,10 @@ fn an_interrupted_run_keeps_the_points_it_measured() {
     assert!(!rows.is_empty() && rows.len() < 3, "{} points kept", rows.len());
     assert_eq!(rows[0]["traffic.floodclients.rate_pps"], 1000.0);
     let rj = run_json(&out);
-    assert_eq!((rj["status"].as_str(), rj["points_done"].as_u64()), (Some("interrupted (SIGTERM)"), Some(rows.len() as u64)));
+    assert_eq!(
+        (rj["status"].as_str(), rj["points_done"].as_u64()),
+        (Some("interrupted (SIGTERM)"), Some(rows.len() as u64))
+    );
     assert_eq!(strays(&out), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -375,7 +402,8 @@ fn a_failed_write_names_the_file_and_keeps_what_was_written() {
         return skip("needs root (network namespaces, XDP)");
     }
     let out = tmp("nospace");
-    let (child, entries) = start_long_run(&out, &["--rates", "1000,2000,3000", "--window-s", "0.5", "--bw-rate", "2000"]);
+    let (child, entries) =
+        start_long_run(&out, &["--rates", "1000,2000,3000", "--window-s", "0.5", "--bw-rate", "2000"]);
     let pid = child.id();
     let end = Instant::now() + Duration::from_secs(60);
     while std::fs::read_to_string(out.join("results.csv")).map_or(0, |t| t.lines().count()) < 2 {
@@ -433,7 +461,10 @@ fn an_unwritable_output_is_refused_before_any_namespace_exists() {
     let res = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(1), "{err}");
-    assert!(err.contains(&format!("cannot write to {}", out.display())), "the error does not name the directory: {err}");
+    assert!(
+        err.contains(&format!("cannot write to {}", out.display())),
+        "the error does not name the directory: {err}"
+    );
     assert!(!seen, "a ledger (so a namespace) existed before the output was probed");
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -549,7 +580,8 @@ fn children_of(pid: u32) -> Vec<u32> {
 
 /// Is `pid` still a process (not a zombie)?
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
 }
 
 /// `hostsim live kawai-interval --quick`: a few hundred requests through the real accelerator
@@ -564,7 +596,12 @@ fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind()
     }
     let out = tmp("kawai-quick");
     let t0 = Instant::now();
-    let child = hostsim().args(["live", "kawai-interval", "--quick", "--out"]).arg(&out).stderr(Stdio::piped()).spawn().unwrap();
+    let child = hostsim()
+        .args(["live", "kawai-interval", "--quick", "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let pid = child.id();
     let res = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
@@ -584,7 +621,11 @@ fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind()
     assert_eq!(m["clients_errors_count"], 0.0, "responses that were wrong or cut\n{err}");
     assert_eq!(m["chamomile_bad_count"], 0.0, "requests the accelerator refused\n{err}");
     assert_eq!(m["clients_no_conn_per_s"], 0.0, "requests that found no idle connection\n{err}");
-    assert_eq!(m["clients_completed_count"], offered, "every request of the window answered (incomplete: {})\n{err}", m["clients_incomplete_count"]);
+    assert_eq!(
+        m["clients_completed_count"], offered,
+        "every request of the window answered (incomplete: {})\n{err}",
+        m["clients_incomplete_count"]
+    );
     assert_eq!(m["origin_errors_count"], 0.0);
     // Misses went through the origin: the hit ratio is 0.72.
     assert!(m["chamomile_misses_per_s"] > 0.0 && m["chamomile_fetched_per_s"] > 0.0, "{err}");
@@ -592,7 +633,11 @@ fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind()
     // window/cycle + 1 passes in the window), and the loop did sleep and go back to FIFO.
     let w = m["window_s"];
     let max_loops = (w / 0.020 + 1.0) / w;
-    assert!(m["chamomile_io_loops_per_s"] <= max_loops, "{} passes/s > {max_loops}\n{err}", m["chamomile_io_loops_per_s"]);
+    assert!(
+        m["chamomile_io_loops_per_s"] <= max_loops,
+        "{} passes/s > {max_loops}\n{err}",
+        m["chamomile_io_loops_per_s"]
+    );
     assert!(m["chamomile_io_sleeps_per_s"] > 0.0 && m["chamomile_sched_frac"] > 0.0, "{err}");
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -606,7 +651,9 @@ fn every_stop_signal_undoes_a_kawai_run() {
     if !root() {
         return skip("needs root (network namespaces, SCHED_FIFO)");
     }
-    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+    for (sig, name) in
+        [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")]
+    {
         let out = tmp(&format!("kawai-signal-{sig}"));
         let mut cmd = hostsim();
         // SAFETY: signal() between fork and exec.
@@ -651,7 +698,10 @@ fn every_stop_signal_undoes_a_kawai_run() {
         let err = String::from_utf8_lossy(&res.stderr);
         assert_eq!(res.status.code(), Some(128 + sig), "exit after {name}: {err}");
         for kind in ["netns", "veth", "file"] {
-            assert!(entries.iter().any(|e| serde_json::to_value(e).unwrap()["kind"] == kind), "the run recorded no {kind}: {entries:?}");
+            assert!(
+                entries.iter().any(|e| serde_json::to_value(e).unwrap()["kind"] == kind),
+                "the run recorded no {kind}: {entries:?}"
+            );
         }
         assert_undone(pid, &entries, name);
         // The workers die with the run (PR_SET_PDEATHSIG, then their own time limit).
@@ -676,7 +726,20 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
         return skip("needs root (network namespaces, XDP, threaded NAPI)");
     }
     let out = tmp("supp");
-    let args = ["live", "ozaki-pbq", "--modes", "off,supp", "--placements", "rps,threaded", "--reps", "1", "--rates", "600000", "--window-s", "0.6"];
+    let args = [
+        "live",
+        "ozaki-pbq",
+        "--modes",
+        "off,supp",
+        "--placements",
+        "rps,threaded",
+        "--reps",
+        "1",
+        "--rates",
+        "600000",
+        "--window-s",
+        "0.6",
+    ];
     let res = hostsim().args(args).arg("--out").arg(&out).output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
     if res.status.code() == Some(2) {
@@ -687,8 +750,16 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
     let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
     let col = |name: &str| head.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
     let (v, p) = (col("variant"), col("placement"));
-    let kinds: Vec<(String, String)> = text.lines().skip(1).map(|l| l.split(',').collect::<Vec<_>>()).map(|f| (f[p].to_string(), f[v].to_string())).collect();
-    let want: Vec<(String, String)> = [("rps", "off"), ("threaded", "off"), ("threaded", "supp")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    let kinds: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .map(|f| (f[p].to_string(), f[v].to_string()))
+        .collect();
+    let want: Vec<(String, String)> = [("rps", "off"), ("threaded", "off"), ("threaded", "supp")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
     assert_eq!(kinds, want, "supp only in threaded, off first\n{err}");
     let rows = csv_rows(&out.join("results.csv"));
     for r in &rows {
@@ -702,7 +773,20 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
     // the run changed them, and everything recorded is undone.
     let out = tmp("supp-term");
     let mut child = hostsim()
-        .args(["live", "ozaki-pbq", "--modes", "supp", "--placements", "threaded", "--reps", "1", "--rates", "600000", "--window-s", "5"])
+        .args([
+            "live",
+            "ozaki-pbq",
+            "--modes",
+            "supp",
+            "--placements",
+            "threaded",
+            "--reps",
+            "1",
+            "--rates",
+            "600000",
+            "--window-s",
+            "5",
+        ])
         .arg("--out")
         .arg(&out)
         .stdout(Stdio::null())
@@ -727,7 +811,10 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(entries.iter().filter(|e| matches!(e, Entry::Affinity { .. })).count() >= 2, "both kthreads' affinity recorded: {entries:?}");
+    assert!(
+        entries.iter().filter(|e| matches!(e, Entry::Affinity { .. })).count() >= 2,
+        "both kthreads' affinity recorded: {entries:?}"
+    );
     std::thread::sleep(Duration::from_millis(1500)); // into the window, the suppressor running
     let entries = entries_of(pid);
     // SAFETY: our child.

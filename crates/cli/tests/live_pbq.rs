@@ -191,7 +191,10 @@ fn entries_of(pid: u32) -> Vec<Entry> {
 }
 
 fn group_of(entries: &[Entry]) -> PathBuf {
-    entries.iter().find_map(|e| if let Entry::ServerGroup { path } = e { Some(path.clone()) } else { None }).expect("a cgroup in the ledger")
+    entries
+        .iter()
+        .find_map(|e| if let Entry::ServerGroup { path } = e { Some(path.clone()) } else { None })
+        .expect("a cgroup in the ledger")
 }
 
 /// Start `hostsim live-worker ARGS` in namespace `ns`, optionally in cgroup `group` and at
@@ -298,14 +301,22 @@ fn by_default_it_counts_and_drops_nothing() {
         assert!(Instant::now() < end, "the server's port did not reach the table within 10 s: {}", tool.stdout());
         std::thread::sleep(Duration::from_millis(50));
     }
-    let snd = worker(&t.cli, None, 0, &["send", "--dst", "198.18.210.1", "--ports", "7000", "--rate-pps", "4000", "--secs", "0.5"]);
+    let snd = worker(
+        &t.cli,
+        None,
+        0,
+        &["send", "--dst", "198.18.210.1", "--ports", "7000", "--rate-pps", "4000", "--secs", "0.5"],
+    );
     let sent = snd.wait_with_output().unwrap();
     let sent: serde_json::Value = serde_json::from_slice(&sent.stdout).expect("the sender's report");
     let sent = sent["count"].as_u64().unwrap();
     let (code, out, err) = tool.wait();
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("count only") && out.contains("mode"), "the output does not say it only counts: {out}");
-    assert!(out.contains("native mode") || out.contains("generic mode"), "the output does not state the XDP mode: {out}");
+    assert!(
+        out.contains("native mode") || out.contains("generic mode"),
+        "the output does not state the XDP mode: {out}"
+    );
     let _ = sink.wait_with_output();
     let c = counters(&out);
     let (rx, _) = c.get("14").copied().unwrap_or_default();
@@ -344,8 +355,18 @@ fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
         assert!(Instant::now() < end, "the servers' ports did not reach the table within 10 s: {}", tool.stdout());
         std::thread::sleep(Duration::from_millis(50));
     }
-    let flood = worker(&t.cli, None, 0, &["send", "--dst", "198.18.210.1", "--ports", "6000", "--rate-pps", "50000", "--secs", "2"]);
-    let trickle = worker(&t.cli, None, 0, &["send", "--dst", "198.18.210.1", "--ports", "5000", "--rate-pps", "2000", "--secs", "2"]);
+    let flood = worker(
+        &t.cli,
+        None,
+        0,
+        &["send", "--dst", "198.18.210.1", "--ports", "6000", "--rate-pps", "50000", "--secs", "2"],
+    );
+    let trickle = worker(
+        &t.cli,
+        None,
+        0,
+        &["send", "--dst", "198.18.210.1", "--ports", "5000", "--rate-pps", "2000", "--secs", "2"],
+    );
     for w in [flood, trickle] {
         let _ = w.wait_with_output();
     }
@@ -375,7 +396,9 @@ fn every_stop_signal_leaves_no_program_and_no_group() {
         Ok(t) => t,
         Err(e) => return skip(&e),
     };
-    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+    for (sig, name) in
+        [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")]
+    {
         let mut tool = Tool::start(&t, &[]);
         let entries = match tool.wait_attached() {
             Ok(e) => e,
@@ -418,6 +441,9 @@ fn after_sigkill_live_clean_removes_what_is_left() {
     let clean = hostsim().args(["live", "clean"]).output().unwrap();
     let said = String::from_utf8_lossy(&clean.stdout);
     // Its exit status also speaks for other dead runs' leftovers: only ours are asserted on.
-    assert!(said.contains(&format!("removed cgroup {}", group_of(&entries).display())), "clean did not name the group: {said}");
+    assert!(
+        said.contains(&format!("removed cgroup {}", group_of(&entries).display())),
+        "clean did not name the group: {said}"
+    );
     assert_clean(&t, pid, &entries, "SIGKILL and `hostsim live clean`");
 }

@@ -17,7 +17,10 @@
 
 mod common;
 
-use common::{assert_interrupted, assert_undone, kill_then_clean, csv_rows, entries_of, num, skip, start_live, stderr_of, wait_exit};
+use common::{
+    assert_interrupted, assert_undone, csv_rows, entries_of, kill_then_clean, num, skip, start_live, stderr_of,
+    wait_exit,
+};
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -51,7 +54,8 @@ fn can_run() -> bool {
 /// The set-up is complete once the ledger holds the three XDP attachments (sink, router input,
 /// the generator's spare veth) and the two tracepoint links.
 fn set_up(e: &[Entry]) -> bool {
-    e.iter().filter(|e| matches!(e, Entry::Xdp { .. })).count() >= 3 && e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 2
+    e.iter().filter(|e| matches!(e, Entry::Xdp { .. })).count() >= 3
+        && e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 2
 }
 
 fn no_namespace_of(pid: u32) {
@@ -91,7 +95,11 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
         assert_eq!(num(r, "sink_other_count"), 0.0, "{v}: {r:?}");
         assert_eq!(num(r, "sink_valid_count"), num(r, "sink_frames_count"), "{v}: {r:?}");
         // At 50,000 pkt/s, far below every variant's saturation, the window's frames arrive.
-        assert!(num(r, "out_window_frac") > 0.95, "{v}: {} of the window's frames arrived\n{err}", num(r, "out_window_frac"));
+        assert!(
+            num(r, "out_window_frac") > 0.95,
+            "{v}: {} of the window's frames arrived\n{err}",
+            num(r, "out_window_frac")
+        );
         assert_eq!(num(r, "gen_errors"), 0.0, "{v}: {r:?}");
     }
     let split = rows.iter().find(|r| r["variant"] == "split-cpumap").unwrap();
@@ -145,7 +153,10 @@ fn an_error_mid_run_undoes_everything() {
         return;
     }
     let out = tmp("error");
-    let (mut child, entries) = start(&out, &["--rates", "50000,60000,70000,80000", "--variants", "kernel-1cpu", "--reps", "1", "--window-s", "0.5"]);
+    let (mut child, entries) = start(
+        &out,
+        &["--rates", "50000,60000,70000,80000", "--variants", "kernel-1cpu", "--reps", "1", "--window-s", "0.5"],
+    );
     let end = Instant::now() + Duration::from_secs(60);
     while std::fs::read_to_string(out.join("results.csv")).map_or(0, |t| t.lines().count()) < 2 {
         assert!(Instant::now() < end, "no point written within 60 s");
@@ -178,9 +189,24 @@ fn every_stop_signal_mid_sweep_undoes_everything() {
         let out = tmp(&format!("sig{sig}"));
         // The split variant (cpumap entry and its kthread) under load, long enough not to end first.
         // split-afxdp first: its forwarder (sockets, UMEM, threads) is running when the signal comes.
-        let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-afxdp,split-cpumap,kernel-rps", "--reps", "5", "--window-s", "1"]);
+        let (mut child, entries) = start(
+            &out,
+            &[
+                "--rates",
+                "200000",
+                "--variants",
+                "split-afxdp,split-cpumap,kernel-rps",
+                "--reps",
+                "5",
+                "--window-s",
+                "1",
+            ],
+        );
         std::thread::sleep(Duration::from_millis(700));
-        assert!(entries.iter().any(|e| matches!(e, Entry::Sched { .. })), "the kthreads' policy is in the ledger: {entries:?}");
+        assert!(
+            entries.iter().any(|e| matches!(e, Entry::Sched { .. })),
+            "the kthreads' policy is in the ledger: {entries:?}"
+        );
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let st = wait_exit(&mut child, 30);
@@ -202,7 +228,8 @@ fn a_sigkilled_run_is_cleaned_by_live_clean() {
         return;
     }
     let out = tmp("kill");
-    let (mut child, entries) = start(&out, &["--rates", "200000", "--variants", "split-afxdp,split-cpumap", "--reps", "5", "--window-s", "1"]);
+    let (mut child, entries) =
+        start(&out, &["--rates", "200000", "--variants", "split-afxdp,split-cpumap", "--reps", "5", "--window-s", "1"]);
     std::thread::sleep(Duration::from_millis(700));
     kill_then_clean(&mut child, entries);
     no_namespace_of(child.id());

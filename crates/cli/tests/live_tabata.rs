@@ -15,7 +15,9 @@
 
 mod common;
 
-use common::{assert_interrupted, assert_undone, kill_then_clean, csv_rows, entries_of, num, skip, start_live, wait_exit};
+use common::{
+    assert_interrupted, assert_undone, csv_rows, entries_of, kill_then_clean, num, skip, start_live, wait_exit,
+};
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -30,7 +32,9 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Start a run; wait until its ledger holds the tcx program and the freezer group (setup done).
 fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
-    start_live("tabata-speed", out, args, false, Duration::from_secs(20), |e| e.iter().any(|e| matches!(e, Entry::Tcx { .. })) && e.iter().any(|e| matches!(e, Entry::Cgroup { .. })))
+    start_live("tabata-speed", out, args, false, Duration::from_secs(20), |e| {
+        e.iter().any(|e| matches!(e, Entry::Tcx { .. })) && e.iter().any(|e| matches!(e, Entry::Cgroup { .. }))
+    })
 }
 
 fn can_run() -> bool {
@@ -51,7 +55,9 @@ fn frozen_group_pids(entries: &[Entry]) -> Vec<u32> {
     entries
         .iter()
         .filter_map(|e| match e {
-            Entry::Cgroup { path } if path.join("cgroup.freeze").exists() => std::fs::read_to_string(path.join("cgroup.procs")).ok(),
+            Entry::Cgroup { path } if path.join("cgroup.freeze").exists() => {
+                std::fs::read_to_string(path.join("cgroup.procs")).ok()
+            }
             _ => None,
         })
         .flat_map(|t| t.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
@@ -77,7 +83,11 @@ fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
     assert!(entries_of(child.id()).is_empty(), "the ledger file remains");
     let rows = csv_rows(&out.join("results.csv"));
     assert_eq!(rows.len(), 3, "{rows:?}");
-    let row = |v: &str, s: &str| rows.iter().find(|r| r["variant"] == v && r["process.sender.speed_pct"] == s).unwrap_or_else(|| panic!("no {v} {s}"));
+    let row = |v: &str, s: &str| {
+        rows.iter()
+            .find(|r| r["variant"] == v && r["process.sender.speed_pct"] == s)
+            .unwrap_or_else(|| panic!("no {v} {s}"))
+    };
     // Ethernet's payload rate at 100 Mbit/s: 1460 B of every 1538 B on the wire.
     let wire_payload_mbps = 100.0 * 1460.0 / 1538.0;
     for r in &rows {
@@ -100,7 +110,12 @@ fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
         assert_eq!(num(r, "regulator_gate_errors"), 0.0);
         // The regulator was in place before the sender's first write (a point where it was not
         // is measured again, up to three times): the slots below are the whole transfer's.
-        assert_eq!(num(r, "regulator_ready"), 1.0, "the regulator thread did not run before the sender's start in {} attempts: {r:?}", num(r, "attempts"));
+        assert_eq!(
+            num(r, "regulator_ready"),
+            1.0,
+            "the regulator thread did not run before the sender's start in {} attempts: {r:?}",
+            num(r, "attempts")
+        );
     }
     let slots = num(slow, "regulator_slots");
     assert!((num(slow, "regulator_allocated_frac") - 0.2).abs() <= 1.0 / slots + 0.005, "{slow:?}");
@@ -108,7 +123,12 @@ fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
     // (it runs whenever it can) and its bandwidth would be the unregulated one (57-93 Mbit/s on
     // this machine at load averages of 12-18; regulated at 20 %: 29-34).
     assert!(num(slow, "sender_runtime_out_frac") < 0.4, "{slow:?}");
-    assert!(num(slow, "bw_mbps") < 0.45 * wire_payload_mbps, "20 %: {} Mbit/s (100 %: {})", num(slow, "bw_mbps"), num(full, "bw_mbps"));
+    assert!(
+        num(slow, "bw_mbps") < 0.45 * wire_payload_mbps,
+        "20 %: {} Mbit/s (100 %: {})",
+        num(slow, "bw_mbps"),
+        num(full, "bw_mbps")
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -14,7 +14,9 @@
 
 mod common;
 
-use common::{assert_interrupted, assert_undone, kill_then_clean, csv_rows, entries_of, num, skip, start_live, wait_exit};
+use common::{
+    assert_interrupted, assert_undone, csv_rows, entries_of, kill_then_clean, num, skip, start_live, wait_exit,
+};
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -29,7 +31,9 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Start a run; wait until its ledger holds the four tracepoint links (setup done).
 fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
-    start_live("goda-wakeups", out, args, false, Duration::from_secs(20), |e| e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 4)
+    start_live("goda-wakeups", out, args, false, Duration::from_secs(20), |e| {
+        e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= 4
+    })
 }
 
 fn can_run() -> bool {

@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn hostsim() -> Command {
-    let mut c = Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()));
+    let mut c =
+        Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()));
     c.current_dir(repo());
     // The stop signals as a terminal delivers them, whatever this test inherited.
     // SAFETY: signal() between fork and exec.
@@ -38,7 +39,8 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
 }
@@ -58,17 +60,28 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 
 #[test]
 fn a_traced_run_stopped_by_any_stop_signal_leaves_no_temporary() {
-    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+    for (sig, name) in
+        [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")]
+    {
         let out = tmp(&format!("trace-{sig}"));
         // Half a simulated hour, traced only in its last second: long in wall time, light on disk.
         let child = hostsim()
-            .args(["run", "scenarios/examples/livelock.toml", "--variant", "legacy", "--set", "traffic.load.rate_pps=2000"])
+            .args([
+                "run",
+                "scenarios/examples/livelock.toml",
+                "--variant",
+                "legacy",
+                "--set",
+                "traffic.load.rate_pps=2000",
+            ])
             .args(["--set", "duration_ms=1800000", "--trace-from", "1799000", "--out"])
             .arg(&out)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        wait_for("the trace's temporary file", || out.is_dir() && temporaries(&out).iter().any(|t| t.starts_with(".trace.perfetto-trace.")));
+        wait_for("the trace's temporary file", || {
+            out.is_dir() && temporaries(&out).iter().any(|t| t.starts_with(".trace.perfetto-trace."))
+        });
         // SAFETY: our child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let res = child.wait_with_output().unwrap();
@@ -82,7 +95,13 @@ fn a_traced_run_stopped_by_any_stop_signal_leaves_no_temporary() {
 }
 
 fn run(out: &Path, extra: &[&str]) -> std::process::Output {
-    hostsim().args(["run", "scenarios/examples/livelock.toml", "--set", "duration_ms=6000"]).args(extra).arg("--out").arg(out).output().unwrap()
+    hostsim()
+        .args(["run", "scenarios/examples/livelock.toml", "--set", "duration_ms=6000"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -103,9 +122,13 @@ fn a_new_run_never_stands_beside_an_old_runs_outputs() {
 fn a_failed_write_marks_the_run_incomplete() {
     let out = tmp("full");
     assert!(run(&out, &[]).status.success());
-    assert!(std::fs::metadata(out.join("timeseries.csv")).unwrap().len() > 16384, "the time series must exceed the limit");
+    assert!(
+        std::fs::metadata(out.join("timeseries.csv")).unwrap().len() > 16384,
+        "the time series must exceed the limit"
+    );
     let mut cmd = hostsim();
-    cmd.args(["run", "scenarios/examples/livelock.toml", "--set", "duration_ms=6000", "--seed", "2", "--out"]).arg(&out);
+    cmd.args(["run", "scenarios/examples/livelock.toml", "--set", "duration_ms=6000", "--seed", "2", "--out"])
+        .arg(&out);
     // SAFETY: async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -120,7 +143,10 @@ fn a_failed_write_marks_the_run_incomplete() {
     let r = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(1), "{err}");
-    assert!(err.contains(&format!("writing {}", out.join("timeseries.csv").display())), "the error does not name the file: {err}");
+    assert!(
+        err.contains(&format!("writing {}", out.join("timeseries.csv").display())),
+        "the error does not name the file: {err}"
+    );
     assert!(out.join("INCOMPLETE").exists(), "not marked incomplete: {:?}", names(&out));
     let marker = std::fs::read_to_string(out.join("INCOMPLETE")).unwrap();
     assert!(marker.contains("failed: writing") && marker.contains("timeseries.csv"), "{marker}");
@@ -138,7 +164,11 @@ fn a_failed_write_marks_the_run_incomplete() {
 #[test]
 fn a_sweep_keeps_the_runs_that_finished_when_one_fails() {
     let out = tmp("sweepfail");
-    let sc = hostsim_scenario::load(&repo().join("scenarios/examples/livelock.toml"), &[("duration_ms".into(), "50".into()), ("warmup_ms".into(), "10".into())]).unwrap();
+    let sc = hostsim_scenario::load(
+        &repo().join("scenarios/examples/livelock.toml"),
+        &[("duration_ms".into(), "50".into()), ("warmup_ms".into(), "10".into())],
+    )
+    .unwrap();
     let calls = std::sync::atomic::AtomicUsize::new(0);
     let bad = hostsim_scenario::parse_value("150000");
     let res = hostsim_cli::sweep_to_dir(&sc, 2, true, &out, |s| {
@@ -162,7 +192,10 @@ fn a_sweep_keeps_the_runs_that_finished_when_one_fails() {
 
 fn reproduce(out: &Path, extra: &[&str]) -> Command {
     let mut c = hostsim();
-    c.args(["reproduce", "livelock", "ozaki-pbq-latency", "--seeds", "2", "--jobs", "2", "--no-report"]).args(extra).arg("--out").arg(out);
+    c.args(["reproduce", "livelock", "ozaki-pbq-latency", "--seeds", "2", "--jobs", "2", "--no-report"])
+        .args(extra)
+        .arg("--out")
+        .arg(out);
     c
 }
 
@@ -178,12 +211,15 @@ fn an_interrupted_reproduce_says_so_and_resumes_to_the_same_verdicts() {
 
     let out = tmp("repro");
     // An earlier, complete reproduce of the first experiment alone.
-    let r = hostsim().args(["reproduce", "livelock", "--seeds", "2", "--no-report", "--out"]).arg(&out).output().unwrap();
+    let r =
+        hostsim().args(["reproduce", "livelock", "--seeds", "2", "--no-report", "--out"]).arg(&out).output().unwrap();
     assert!(r.status.success());
     assert!(out.join("expectations.json").exists());
     // Interrupted once the first experiment is done.
     let child = reproduce(&out, &[]).stderr(Stdio::piped()).spawn().unwrap();
-    wait_for("the first experiment", || std::fs::read_to_string(out.join("INCOMPLETE")).is_ok_and(|t| t.contains("1 of 2 experiments done")));
+    wait_for("the first experiment", || {
+        std::fs::read_to_string(out.join("INCOMPLETE")).is_ok_and(|t| t.contains("1 of 2 experiments done"))
+    });
     // SAFETY: our child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let res = child.wait_with_output().unwrap();
@@ -197,9 +233,17 @@ fn an_interrupted_reproduce_says_so_and_resumes_to_the_same_verdicts() {
     assert!(r.status.success(), "{err}");
     assert!(err.contains("examples/livelock: finished earlier (resumed"), "the finished experiment ran again: {err}");
     assert!(!out.join("INCOMPLETE").exists());
-    assert_eq!(std::fs::read_to_string(out.join("expectations.json")).unwrap(), want, "resumed verdicts differ from an uninterrupted run's");
+    assert_eq!(
+        std::fs::read_to_string(out.join("expectations.json")).unwrap(),
+        want,
+        "resumed verdicts differ from an uninterrupted run's"
+    );
     for d in ["livelock", "ozaki-pbq-latency"] {
-        assert_eq!(std::fs::read(out.join(d).join("results.csv")).unwrap(), std::fs::read(straight.join(d).join("results.csv")).unwrap(), "{d}/results.csv");
+        assert_eq!(
+            std::fs::read(out.join(d).join("results.csv")).unwrap(),
+            std::fs::read(straight.join(d).join("results.csv")).unwrap(),
+            "{d}/results.csv"
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&straight);
@@ -218,11 +262,33 @@ fn no_program_from_the_current_directory_runs() {
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let micro = repo().join("scenarios/ozaki-pbq-micro.toml");
     for args in [
-        vec!["reproduce".to_string(), "livelock".into(), "--seeds".into(), "1".into(), "--out".into(), d.join("out").display().to_string()],
-        vec!["calibrate".into(), micro.display().to_string(), "--dry-run".into(), "--seeds".into(), "1".into(), "--trials".into(), "0".into(), "--refine".into(), "0".into()],
+        vec![
+            "reproduce".to_string(),
+            "livelock".into(),
+            "--seeds".into(),
+            "1".into(),
+            "--out".into(),
+            d.join("out").display().to_string(),
+        ],
+        vec![
+            "calibrate".into(),
+            micro.display().to_string(),
+            "--dry-run".into(),
+            "--seeds".into(),
+            "1".into(),
+            "--trials".into(),
+            "0".into(),
+            "--refine".into(),
+            "0".into(),
+        ],
     ] {
         let r = hostsim().args(&args).current_dir(&d).env_remove("HOSTSIM_PYTHON").output().unwrap();
-        assert!(!ran.exists(), "hostsim {} ran ./.venv/bin/python of the current directory: {}", args[0], String::from_utf8_lossy(&r.stderr));
+        assert!(
+            !ran.exists(),
+            "hostsim {} ran ./.venv/bin/python of the current directory: {}",
+            args[0],
+            String::from_utf8_lossy(&r.stderr)
+        );
     }
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -240,7 +306,13 @@ fn measured_data_is_copied_with_its_mode_and_only_from_inside_the_tree() {
     let csv = d.join("scenarios/live").join(MEASURED);
     std::fs::copy(repo().join("scenarios/live").join(MEASURED), &csv).unwrap();
     std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let repro = |out: &str| hostsim().args(["reproduce", "live-ozaki-pbq", "--seeds", "1", "--jobs", "1", "--no-report", "--out", out]).current_dir(&d).output().unwrap();
+    let repro = |out: &str| {
+        hostsim()
+            .args(["reproduce", "live-ozaki-pbq", "--seeds", "1", "--jobs", "1", "--no-report", "--out", out])
+            .current_dir(&d)
+            .output()
+            .unwrap()
+    };
     let r = repro("out");
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let copied = d.join("out/live-ozaki-pbq").join(MEASURED);

@@ -15,7 +15,10 @@ fn hostsim() -> Command {
 }
 
 fn field<'a>(text: &'a str, name: &str) -> &'a str {
-    text.lines().find_map(|l| l.strip_prefix(&format!("# expect-{name}:"))).map(str::trim).unwrap_or_else(|| panic!("no expect-{name}"))
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("# expect-{name}:")))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no expect-{name}"))
 }
 
 fn replay(files: &[PathBuf]) -> Vec<String> {
@@ -28,7 +31,11 @@ fn replay(files: &[PathBuf]) -> Vec<String> {
         let name = f.file_name().unwrap().to_string_lossy();
         let at = if line == "none" { format!("{}: ", f.display()) } else { format!("{}:{line}: ", f.display()) };
         if out.status.code() != Some(1) {
-            failures.push(format!("{name}: exit {:?} (accepted?) {}", out.status.code(), String::from_utf8_lossy(&out.stdout).trim()));
+            failures.push(format!(
+                "{name}: exit {:?} (accepted?) {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ));
         } else if !err.contains(&at) || !err.contains(&format!("key `{key}")) || !err.contains(msg) {
             failures.push(format!("{name}: want `{at}key `{key}`: …{msg}…`, got: {}", err.trim()));
         }
@@ -41,7 +48,9 @@ fn toml_in(dir: &Path, prefixes: &[&str]) -> Vec<PathBuf> {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .filter(|p| prefixes.is_empty() || prefixes.iter().any(|x| p.file_name().unwrap().to_string_lossy().starts_with(x)))
+        .filter(|p| {
+            prefixes.is_empty() || prefixes.iter().any(|x| p.file_name().unwrap().to_string_lossy().starts_with(x))
+        })
         .collect();
     v.sort();
     v
@@ -69,9 +78,16 @@ fn the_hostile_files_of_issue_25_are_refused_by_check() {
 fn a_claim_on_an_alias_is_accepted() {
     let d = std::env::temp_dir().join(format!("hostsim-regress-alias-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    let base = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenario/tests/good/minimal.toml")).unwrap();
+    let base =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenario/tests/good/minimal.toml"))
+            .unwrap();
     let f = d.join("alias.toml");
-    std::fs::write(&f, base.replace("metric = \"delivered_pps\"\nvariant = \"napi\"", "metric = \"got\"\nvariant = \"napi\"") + "\n[metrics]\ngot = \"sink_rx_pps\"\n").unwrap();
+    std::fs::write(
+        &f,
+        base.replace("metric = \"delivered_pps\"\nvariant = \"napi\"", "metric = \"got\"\nvariant = \"napi\"")
+            + "\n[metrics]\ngot = \"sink_rx_pps\"\n",
+    )
+    .unwrap();
     let out = hostsim().arg("check").arg(&f).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&d);

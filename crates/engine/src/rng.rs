@@ -72,9 +72,24 @@ mod tests {
     #[test]
     fn same_seed_same_stream_and_names_independent() {
         let s = RngStreams::new(42);
-        let a: Vec<u64> = (0..8).map({ let mut r = s.stream("a"); move |_| r.next_u64() }).collect();
-        let a2: Vec<u64> = (0..8).map({ let mut r = s.stream("a"); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..8).map({ let mut r = s.stream("b"); move |_| r.next_u64() }).collect();
+        let a: Vec<u64> = (0..8)
+            .map({
+                let mut r = s.stream("a");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let a2: Vec<u64> = (0..8)
+            .map({
+                let mut r = s.stream("a");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..8)
+            .map({
+                let mut r = s.stream("b");
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, a2);
         assert_ne!(a, b);
     }

@@ -53,25 +53,25 @@ mod tests;
 mod types;
 mod wire;
 
-pub use net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 pub use config::*;
 pub use kernel::irq::route::IrqRouter;
+pub use net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 // 2.4/2.5's nanosleep rule, also what `hostsim live kawai-interval`'s quantised sleeps follow.
 pub use kernel::time::nanosleep::{nanosleep_jiffies, Nanosleep};
-pub use wire::wire_bytes;
-pub use run::RunError;
-pub use metrics::summary::{
-    CacheSummary, ConcurrencySummary, CpuSummary, FdirSummary, Latency, PacketSummary, ProcessSummary, SocketSummary, SpeedSummary, Summary,
-    TcpSummary, TrafficSummary, HttpTotals,
-};
-/// A stream sink's metrics (bandwidth, inter-arrival histograms) from its [`hostsim_workload::SinkStats`]:
-/// also filled from a live run's frames (crates/live/src/tabata.rs), so both use one definition.
-pub use metrics::sink::insert as insert_sink_metrics;
-pub use metrics::trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
 /// Paper 001's wake-up migration classes (unintended ping-pongs, settling): also fed from a live
 /// run's scheduler tracepoints (crates/live/src/wake.rs), so both use one definition.
 pub use metrics::migration_class::{insert as insert_class_metrics, ClassCounts, MigrationClass};
+/// A stream sink's metrics (bandwidth, inter-arrival histograms) from its [`hostsim_workload::SinkStats`]:
+/// also filled from a live run's frames (crates/live/src/tabata.rs), so both use one definition.
+pub use metrics::sink::insert as insert_sink_metrics;
+pub use metrics::summary::{
+    CacheSummary, ConcurrencySummary, CpuSummary, FdirSummary, HttpTotals, Latency, PacketSummary, ProcessSummary,
+    SocketSummary, SpeedSummary, Summary, TcpSummary, TrafficSummary,
+};
+pub use metrics::trace::{TraceSink, TraceWindow, FLUSH_RECORDS};
+pub use run::RunError;
 pub use types::{nice_weight, CAUSE_NAMES, DROP_NAMES, NICE_WEIGHT, STATE_NAMES};
+pub use wire::wire_bytes;
 
 use hostsim_engine::TimeSeries;
 

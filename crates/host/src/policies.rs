@@ -15,7 +15,9 @@
 //!
 //! This module imports the policies; none of them imports it or the `Host` hub (`sim.rs`).
 
-use crate::config::{BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, RxPath, Scheduler, WakePolicy, XdpKind};
+use crate::config::{
+    BacklogKind, ConcurrencyKind, KernelConfig, MechanismCosts, RxPath, Scheduler, WakePolicy, XdpKind,
+};
 use crate::kernel::locking::spinlock::{Context, SpinLock};
 use crate::kernel::sched::cfs32::Cfs32Idle;
 use crate::kernel::sched::cfs6::{Cfs6Balance, Cfs6Wake};
@@ -280,10 +282,9 @@ impl Concurrency {
         match kind {
             ConcurrencyKind::Smp => Concurrency::Smp,
             ConcurrencyKind::Up => Concurrency::Up,
-            ConcurrencyKind::Bkl => Concurrency::Bkl(SpinLock::new(
-                m.lock_acquire_ns,
-                m.lock_line_transfer_ns + m.bkl_data_transfer_ns,
-            )),
+            ConcurrencyKind::Bkl => {
+                Concurrency::Bkl(SpinLock::new(m.lock_acquire_ns, m.lock_line_transfer_ns + m.bkl_data_transfer_ns))
+            }
             ConcurrencyKind::Functional => Concurrency::Functional(Box::new(Symbiose::new(
                 ncpu,
                 k.driver_cpu as usize,

@@ -40,11 +40,20 @@ pub fn try_run_with_progress(cfg: HostConfig, progress: impl FnMut(Time)) -> Res
 }
 
 /// [`try_run_with_progress`] with a trace streamed to `sink` (see `crate::run_traced`).
-pub fn try_run_traced(cfg: HostConfig, window: TraceWindow, sink: &mut dyn TraceSink, progress: impl FnMut(Time)) -> Result<RunOutput, RunError> {
+pub fn try_run_traced(
+    cfg: HostConfig,
+    window: TraceWindow,
+    sink: &mut dyn TraceSink,
+    progress: impl FnMut(Time),
+) -> Result<RunOutput, RunError> {
     try_run_inner(cfg, Some((window, sink)), progress)
 }
 
-fn try_run_inner(cfg: HostConfig, traced: Option<(TraceWindow, &mut dyn TraceSink)>, progress: impl FnMut(Time)) -> Result<RunOutput, RunError> {
+fn try_run_inner(
+    cfg: HostConfig,
+    traced: Option<(TraceWindow, &mut dyn TraceSink)>,
+    progress: impl FnMut(Time),
+) -> Result<RunOutput, RunError> {
     let seed = cfg.seed;
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let mut host = Host::new(cfg);
@@ -60,7 +69,12 @@ fn try_run_inner(cfg: HostConfig, traced: Option<(TraceWindow, &mut dyn TraceSin
         };
         host.run_with_progress(progress, sink);
         if let Some(st) = host.q.stall() {
-            return Err(RunError::Stalled { seed, at_ns: st.at.ns(), events: st.events, cause: likely_cause(&host, st) });
+            return Err(RunError::Stalled {
+                seed,
+                at_ns: st.at.ns(),
+                events: st.events,
+                cause: likely_cause(&host, st),
+            });
         }
         Ok(crate::output(&mut host))
     }));

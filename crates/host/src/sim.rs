@@ -10,14 +10,14 @@ use crate::kernel::app_state::App;
 use crate::kernel::cpu::Cpu;
 use crate::kernel::sched::SchedState;
 use crate::kernel::task::{spawn_cpumap_kthread, spawn_napi_kthreads, spawn_tasks, Proc};
-use crate::mechanisms::MechState;
-use crate::mechanisms::takeuchi_symbiose::SymbioseThread;
 use crate::mechanisms::takeuchi_symbiose::kthreads::spawn_symbiose_threads;
+use crate::mechanisms::takeuchi_symbiose::SymbioseThread;
+use crate::mechanisms::MechState;
 
 use crate::metrics::stats::Stats;
 use crate::metrics::trace::{Trace, TraceSink};
-use crate::net::NetStack;
 use crate::net::core::skbuff::PacketSlab;
+use crate::net::NetStack;
 use crate::policies::{Backlog, Concurrency};
 use crate::types::*;
 use crate::wire::Wire;
@@ -33,39 +33,82 @@ use hostsim_engine::{EventQueue, RngStreams, Time};
 #[repr(u32)]
 pub enum Ev {
     /// The CPU's current unit of work completes (if `gen` is still live).
-    CpuDone { cpu: u16, gen: u32 },
+    CpuDone {
+        cpu: u16,
+        gen: u32,
+    },
     /// Timer interrupt.
-    Tick { cpu: u16 },
+    Tick {
+        cpu: u16,
+    },
     /// An external source wants to run.
-    SourceWake { src: u32, gen: u32 },
+    SourceWake {
+        src: u32,
+        gen: u32,
+    },
     /// A frame reaches the NIC port (after the switch).
-    FrameArrive { pkt: PktId },
+    FrameArrive {
+        pkt: PktId,
+    },
     /// A frame from a source with a long link reaches the switch in front of NIC `nic`.
-    AtSwitch { pkt: PktId, nic: u32 },
+    AtSwitch {
+        pkt: PktId,
+        nic: u32,
+    },
     /// A frame from the host reaches an external source: `Host::feedback`'s entry `slot` says
     /// which source, what it learns and the payload bytes (kept out of the event so that every
     /// event stays 12 bytes: the queue moves events on every schedule and pop).
-    Feedback { slot: u32 },
+    Feedback {
+        slot: u32,
+    },
     /// The TX ring of NIC queue `q` drained (if `gen` is still live): the TxNoBuf interrupt cause.
-    TxDrain { q: u32, gen: u32 },
+    TxDrain {
+        q: u32,
+        gen: u32,
+    },
     /// A frame on queue `q`'s TX ring that asked for a TX-done interrupt has left.
-    TxIrq { q: u32 },
+    TxIrq {
+        q: u32,
+    },
     /// A TCP connection's retransmission timer.
-    Rto { conn: u32, gen: u32 },
+    Rto {
+        conn: u32,
+        gen: u32,
+    },
     /// A speed-regulated process's slot timer (start or end of its allocated slots).
-    SlotTimer { pid: Pid, gen: u32 },
+    SlotTimer {
+        pid: Pid,
+        gen: u32,
+    },
     /// Interrupt-moderation timer of a NIC queue.
-    Coalesce { q: u32, gen: u32 },
+    Coalesce {
+        q: u32,
+        gen: u32,
+    },
     /// A sleeping process's timer.
-    ProcTimer { pid: Pid, gen: u32 },
+    ProcTimer {
+        pid: Pid,
+        gen: u32,
+    },
     /// A process starts (its `start_ms`).
-    ProcStart { pid: Pid },
+    ProcStart {
+        pid: Pid,
+    },
     /// TCP delayed-ACK timer of a socket.
-    DelAck { sock: u32, gen: u32 },
+    DelAck {
+        sock: u32,
+        gen: u32,
+    },
     /// A scheduled nice change.
-    Renice { pid: Pid, nice: i8 },
+    Renice {
+        pid: Pid,
+        nice: i8,
+    },
     /// Delayed-ACK timer of a connected endpoint (`net/ipv4/endpoint.rs`).
-    EpDelAck { ep: u32, gen: u32 },
+    EpDelAck {
+        ep: u32,
+        gen: u32,
+    },
     /// The XDP agent's periodic poll of the counters (`kernel.xdp = "pbq"`).
     XdpPoll,
     /// The suppression agent's check (`kernel.napi_suppress`, `mechanisms/ozaki_pbq/napi_suppress.rs`).
@@ -152,7 +195,8 @@ impl Host {
                 LlcScope::PerCore => core,
                 LlcScope::PerPackage => pkg,
             };
-            let backlog = Backlog::new(cfg.kernel.backlog, &cfg.kernel, c as usize, streams.stream(&format!("backlog/{c}")));
+            let backlog =
+                Backlog::new(cfg.kernel.backlog, &cfg.kernel, c as usize, streams.stream(&format!("backlog/{c}")));
             cpus.push(Cpu::new(core, llc, backlog));
         }
         let mut dev = NetDevs::new(&cfg, ncpu, streams.stream("irq-routing"));
@@ -163,7 +207,8 @@ impl Host {
         if cfg.kernel.concurrency == ConcurrencyKind::Functional {
             spawn_symbiose_threads(ncpu, &mut procs, &streams);
         }
-        let cpumap_kthread = (cfg.kernel.xdp == XdpKind::Cpumap).then(|| spawn_cpumap_kthread(&cfg.kernel, &mut procs, &streams));
+        let cpumap_kthread =
+            (cfg.kernel.xdp == XdpKind::Cpumap).then(|| spawn_cpumap_kthread(&cfg.kernel, &mut procs, &streams));
         if cfg.kernel.napi_threaded {
             for (q, pid) in spawn_napi_kthreads(&cfg, &mut procs, &streams).into_iter().enumerate() {
                 dev.queues[q].napi_thread = pid;
@@ -223,7 +268,8 @@ impl Host {
             if sock == NONE {
                 continue;
             }
-            let flow = (pid as u32).saturating_sub(self.procs.iter().position(|p| p.group == group).unwrap_or(0) as u32);
+            let flow =
+                (pid as u32).saturating_sub(self.procs.iter().position(|p| p.group == group).unwrap_or(0) as u32);
             let sndbuf = pc.sndbuf_bytes.unwrap_or(self.cfg.kernel.sndbuf_bytes);
             let nodelay = pc.nodelay;
             let conn = self.tcp_connect(sock, dst as u32, flow, sndbuf, nodelay);
@@ -308,7 +354,9 @@ impl Host {
             Ev::FrameArrive { pkt } => self.frame_arrive(pkt),
             Ev::AtSwitch { pkt, nic } => {
                 let p = &self.skb.pkts[pkt as usize];
-                let port_ns = hostsim_engine::round_u64(crate::wire_bytes(p.bytes, p.tcp) as f64 * self.dev.nics[nic as usize].ns_per_byte);
+                let port_ns = hostsim_engine::round_u64(
+                    crate::wire_bytes(p.bytes, p.tcp) as f64 * self.dev.nics[nic as usize].ns_per_byte,
+                );
                 self.switch_forward(pkt, nic as usize, self.now, port_ns)
             }
             Ev::Feedback { slot } => {
@@ -365,7 +413,10 @@ impl Host {
             }
             Ev::NapiSuppress => {
                 self.napi_suppress_check();
-                self.q.schedule(self.now + Time::from_ms(self.cfg.kernel.napi_suppress_check_ms.max(1)), Ev::NapiSuppress);
+                self.q.schedule(
+                    self.now + Time::from_ms(self.cfg.kernel.napi_suppress_check_ms.max(1)),
+                    Ev::NapiSuppress,
+                );
             }
             Ev::WarmupEnd => self.warmup_end(),
             Ev::End => {

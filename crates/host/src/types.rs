@@ -69,8 +69,18 @@ pub enum DropPlace {
 }
 pub const N_DROPS: usize = 12;
 pub const DROP_NAMES: [&str; N_DROPS] = [
-    "switch", "nic_ring", "backlog", "socket", "no_socket", "tcp_ooo", "pbq_evict", "flow_limit", "xdp", "buffer_pool",
-    "accept_queue", "cpumap",
+    "switch",
+    "nic_ring",
+    "backlog",
+    "socket",
+    "no_socket",
+    "tcp_ooo",
+    "pbq_evict",
+    "flow_limit",
+    "xdp",
+    "buffer_pool",
+    "accept_queue",
+    "cpumap",
 ];
 
 /// Why a task moved to another CPU.
@@ -85,9 +95,8 @@ pub const CAUSE_NAMES: [&str; N_CAUSES] = ["wakeup", "load_balance", "idle_balan
 
 /// Linux's `sched_prio_to_weight` (nice -20 ..= 19).
 pub const NICE_WEIGHT: [u64; 40] = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
-    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
-    70, 56, 45, 36, 29, 23, 18, 15,
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501,
+    1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
 ];
 pub const NICE_0_WEIGHT: u64 = 1024;
 
@@ -168,7 +177,10 @@ mod tests {
                 // Entries of the 128-entry table that point at q, as a share of the flows.
                 let entries = (0..128u32).filter(|i| i % queues == q as u32).count() as f64;
                 let expect = 6400.0 * entries / 128.0;
-                assert!((k as f64 - expect).abs() < 5.0 * expect.sqrt(), "{queues} queues: queue {q} got {k} flows, expected ~{expect:.0} ({n:?})");
+                assert!(
+                    (k as f64 - expect).abs() < 5.0 * expect.sqrt(),
+                    "{queues} queues: queue {q} got {k} flows, expected ~{expect:.0} ({n:?})"
+                );
             }
         }
         assert_eq!(rss_queue(12345, 1), 0);

@@ -42,7 +42,8 @@ fn graph(src: &Path) -> Graph {
     for (m, text) in &files {
         let mut deps = Vec::new();
         for (i, _) in text.match_indices("crate::") {
-            let path: String = text[i + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+            let path: String =
+                text[i + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
             let segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
             for k in (1..=segs.len()).rev() {
                 let cand = segs[..k].join("/");
@@ -111,10 +112,20 @@ fn no_crate_has_an_import_circle() {
 #[test]
 fn the_host_crate_is_arranged_by_subsystem() {
     let g = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    for m in ["drivers/net/nic", "net/core/rx", "net/ipv4/input", "kernel/sched/core", "kernel/irq/route", "fs/select",
-        "mechanisms/ozaki_pbq/pbq", "mechanisms/goda_rfs", "mechanisms/tabata_speed/slots", "mechanisms/takeuchi_symbiose",
-        "mechanisms/flow_limit", "metrics/summary"]
-    {
+    for m in [
+        "drivers/net/nic",
+        "net/core/rx",
+        "net/ipv4/input",
+        "kernel/sched/core",
+        "kernel/irq/route",
+        "fs/select",
+        "mechanisms/ozaki_pbq/pbq",
+        "mechanisms/goda_rfs",
+        "mechanisms/tabata_speed/slots",
+        "mechanisms/takeuchi_symbiose",
+        "mechanisms/flow_limit",
+        "metrics/summary",
+    ] {
         assert!(g.contains_key(m), "module {m} is missing: {:?}", g.keys());
     }
 }
@@ -123,12 +134,35 @@ fn the_host_crate_is_arranged_by_subsystem() {
 fn policy_and_state_modules_do_not_import_the_hub() {
     let g = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     let pure = [
-        "types", "policies", "net/core/backlog", "mechanisms/ozaki_pbq/pbq", "mechanisms/flow_limit", "kernel/sched/wake",
-        "mechanisms/goda_rfs", "kernel/sched/placement", "kernel/sched/cfs6", "kernel/sched/o1", "metrics/migration_class",
-        "metrics/trace", "metrics/stats", "mechanisms/tabata_speed/slots", "drivers/net/txring", "metrics/sink",
-        "mechanisms/ozaki_pbq/xdp", "kernel/locking/spinlock", "mechanisms/takeuchi_symbiose",
+        "types",
+        "policies",
+        "net/core/backlog",
+        "mechanisms/ozaki_pbq/pbq",
+        "mechanisms/flow_limit",
+        "kernel/sched/wake",
+        "mechanisms/goda_rfs",
+        "kernel/sched/placement",
+        "kernel/sched/cfs6",
+        "kernel/sched/o1",
+        "metrics/migration_class",
+        "metrics/trace",
+        "metrics/stats",
+        "mechanisms/tabata_speed/slots",
+        "drivers/net/txring",
+        "metrics/sink",
+        "mechanisms/ozaki_pbq/xdp",
+        "kernel/locking/spinlock",
+        "mechanisms/takeuchi_symbiose",
         // each subsystem's state, which the hub holds
-        "kernel/cpu", "kernel/task", "kernel/sched", "drivers/net", "net", "net/core/sock", "net/core/skbuff", "wire", "mechanisms",
+        "kernel/cpu",
+        "kernel/task",
+        "kernel/sched",
+        "drivers/net",
+        "net",
+        "net/core/sock",
+        "net/core/skbuff",
+        "wire",
+        "mechanisms",
     ];
     for m in pure {
         let deps = g.get(m).unwrap_or_else(|| panic!("no module {m}"));

@@ -55,7 +55,14 @@ pub struct AfxdpConfig {
 
 impl Default for AfxdpConfig {
     fn default() -> AfxdpConfig {
-        AfxdpConfig { period: Duration::from_millis(5), driver_cpu: 0, ip_cpu: 1, fifo_prio: 50, frames: 65_536, ring: 16_384 }
+        AfxdpConfig {
+            period: Duration::from_millis(5),
+            driver_cpu: 0,
+            ip_cpu: 1,
+            fifo_prio: 50,
+            frames: 65_536,
+            ring: 16_384,
+        }
     }
 }
 
@@ -264,9 +271,16 @@ impl Forwarder {
     pub fn start(cfg: &AfxdpConfig, rx_ifindex: u32, tx_ifindex: u32, route: Route) -> io::Result<(Forwarder, i32)> {
         let umem = Umem::new(cfg.frames, 2048)?;
         let rx = Xsk::bind(rx_ifindex, 0, &umem, None, RingSizes { fill: cfg.ring, comp: 64, rx: cfg.ring, tx: 0 })?;
-        let tx = Xsk::bind(tx_ifindex, 0, &umem, Some(&rx), RingSizes { fill: 64, comp: cfg.ring, rx: 0, tx: cfg.ring })?;
+        let tx =
+            Xsk::bind(tx_ifindex, 0, &umem, Some(&rx), RingSizes { fill: 64, comp: cfg.ring, rx: 0, tx: cfg.ring })?;
         let rx_fd = std::os::fd::AsRawFd::as_raw_fd(&rx.fd);
-        let shared = Arc::new(Shared { stop: AtomicBool::new(false), to_ip: BulkQueue::default(), to_driver: BulkQueue::default(), stats: Stats::default(), umem });
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            to_ip: BulkQueue::default(),
+            to_driver: BulkQueue::default(),
+            stats: Stats::default(),
+            umem,
+        });
         let rx = Arc::new(Mutex::new(Some(rx)));
         let tx = Arc::new(Mutex::new(Some(tx)));
         let period = cfg.period.as_nanos() as u64;
@@ -274,7 +288,8 @@ impl Forwarder {
         let (tid_tx, tid_rx) = std::sync::mpsc::channel::<io::Result<(usize, u32)>>();
         let mut threads = Vec::new();
         {
-            let (sh, rx, tid_tx, cpu, prio) = (shared.clone(), rx.clone(), tid_tx.clone(), cfg.driver_cpu, cfg.fifo_prio);
+            let (sh, rx, tid_tx, cpu, prio) =
+                (shared.clone(), rx.clone(), tid_tx.clone(), cfg.driver_cpu, cfg.fifo_prio);
             threads.push(std::thread::Builder::new().name("hostsim-xsk-drv".into()).spawn(move || {
                 let tid = match place_self(cpu, prio) {
                     Ok(t) => t,
@@ -567,9 +582,21 @@ mod tests {
     fn a_thread_wakes_on_the_period_boundaries_and_skips_missed_ones() {
         let (t0, p) = (1_000, 5_000_000);
         assert_eq!(next_boundary(t0, p, t0, t0), (t0 + p, 0), "woken at t0: the next boundary, none skipped");
-        assert_eq!(next_boundary(t0, p, t0 + 2 * p, t0 + 2 * p + 20_000), (t0 + 3 * p, 0), "20 µs late: the next one, none skipped");
-        assert_eq!(next_boundary(t0, p, t0 + p, t0 + 3 * p + 1), (t0 + 4 * p, 2), "woken for boundary 1 after boundary 3 passed: 2 and 3 skipped");
-        assert_eq!(next_boundary(t0, p, t0 + p, t0 + 2 * p), (t0 + 3 * p, 1), "exactly on the next boundary: it counts as passed");
+        assert_eq!(
+            next_boundary(t0, p, t0 + 2 * p, t0 + 2 * p + 20_000),
+            (t0 + 3 * p, 0),
+            "20 µs late: the next one, none skipped"
+        );
+        assert_eq!(
+            next_boundary(t0, p, t0 + p, t0 + 3 * p + 1),
+            (t0 + 4 * p, 2),
+            "woken for boundary 1 after boundary 3 passed: 2 and 3 skipped"
+        );
+        assert_eq!(
+            next_boundary(t0, p, t0 + p, t0 + 2 * p),
+            (t0 + 3 * p, 1),
+            "exactly on the next boundary: it counts as passed"
+        );
         // Every wake-up lands on a boundary of the same grid: no drift however late a wake is.
         let mut next = t0 + p;
         for late in [0, 3_000_000, 7_000_000, 1, 12_345_678] {

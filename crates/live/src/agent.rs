@@ -74,14 +74,17 @@ pub fn scan_ports(ns_inode: u64) -> std::io::Result<BTreeMap<u16, PortOwner>> {
     let want = format!("net:[{ns_inode}]");
     for e in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        if std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().and_then(|p| p.to_str().map(|s| s == want)) != Some(true) {
+        if std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().and_then(|p| p.to_str().map(|s| s == want))
+            != Some(true)
+        {
             continue;
         }
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
         let mut ports = Vec::new();
         for fd in fds.flatten() {
             let Ok(l) = std::fs::read_link(fd.path()) else { continue };
-            let Some(ino) = l.to_str().and_then(|s| s.strip_prefix("socket:[")).and_then(|s| s.strip_suffix(']')) else {
+            let Some(ino) = l.to_str().and_then(|s| s.strip_prefix("socket:[")).and_then(|s| s.strip_suffix(']'))
+            else {
                 continue;
             };
             if let Some(&port) = ino.parse::<u64>().ok().and_then(|i| port_of.get(&i)) {
@@ -143,7 +146,15 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> AgentConfig {
-        AgentConfig { poll_ms: 10, rescan_ms: 250, ports: PortSource::Proc, xdp_mode: XdpMode::Auto, detector: DetectorConfig::default(), min_share_top: 400, window_ms: 10 }
+        AgentConfig {
+            poll_ms: 10,
+            rescan_ms: 250,
+            ports: PortSource::Proc,
+            xdp_mode: XdpMode::Auto,
+            detector: DetectorConfig::default(),
+            min_share_top: 400,
+            window_ms: 10,
+        }
     }
 }
 
@@ -212,7 +223,12 @@ impl Agent {
     /// Start: enter `netns`, load the program, attach it to `ifaces`, fill the port table once.
     /// Returns when all that has succeeded (or why it failed).
     /// With `cgroup_tasks`, the thread first joins that CPU cgroup (see `cgroup.rs`).
-    pub fn start(netns: File, ifaces: Vec<String>, cfg: AgentConfig, cgroup_tasks: Option<std::path::PathBuf>) -> Result<Agent, Unsupported> {
+    pub fn start(
+        netns: File,
+        ifaces: Vec<String>,
+        cfg: AgentConfig,
+        cgroup_tasks: Option<std::path::PathBuf>,
+    ) -> Result<Agent, Unsupported> {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -312,7 +328,8 @@ fn agent_thread(
         }
         if let PortSource::Hooks { cgroup, netns_only } = &cfg.ports {
             if *netns_only {
-                let c = crate::xdp::netns_cookie().map_err(|e| Unsupported(format!("the namespace's cookie (SO_NETNS_COOKIE, Linux 5.14+): {e}")))?;
+                let c = crate::xdp::netns_cookie()
+                    .map_err(|e| Unsupported(format!("the namespace's cookie (SO_NETNS_COOKIE, Linux 5.14+): {e}")))?;
                 x.set_hook_netns(c);
             }
             let dir = File::open(cgroup).map_err(|e| Unsupported(format!("{}: {e}", cgroup.display())))?;

@@ -54,8 +54,11 @@ impl Recorder {
     pub fn load(port: u16) -> Result<Recorder, Unsupported> {
         // As in xdp.rs: the skeleton borrows its OpenObject for its life; one small leak per run.
         let obj: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let open = ArrivalsTcSkelBuilder::default().open(obj).map_err(|e| Unsupported(format!("opening the tc object: {e}")))?;
-        let mut skel = open.load().map_err(|e| Unsupported(format!("loading the tc program (needs root and BPF): {e}")))?;
+        let open = ArrivalsTcSkelBuilder::default()
+            .open(obj)
+            .map_err(|e| Unsupported(format!("opening the tc object: {e}")))?;
+        let mut skel =
+            open.load().map_err(|e| Unsupported(format!("loading the tc program (needs root and BPF): {e}")))?;
         let bss = skel.maps.bss_data.as_deref_mut().expect("the program has a .bss (ctl)");
         bss.ctl.port = u32::from(port);
         Ok(Recorder { skel, link: None })
@@ -73,7 +76,9 @@ impl Recorder {
                 let ifindex = crate::sys::ifindex(&dev).map_err(|e| e.to_string())?;
                 // SAFETY: plain BPF syscall wrapper (BPF_LINK_CREATE, attach type BPF_TCX_INGRESS:
                 // Linux 6.6+, kernel/bpf/tcx.c tcx_link_attach).
-                let r = unsafe { libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_TCX_INGRESS, std::ptr::null()) };
+                let r = unsafe {
+                    libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_TCX_INGRESS, std::ptr::null())
+                };
                 if r < 0 {
                     return Err(format!("tcx ingress link on {dev}: {}", std::io::Error::from_raw_os_error(-r)));
                 }
@@ -84,8 +89,10 @@ impl Recorder {
             .map_err(|_| "the attaching thread panicked".to_string())?
         })
         .map_err(Unsupported)?;
-        let link_id = libbpf_rs::query::LinkInfo::from_fd(fd.as_fd()).map(|i| i.id).map_err(|e| Unsupported(e.to_string()))?;
-        let prog_id = libbpf_rs::Program::id_from_fd(self.skel.progs.arrivals_tc.as_fd()).map_err(|e| Unsupported(e.to_string()))?;
+        let link_id =
+            libbpf_rs::query::LinkInfo::from_fd(fd.as_fd()).map(|i| i.id).map_err(|e| Unsupported(e.to_string()))?;
+        let prog_id = libbpf_rs::Program::id_from_fd(self.skel.progs.arrivals_tc.as_fd())
+            .map_err(|e| Unsupported(e.to_string()))?;
         self.link = Some(fd);
         Ok((prog_id, link_id))
     }

@@ -89,5 +89,8 @@ pub fn list() -> Vec<PathBuf> {
 /// Where cgroup v2 is mounted (alone at /sys/fs/cgroup, or beside v1 at
 /// /sys/fs/cgroup/unified), if it is.
 pub fn v2_root() -> Option<PathBuf> {
-    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"].into_iter().map(PathBuf::from).find(|r| r.join("cgroup.controllers").exists())
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|r| r.join("cgroup.controllers").exists())
 }

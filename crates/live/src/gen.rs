@@ -137,7 +137,17 @@ pub struct Stream {
 
 impl Stream {
     pub fn new(name: &str, dev: &str, frame: Vec<u8>, rate_pps: f64) -> Stream {
-        Stream { name: name.into(), dev: dev.into(), frame, rate_pps, rotate: None, seq_off: None, udp_csum: false, quantum_us: None, spread: None }
+        Stream {
+            name: name.into(),
+            dev: dev.into(),
+            frame,
+            rate_pps,
+            rotate: None,
+            seq_off: None,
+            udp_csum: false,
+            quantum_us: None,
+            spread: None,
+        }
     }
 
     /// Serve this stream in quanta of `us` microseconds of its frames instead of the pacing's
@@ -212,7 +222,16 @@ pub struct Pacing {
 
 impl Default for Pacing {
     fn default() -> Pacing {
-        Pacing { cpu: None, fifo_prio: None, secs: 10.0, frames_max: 500_000_000, call_frames_max: 1024, lag_ms_max: 5.0, quantum_us: 1000.0, batch_max: GEN_BATCH_MAX }
+        Pacing {
+            cpu: None,
+            fifo_prio: None,
+            secs: 10.0,
+            frames_max: 500_000_000,
+            call_frames_max: 1024,
+            lag_ms_max: 5.0,
+            quantum_us: 1000.0,
+            batch_max: GEN_BATCH_MAX,
+        }
     }
 }
 
@@ -283,8 +302,12 @@ impl Generator {
     /// update: for tests and for measuring the pitfall).
     pub fn load_detached() -> Result<Generator, LiveError> {
         let obj: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let open = GenSkelBuilder::default().open(obj).map_err(|e| LiveError::Unsupported(format!("opening the generator object: {e}")))?;
-        let skel = open.load().map_err(|e| LiveError::Unsupported(format!("loading the generator program (needs root and BPF): {e}")))?;
+        let open = GenSkelBuilder::default()
+            .open(obj)
+            .map_err(|e| LiveError::Unsupported(format!("opening the generator object: {e}")))?;
+        let skel = open
+            .load()
+            .map_err(|e| LiveError::Unsupported(format!("loading the generator program (needs root and BPF): {e}")))?;
         Ok(Generator { skel, _spare: None })
     }
 
@@ -315,7 +338,10 @@ impl Generator {
         if !(p.quantum_us.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&p.quantum_us)) {
             return Err(failed("generator: quantum_us must be in 0..=lag_ms_max".to_string()));
         }
-        if let Some(s) = streams.iter().find(|s| s.quantum_us.is_some_and(|q| !(q.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&q)))) {
+        if let Some(s) = streams
+            .iter()
+            .find(|s| s.quantum_us.is_some_and(|q| !(q.is_finite() && (0.0..=p.lag_ms_max * 1e3).contains(&q))))
+        {
             return Err(failed(format!("generator: stream {}: quantum_us must be in 0..=lag_ms_max", s.name)));
         }
         if let Some(s) = streams.iter().find(|s| s.spread.is_some_and(|f| !(f.is_finite() && f > 0.0 && f <= 1.0))) {
@@ -326,7 +352,10 @@ impl Generator {
         let mut prepared = Vec::new();
         for (i, s) in streams.iter().enumerate() {
             if !(s.rate_pps.is_finite() && s.rate_pps >= 0.0 && s.rate_pps <= RATE_PPS_MAX) {
-                return Err(failed(format!("stream {}: rate {} pkt/s out of 0..={RATE_PPS_MAX:e}", s.name, s.rate_pps)));
+                return Err(failed(format!(
+                    "stream {}: rate {} pkt/s out of 0..={RATE_PPS_MAX:e}",
+                    s.name, s.rate_pps
+                )));
             }
             if s.frame.len() < 14 || s.frame.len() > 1514 {
                 return Err(failed(format!("stream {}: a frame of {} bytes (14..=1514)", s.name, s.frame.len())));
@@ -336,7 +365,10 @@ impl Generator {
             let mut cfg: skel::types::gen_stream = unsafe { std::mem::zeroed() };
             if let Some((off, vals)) = &s.rotate {
                 if vals.is_empty() || vals.len() > VALS_MAX || *off < 12 || off + 2 > frame.len() {
-                    return Err(failed(format!("stream {}: rotate 1..={VALS_MAX} values of a field inside the frame", s.name)));
+                    return Err(failed(format!(
+                        "stream {}: rotate 1..={VALS_MAX} values of a field inside the frame",
+                        s.name
+                    )));
                 }
                 cfg.rot_off = *off as u32;
                 cfg.nvals = vals.len() as u32;
@@ -351,9 +383,14 @@ impl Generator {
                 cfg.seq_off = off as u32;
             }
             if s.udp_csum {
-                let fields: Vec<(usize, usize)> = s.rotate.iter().map(|(o, _)| (*o, 2)).chain(s.seq_off.map(|o| (o, 8))).collect();
+                let fields: Vec<(usize, usize)> =
+                    s.rotate.iter().map(|(o, _)| (*o, 2)).chain(s.seq_off.map(|o| (o, 8))).collect();
                 let inside = |(o, n): (usize, usize)| o >= UDP4_HDR_OFF && o % 2 == 0 && o + n <= frame.len();
-                if frame.len() < UDP4_PAYLOAD_OFF || frame[14] != 0x45 || frame[23] != 17 || !fields.iter().all(|f| inside(*f)) {
+                if frame.len() < UDP4_PAYLOAD_OFF
+                    || frame[14] != 0x45
+                    || frame[23] != 17
+                    || !fields.iter().all(|f| inside(*f))
+                {
                     return Err(failed(format!(
                         "stream {}: a UDP checksum needs an IPv4 (20-byte header) UDP frame, its rotated field and sequence number in the UDP segment at even offsets",
                         s.name
@@ -367,9 +404,22 @@ impl Generator {
             // SAFETY: `base` points at the mmapped .bss array of STREAMS_MAX entries, valid while
             // `self` lives; the program only reads these fields (and writes `next`).
             unsafe { std::ptr::write_volatile(base.add(i), cfg) };
-            prepared.push(Prepared { frame, dev: s.dev.clone(), rate_pps: s.rate_pps, name: s.name.clone(), quantum_us: s.quantum_us.unwrap_or(p.quantum_us), spread: s.spread });
+            prepared.push(Prepared {
+                frame,
+                dev: s.dev.clone(),
+                rate_pps: s.rate_pps,
+                name: s.name.clone(),
+                quantum_us: s.quantum_us.unwrap_or(p.quantum_us),
+                spread: s.spread,
+            });
         }
-        let prog = self.skel.progs.gen_xdp.as_fd().try_clone_to_owned().map_err(|e| failed(format!("dup of the program fd: {e}")))?;
+        let prog = self
+            .skel
+            .progs
+            .gen_xdp
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| failed(format!("dup of the program fd: {e}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         let p = p.clone();
         let stop2 = Arc::clone(&stop);
@@ -469,7 +519,14 @@ impl Drop for Running<'_> {
 
 /// `BPF_PROG_RUN` in live-frames mode: `repeat` frames from `frame` out of `ifindex`.
 fn run_live(prog: i32, frame: &[u8], ifindex: u32, repeat: u32, batch: u32) -> io::Result<()> {
-    let ctx = libbpf_sys::xdp_md { data: 0, data_end: frame.len() as u32, data_meta: 0, ingress_ifindex: ifindex, rx_queue_index: 0, egress_ifindex: 0 };
+    let ctx = libbpf_sys::xdp_md {
+        data: 0,
+        data_end: frame.len() as u32,
+        data_meta: 0,
+        ingress_ifindex: ifindex,
+        rx_queue_index: 0,
+        egress_ifindex: 0,
+    };
     // SAFETY: zeroed options are libbpf's documented starting point; pointers stay valid for the call.
     let mut o: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
     o.sz = std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _;
@@ -531,7 +588,10 @@ fn setup_thread(netns: &File, p: &Pacing) -> io::Result<()> {
 /// due when none is owed, and skips what a stream owes beyond `lag_ms_max` of its frames.
 fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc<AtomicBool>, bss: Bss) -> Report {
     let mut rep = Report {
-        streams: streams.iter().map(|s| StreamReport { name: s.name.clone(), rate_pps: s.rate_pps, ..StreamReport::default() }).collect(),
+        streams: streams
+            .iter()
+            .map(|s| StreamReport { name: s.name.clone(), rate_pps: s.rate_pps, ..StreamReport::default() })
+            .collect(),
         ..Report::default()
     };
     if let Err(e) = setup_thread(&netns, &p) {
@@ -549,9 +609,13 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
         }
     }
     let fd = prog.as_raw_fd();
-    let lag: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * p.lag_ms_max * 1e-3) as u64).max(u64::from(p.call_frames_max))).collect();
+    let lag: Vec<u64> =
+        streams.iter().map(|s| ((s.rate_pps * p.lag_ms_max * 1e-3) as u64).max(u64::from(p.call_frames_max))).collect();
     // Frames per call at least (the quantum), at most call_frames_max.
-    let quantum: Vec<u64> = streams.iter().map(|s| ((s.rate_pps * s.quantum_us * 1e-6) as u64).clamp(1, u64::from(p.call_frames_max))).collect();
+    let quantum: Vec<u64> = streams
+        .iter()
+        .map(|s| ((s.rate_pps * s.quantum_us * 1e-6) as u64).clamp(1, u64::from(p.call_frames_max)))
+        .collect();
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(p.secs);
     let mut total = 0u64;
@@ -611,7 +675,11 @@ fn pace(prog: OwnedFd, netns: File, streams: Vec<Prepared>, p: Pacing, stop: Arc
                 .filter(|((s, _), _)| s.rate_pps > 0.0)
                 .map(|((s, r), q)| (r.sent + r.skipped + q) as f64 / s.rate_pps)
                 .fold(f64::INFINITY, f64::min);
-            let wait = if next_s.is_finite() { (t0 + Duration::from_secs_f64(next_s)).saturating_duration_since(Instant::now()) } else { Duration::from_millis(1) };
+            let wait = if next_s.is_finite() {
+                (t0 + Duration::from_secs_f64(next_s)).saturating_duration_since(Instant::now())
+            } else {
+                Duration::from_millis(1)
+            };
             std::thread::sleep(wait.clamp(Duration::from_micros(5), Duration::from_millis(1)));
         }
     }
@@ -679,7 +747,8 @@ pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
 /// zero), folded to 16 bits. The sum is byte-order independent (RFC 1071 §2(B)): the complement
 /// of a host-order sum, stored in host order, is the right checksum.
 pub fn ones_sum_ne(bytes: &[u8], start: u32) -> u16 {
-    let mut s: u64 = u64::from(start) + bytes.chunks(2).map(|c| u64::from(u16::from_ne_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum::<u64>();
+    let mut s: u64 = u64::from(start)
+        + bytes.chunks(2).map(|c| u64::from(u16::from_ne_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum::<u64>();
     while s > 0xffff {
         s = (s & 0xffff) + (s >> 16);
     }
@@ -761,9 +830,20 @@ mod tests {
     #[test]
     fn the_ipv4_checksum_of_a_known_header() {
         // RFC 1071's worked example style: a header whose checksum is known (Wikipedia's).
-        let h = [0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7];
+        let h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0, 0, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00,
+            0xc7,
+        ];
         assert_eq!(ipv4_checksum(&h), 0xb861);
-        let f = udp4_frame(&Udp4 { src_mac: [2; 6], dst_mac: [4; 6], src_ip: [198, 18, 0, 2], dst_ip: [198, 18, 0, 1], src_port: 1, dst_port: 5000, payload: 18 });
+        let f = udp4_frame(&Udp4 {
+            src_mac: [2; 6],
+            dst_mac: [4; 6],
+            src_ip: [198, 18, 0, 2],
+            dst_ip: [198, 18, 0, 1],
+            src_port: 1,
+            dst_port: 5000,
+            payload: 18,
+        });
         assert_eq!(ipv4_checksum(&f[14..34]), 0, "a checksummed header sums to zero");
         assert_eq!(u16::from_be_bytes([f[UDP4_DST_PORT_OFF], f[UDP4_DST_PORT_OFF + 1]]), 5000);
         assert_eq!(f.len(), UDP4_PAYLOAD_OFF + 18);
@@ -771,7 +851,15 @@ mod tests {
 
     #[test]
     fn the_generators_udp_checksum_is_right_for_every_sequence_number_and_port() {
-        let mut f = udp4_frame(&Udp4 { src_mac: [2; 6], dst_mac: [4; 6], src_ip: [198, 18, 0, 2], dst_ip: [198, 18, 1, 2], src_port: 0, dst_port: 9, payload: 18 });
+        let mut f = udp4_frame(&Udp4 {
+            src_mac: [2; 6],
+            dst_mac: [4; 6],
+            src_ip: [198, 18, 0, 2],
+            dst_ip: [198, 18, 1, 2],
+            src_port: 0,
+            dst_port: 9,
+            payload: 18,
+        });
         // A known UDP checksum (computed by hand-independent code: the RFC 1071 big-endian sum).
         let be_sum = |b: &[u8]| -> u16 {
             let mut s: u32 = b.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
@@ -782,7 +870,8 @@ mod tests {
         };
         let zeroed = [(UDP4_SRC_PORT_OFF, 2), (UDP4_PAYLOAD_OFF, 8), (UDP4_CSUM_OFF, 2)];
         let base = udp4_partial_sum(&f, &zeroed);
-        for (seq, port) in [(0u64, 40000u16), (1, 40001), (0xffff_ffff, 40015), (123_456_789_012, 1), (u64::MAX, 65535)] {
+        for (seq, port) in [(0u64, 40000u16), (1, 40001), (0xffff_ffff, 40015), (123_456_789_012, 1), (u64::MAX, 65535)]
+        {
             f[UDP4_SRC_PORT_OFF..UDP4_SRC_PORT_OFF + 2].copy_from_slice(&port.to_be_bytes());
             f[UDP4_PAYLOAD_OFF..UDP4_PAYLOAD_OFF + 8].copy_from_slice(&seq.to_le_bytes());
             let rot = u16::from_ne_bytes(port.to_be_bytes());

@@ -135,7 +135,11 @@ pub fn setup(cfg: &WakeupsConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         .output()
         .map_err(|e| failed(format!("ethtool in {}: {e}", cli.name)))?;
     if !out.status.success() {
-        return Err(failed(format!("`ethtool -K eth0 tso off gso off` in {}: {} (install ethtool: bash scripts/deps.sh)", cli.name, String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(failed(format!(
+            "`ethtool -K eth0 tso off gso off` in {}: {} (install ethtool: bash scripts/deps.sh)",
+            cli.name,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     let mut recorder = Recorder::load().map_err(|e| LiveError::Unsupported(e.0))?;
     let links = recorder.attach().map_err(|e| LiveError::Unsupported(e.0))?;
@@ -156,7 +160,10 @@ pub fn setup(cfg: &WakeupsConfig, run: &LiveRun) -> Result<Setup, LiveError> {
 }
 
 fn loadavg() -> f64 {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok())).unwrap_or(f64::NAN)
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(f64::NAN)
 }
 
 /// Per-CPU busy jiffies (everything but idle and iowait) from /proc/stat: machine-wide, for
@@ -174,7 +181,12 @@ fn cpu_busy_ticks() -> Vec<u64> {
 
 /// One point: `flows` sender → reader pairs for warm-up + window; the readers' wake-ups over
 /// the window, classified.
-pub fn run_point(cfg: &WakeupsConfig, run: &LiveRun, s: &Setup, flows: u32) -> Result<BTreeMap<String, f64>, LiveError> {
+pub fn run_point(
+    cfg: &WakeupsConfig,
+    run: &LiveRun,
+    s: &Setup,
+    flows: u32,
+) -> Result<BTreeMap<String, f64>, LiveError> {
     let secs = cfg.warmup_s + cfg.window_s;
     let lost0 = s.recorder.lost();
     let _ = s.recorder.drain().map_err(failed)?;
@@ -185,7 +197,13 @@ pub fn run_point(cfg: &WakeupsConfig, run: &LiveRun, s: &Setup, flows: u32) -> R
         let port = PORT_BASE + f as u16;
         let mut args = cfg.worker_args.clone();
         args.extend(["tcp-sink".into(), "--port".into(), port.to_string(), "--secs".into(), format!("{}", secs + 5.0)]);
-        let w = worker::spawn(&format!("reader{f}"), &cfg.worker_exe, &args, &Placement { netns: &srv, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
+        let w = worker::spawn(
+            &format!("reader{f}"),
+            &cfg.worker_exe,
+            &args,
+            &Placement { netns: &srv, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
+        )
+        .map_err(failed)?;
         s.recorder.watch(w.pid()).map_err(failed)?;
         readers.push(w);
     }
@@ -213,7 +231,13 @@ pub fn run_point(cfg: &WakeupsConfig, run: &LiveRun, s: &Setup, flows: u32) -> R
             "--pacing".into(),
             format!("{}", (cfg.rate_mbit * 1e6 / 8.0 / f64::from(flows)) as u64),
         ]);
-        let w = worker::spawn(&format!("sender{f}"), &cfg.worker_exe, &args, &Placement { netns: &cli, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
+        let w = worker::spawn(
+            &format!("sender{f}"),
+            &cfg.worker_exe,
+            &args,
+            &Placement { netns: &cli, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
+        )
+        .map_err(failed)?;
         s.recorder.set_sender(w.pid(), true).map_err(failed)?;
         senders.push(w);
     }
@@ -282,7 +306,9 @@ pub fn run_point(cfg: &WakeupsConfig, run: &LiveRun, s: &Setup, flows: u32) -> R
     m.insert("recorder_lost".into(), lost as f64);
     m.insert("loadavg_1m".into(), load0);
     if lost > 0 {
-        return Err(failed(format!("the recorder's ring buffer lost {lost} records: the point's pairs would be wrong")));
+        return Err(failed(format!(
+            "the recorder's ring buffer lost {lost} records: the point's pairs would be wrong"
+        )));
     }
     Ok(m)
 }

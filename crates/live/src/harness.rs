@@ -145,7 +145,8 @@ pub fn probe_out(dir: &Path) -> Result<(), String> {
         return Err("--out: give a directory".into());
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {shown}: {e}"))?;
-    write_atomic(dir, ".hostsim-probe", b"probe: this directory takes files\n").map_err(|e| format!("cannot write to {shown}: {e}"))?;
+    write_atomic(dir, ".hostsim-probe", b"probe: this directory takes files\n")
+        .map_err(|e| format!("cannot write to {shown}: {e}"))?;
     std::fs::remove_file(dir.join(".hostsim-probe")).map_err(|e| format!("cannot write to {shown}: {e}"))
 }
 
@@ -169,7 +170,9 @@ impl LiveRun {
     /// `run.json` (status `running`). Nothing on the machine has changed when this fails.
     pub fn start(experiment: &str, out: &Path) -> Result<LiveRun, LiveError> {
         if !crate::sys::is_root() {
-            return Err(LiveError::Unsupported("needs root (network namespaces, XDP, cgroups): run it with sudo".into()));
+            return Err(LiveError::Unsupported(
+                "needs root (network namespaces, XDP, cgroups): run it with sudo".into(),
+            ));
         }
         signals::install().map_err(|e| failed(e.to_string()))?;
         probe_out(out).map_err(LiveError::Failed)?;
@@ -204,7 +207,16 @@ impl LiveRun {
         info.insert("run".into(), name.clone().into());
         info.insert("machine".into(), machine_facts());
         let out = out.map(Path::to_path_buf);
-        Ok(LiveRun { name, experiment: experiment.to_string(), out, ledger, t0: Instant::now(), info, points: Vec::new(), finished: false })
+        Ok(LiveRun {
+            name,
+            experiment: experiment.to_string(),
+            out,
+            ledger,
+            t0: Instant::now(),
+            info,
+            points: Vec::new(),
+            finished: false,
+        })
     }
 
     /// `hsl-<pid>-<n>`: every name the run creates starts with it.
@@ -239,7 +251,8 @@ impl LiveRun {
     pub fn netns(&self, role: &str) -> Result<Netns, LiveError> {
         let name = format!("{}-{role}", self.name);
         self.record(Entry::Netns { name: name.clone() })?;
-        ip(&["netns", "add", &name]).map_err(|e| LiveError::Unsupported(format!("creating a network namespace: {e}")))?;
+        ip(&["netns", "add", &name])
+            .map_err(|e| LiveError::Unsupported(format!("creating a network namespace: {e}")))?;
         ip(&["-n", &name, "link", "set", "lo", "up"]).map_err(failed)?;
         Ok(Netns { name })
     }
@@ -292,7 +305,10 @@ impl LiveRun {
             }
             Err(e) => return Err(e),
         };
-        let procs = std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?;
+        let procs = std::fs::OpenOptions::new()
+            .write(true)
+            .open(g.procs_file())
+            .map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?;
         Ok((Some(g), Some(procs)))
     }
 
@@ -309,7 +325,13 @@ impl LiveRun {
     /// Record an XDP program attached to `dev` in `ns` through bpf_link `link_id`. Recorded
     /// after attaching (the ids exist only then): a bpf_link cannot outlive its last descriptor,
     /// so a run killed in between leaves nothing attached.
-    pub fn record_xdp(&self, ns: Option<&Netns>, dev: &str, prog_id: u32, link_id: Option<u32>) -> Result<(), LiveError> {
+    pub fn record_xdp(
+        &self,
+        ns: Option<&Netns>,
+        dev: &str,
+        prog_id: u32,
+        link_id: Option<u32>,
+    ) -> Result<(), LiveError> {
         self.record(Entry::Xdp { ns: ns.map(|n| n.name.clone()), dev: dev.to_string(), prog_id, link_id })
     }
 
@@ -332,9 +354,14 @@ impl LiveRun {
     }
 
     fn v2_group_as(&self, role: &str, why: &str, servers: bool) -> Result<PathBuf, LiveError> {
-        let root = crate::cgroup::v2_root().ok_or_else(|| LiveError::Unsupported(format!("no cgroup v2 hierarchy is mounted ({why})")))?;
+        let root = crate::cgroup::v2_root()
+            .ok_or_else(|| LiveError::Unsupported(format!("no cgroup v2 hierarchy is mounted ({why})")))?;
         let path = root.join(format!("{}-{role}", self.name));
-        self.record(if servers { Entry::ServerGroup { path: path.clone() } } else { Entry::Cgroup { path: path.clone() } })?;
+        self.record(if servers {
+            Entry::ServerGroup { path: path.clone() }
+        } else {
+            Entry::Cgroup { path: path.clone() }
+        })?;
         std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
         Ok(path)
     }
@@ -344,7 +371,10 @@ impl LiveRun {
     pub fn freeze_group(&self, role: &str) -> Result<PathBuf, LiveError> {
         let path = self.v2_group(role, "for cgroup.freeze")?;
         if !path.join("cgroup.freeze").exists() {
-            return Err(LiveError::Unsupported(format!("{}: no cgroup.freeze (cgroup v2 freezer: Linux 5.2+)", path.display())));
+            return Err(LiveError::Unsupported(format!(
+                "{}: no cgroup.freeze (cgroup v2 freezer: Linux 5.2+)",
+                path.display()
+            )));
         }
         Ok(path)
     }
@@ -451,7 +481,10 @@ impl LiveRun {
         };
         let wrote = self.write_run_json(&status, (!left.is_empty()).then_some(left.as_slice()));
         if !left.is_empty() {
-            let mut msg = format!("{}; clean-up could not remove:", outcome.err().map_or("the run completed".to_string(), |e| e.to_string()));
+            let mut msg = format!(
+                "{}; clean-up could not remove:",
+                outcome.err().map_or("the run completed".to_string(), |e| e.to_string())
+            );
             for l in &left {
                 msg += &format!("\n  {l}");
             }
@@ -488,11 +521,15 @@ pub fn results_csv(points: &[Point]) -> String {
             }
         }
     }
-    let metrics: std::collections::BTreeSet<&str> = points.iter().flat_map(|p| p.metrics.keys().map(String::as_str)).collect();
+    let metrics: std::collections::BTreeSet<&str> =
+        points.iter().flat_map(|p| p.metrics.keys().map(String::as_str)).collect();
     let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
     w.write_record(keys.iter().copied().chain(metrics.iter().copied())).expect("writing to memory");
     for p in points {
-        let mut rec: Vec<String> = keys.iter().map(|k| p.keys.iter().find(|(pk, _)| pk == k).map_or(String::new(), |(_, v)| v.clone())).collect();
+        let mut rec: Vec<String> = keys
+            .iter()
+            .map(|k| p.keys.iter().find(|(pk, _)| pk == k).map_or(String::new(), |(_, v)| v.clone()))
+            .collect();
         for m in &metrics {
             rec.push(p.metrics.get(*m).filter(|v| v.is_finite()).map_or(String::new(), |v| v.to_string()));
         }
@@ -505,7 +542,9 @@ pub fn results_csv(points: &[Point]) -> String {
 /// everything could be removed.
 pub fn clean() -> Result<(Vec<String>, bool), LiveError> {
     if !crate::sys::is_root() {
-        return Err(LiveError::Unsupported("needs root (the runs' namespaces, cgroups and ledgers are root's): run it with sudo".into()));
+        return Err(LiveError::Unsupported(
+            "needs root (the runs' namespaces, cgroups and ledgers are root's): run it with sudo".into(),
+        ));
     }
     let rep = crate::ledger::clean_dead();
     let mut lines: Vec<String> = rep.removed.clone();
@@ -531,7 +570,9 @@ pub fn clean() -> Result<(Vec<String>, bool), LiveError> {
         .filter(|n| !recorded.contains(n))
         .collect();
     for s in &strays {
-        lines.push(format!("not touched: {s} (no ledger of a live run records it: left by an older hostsim, or not ours)"));
+        lines.push(format!(
+            "not touched: {s} (no ledger of a live run records it: left by an older hostsim, or not ours)"
+        ));
     }
     lines.push(format!(
         "{} run(s) cleaned: {} item(s) undone, {} could not be",

@@ -66,7 +66,8 @@ pub fn holder_level(tgid: u32, leader_start_ns: u64) -> Option<(u8, i8)> {
     }
     let mut best: Option<i8> = None;
     for t in std::fs::read_dir(format!("/proc/{tgid}/task")).ok()?.flatten() {
-        let Some(st) = std::fs::read_to_string(t.path().join("stat")).ok().and_then(|s| procfs::parse_pid_stat(&s)) else {
+        let Some(st) = std::fs::read_to_string(t.path().join("stat")).ok().and_then(|s| procfs::parse_pid_stat(&s))
+        else {
             continue;
         };
         best = Some(best.map_or(st.nice, |b| b.min(st.nice)));
@@ -102,7 +103,11 @@ impl Rescan {
                     ln
                 }
                 // Gone (the socket lives on elsewhere): the level it had.
-                None => self.last.get(&key).filter(|v| v.0 == b.leader_start_ns).map_or((b.level, 19 - b.level as i8), |v| (v.1, v.2)),
+                None => self
+                    .last
+                    .get(&key)
+                    .filter(|v| v.0 == b.leader_start_ns)
+                    .map_or((b.level, 19 - b.level as i8), |v| (v.1, v.2)),
             };
             if level != b.level {
                 x.set_bound_level(b, level);

@@ -73,11 +73,17 @@ impl std::fmt::Display for Entry {
                 write!(f, "XDP program id {prog_id} on {dev}{}", ns(n))?;
                 link_id.map_or(Ok(()), |l| write!(f, " (bpf_link id {l})"))
             }
-            Entry::Tcx { ns: n, dev, prog_id, link_id } => write!(f, "tc program id {prog_id} at tcx ingress of {dev}{} (bpf_link id {link_id})", ns(n)),
+            Entry::Tcx { ns: n, dev, prog_id, link_id } => {
+                write!(f, "tc program id {prog_id} at tcx ingress of {dev}{} (bpf_link id {link_id})", ns(n))
+            }
             Entry::File { ns: n, path, old } => write!(f, "{path}{} (value {old:?})", ns(n)),
             Entry::Affinity { pid, cpus, .. } => write!(f, "CPU affinity of pid {pid} (CPUs {cpus:?})"),
-            Entry::Link { what, prog_id, link_id } => write!(f, "BPF program id {prog_id} on {what} (bpf_link id {link_id})"),
-            Entry::Sched { pid, policy, prio, .. } => write!(f, "scheduling policy of pid {pid} (policy {policy}, priority {prio})"),
+            Entry::Link { what, prog_id, link_id } => {
+                write!(f, "BPF program id {prog_id} on {what} (bpf_link id {link_id})")
+            }
+            Entry::Sched { pid, policy, prio, .. } => {
+                write!(f, "scheduling policy of pid {pid} (policy {policy}, priority {prio})")
+            }
         }
     }
 }
@@ -151,7 +157,8 @@ impl Ledger {
         let path = path_of(run);
         let tmp = Path::new(DIR).join(format!(".{run}.{}.tmp", std::process::id()));
         let named = |e: io::Error, p: &Path| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
-        let mut file = OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(|e| named(e, &tmp))?;
+        let mut file =
+            OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(|e| named(e, &tmp))?;
         let pid = std::process::id();
         let header = Header { run: run.to_string(), pid, start_time: crate::sys::start_time(pid).unwrap_or(0) };
         let res = lock(&file, true)
@@ -179,7 +186,9 @@ impl Ledger {
         let line = serde_json::to_string(&e).expect("serialises");
         let (file, entries) = &mut *st;
         file.seek(io::SeekFrom::End(0))?;
-        writeln!(file, "{line}").and_then(|()| file.sync_data()).map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", self.path.display())))?;
+        writeln!(file, "{line}")
+            .and_then(|()| file.sync_data())
+            .map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", self.path.display())))?;
         entries.push(e);
         Ok(())
     }
@@ -222,7 +231,8 @@ fn undo_entries(entries: &[Entry]) -> Vec<(Entry, Result<Undone, String>)> {
 
 /// Read a ledger: its header and entries.
 pub fn read(path: &Path) -> io::Result<(Header, Vec<Entry>)> {
-    parse(BufReader::new(File::open(path)?)).map_err(|m| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {m}", path.display())))
+    parse(BufReader::new(File::open(path)?))
+        .map_err(|m| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {m}", path.display())))
 }
 
 fn parse(r: impl BufRead) -> Result<(Header, Vec<Entry>), String> {
@@ -250,7 +260,10 @@ pub fn list() -> Vec<PathBuf> {
     let Ok(rd) = fs::read_dir(DIR) else { return Vec::new() };
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "jsonl")
+                && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .collect();
     v.sort();
     v
@@ -427,7 +440,11 @@ fn remove_cgroup(path: &Path) -> Result<Undone, String> {
             Err(e) if Instant::now() >= end => {
                 let procs = fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
                 let pids: Vec<&str> = procs.split_whitespace().collect();
-                let held = if pids.is_empty() { String::new() } else { format!(" (processes still in it: {})", pids.join(" ")) };
+                let held = if pids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (processes still in it: {})", pids.join(" "))
+                };
                 return Err(format!("{e}{held}"));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),

@@ -39,10 +39,8 @@ pub fn netns_of(pid: u32) -> Vec<String> {
 /// anything listed is a leak).
 pub fn root_links() -> Vec<String> {
     let Ok(rd) = std::fs::read_dir("/sys/class/net") else { return Vec::new() };
-    let mut v: Vec<String> = rd
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.starts_with(PREFIX))
-        .collect();
+    let mut v: Vec<String> =
+        rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with(PREFIX)).collect();
     v.sort();
     v
 }
@@ -54,7 +52,10 @@ pub fn read_in(ns: Option<&str>, path: &str) -> Result<String, String> {
     let Some(ns) = ns else {
         return std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"));
     };
-    let out = Command::new("ip").args(["netns", "exec", ns, "cat", path]).output().map_err(|e| format!("running `ip netns exec`: {e}"))?;
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "cat", path])
+        .output()
+        .map_err(|e| format!("running `ip netns exec`: {e}"))?;
     if !out.status.success() {
         return Err(format!("reading {path} in {ns}: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
@@ -87,4 +88,3 @@ pub struct Veth {
     pub b: String,
     pub addr_b: String,
 }
-

@@ -296,7 +296,10 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         )));
     }
     if cfg.payload_bytes < 8 {
-        return Err(failed(format!("the payload must hold the 8-byte sequence number, got {} bytes", cfg.payload_bytes)));
+        return Err(failed(format!(
+            "the payload must hold the 8-byte sequence number, got {} bytes",
+            cfg.payload_bytes
+        )));
     }
     let (srv, cli) = (run.netns("srv")?, run.netns("cli")?);
     let (group, group_procs) = run.optional_cpu_group(cfg.cgroup)?;
@@ -318,10 +321,16 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
         // theirs (and only in the server namespace).
         let path = run.v2_group("hooks", "for the bind hooks; `--ports proc` runs without")?;
         let procs = path.join("cgroup.procs");
-        hook_procs = Some(std::fs::OpenOptions::new().write(true).open(&procs).map_err(|e| failed(format!("{}: {e}", procs.display())))?);
+        hook_procs = Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&procs)
+                .map_err(|e| failed(format!("{}: {e}", procs.display())))?,
+        );
         acfg.ports = PortSource::Hooks { cgroup: path, netns_only: true };
     }
-    let agent = Agent::start(srv.file()?, vec!["eth0".into(), "eth1".into()], acfg, tasks).map_err(|e| LiveError::Unsupported(e.0))?;
+    let agent = Agent::start(srv.file()?, vec!["eth0".into(), "eth1".into()], acfg, tasks)
+        .map_err(|e| LiveError::Unsupported(e.0))?;
     for a in agent.attachments() {
         run.record_xdp(Some(&srv), &a.iface, a.prog_id, a.link_id)?;
     }
@@ -389,7 +398,9 @@ fn place_rx(cfg: &OzakiConfig, run: &LiveRun, s: &mut Setup, p: RxPlacement) -> 
                     break new;
                 }
                 if Instant::now() > end {
-                    return Err(LiveError::Unsupported(format!("threaded NAPI: no kthreads napi/eth0-*, napi/eth1-* appeared (new: {new:?})")));
+                    return Err(LiveError::Unsupported(format!(
+                        "threaded NAPI: no kthreads napi/eth0-*, napi/eth1-* appeared (new: {new:?})"
+                    )));
                 }
                 run.sleep(Duration::from_millis(20))?;
             };
@@ -496,19 +507,33 @@ fn seq_window(cfg: &OzakiConfig, rate_pps: f64) -> (u64, u64) {
 }
 
 fn loadavg_1m() -> f64 {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|t| t.split_whitespace().next()?.parse().ok()).unwrap_or(f64::NAN)
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// One point: returns its metrics. `capacity_pps` is the detector's (0: unknown).
-pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, variant: Variant, capacity_pps: f64) -> Result<BTreeMap<String, f64>, LiveError> {
+pub fn run_point(
+    cfg: &OzakiConfig,
+    run: &LiveRun,
+    s: &Setup,
+    rate_pps: f64,
+    variant: Variant,
+    capacity_pps: f64,
+) -> Result<BTreeMap<String, f64>, LiveError> {
     let agent = &s.agent;
     agent.enable(variant.drops());
     agent.set_capacity(capacity_pps);
     if variant.suppresses() {
         if s.napi_tids.is_empty() {
-            return Err(failed(format!("variant {}: no threaded-NAPI kthreads to suppress (placement rps)", variant.name())));
+            return Err(failed(format!(
+                "variant {}: no threaded-NAPI kthreads to suppress (placement rps)",
+                variant.name()
+            )));
         }
-        let away: Vec<usize> = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).filter(|&c| c != cfg.server_cpu).collect();
+        let away: Vec<usize> =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get())).filter(|&c| c != cfg.server_cpu).collect();
         agent.suppress(Some(SuppressConfig {
             tids: s.napi_tids.clone(),
             home_cpus: vec![cfg.server_cpu],
@@ -525,21 +550,45 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
     let secs = gen_secs + 5.0; // the sinks' own time limit
     let srv = s.srv.file()?;
     let cg = s.group_procs.as_ref();
-    let on_server = |nice, slice_ns| Placement { netns: &srv, cpu: Some(cfg.server_cpu), nice, slice_ns, cgroup: cg, cgroup2: s.hook_procs.as_ref() };
+    let on_server = |nice, slice_ns| Placement {
+        netns: &srv,
+        cpu: Some(cfg.server_cpu),
+        nice,
+        slice_ns,
+        cgroup: cg,
+        cgroup2: s.hook_procs.as_ref(),
+    };
     let (bw_win, flood_win) = (seq_window(cfg, cfg.bw_rate_pps), seq_window(cfg, rate_pps));
     let mut sinks = Vec::new();
-    sinks.push(worker::spawn("bw", &cfg.worker_exe, &sink_args(cfg, BW_PORT, secs, bw_win), &on_server(BW_NICE, cfg.bw_slice_ns)).map_err(failed)?);
+    sinks.push(
+        worker::spawn(
+            "bw",
+            &cfg.worker_exe,
+            &sink_args(cfg, BW_PORT, secs, bw_win),
+            &on_server(BW_NICE, cfg.bw_slice_ns),
+        )
+        .map_err(failed)?,
+    );
     for (i, &p) in FLOOD_PORTS.iter().enumerate() {
-        let w = worker::spawn(&format!("flood-{i}"), &cfg.worker_exe, &sink_args(cfg, p, secs, flood_win), &on_server(FLOOD_NICE, None))
-            .map_err(failed)?;
+        let w = worker::spawn(
+            &format!("flood-{i}"),
+            &cfg.worker_exe,
+            &sink_args(cfg, p, secs, flood_win),
+            &on_server(FLOOD_NICE, None),
+        )
+        .map_err(failed)?;
         sinks.push(w);
     }
     wait_ports_mapped(run, agent)?;
     let load_start = loadavg_1m();
     let streams = vec![
-        Stream::new("bw", "eth0", s.frames.0.clone(), cfg.bw_rate_pps).seq_at(gen::UDP4_PAYLOAD_OFF).quantum_us(BW_QUANTUM_US),
+        Stream::new("bw", "eth0", s.frames.0.clone(), cfg.bw_rate_pps)
+            .seq_at(gen::UDP4_PAYLOAD_OFF)
+            .quantum_us(BW_QUANTUM_US),
         {
-            let flood = Stream::new("flood", "eth1", s.frames.1.clone(), rate_pps).rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec()).seq_at(gen::UDP4_PAYLOAD_OFF);
+            let flood = Stream::new("flood", "eth1", s.frames.1.clone(), rate_pps)
+                .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec())
+                .seq_at(gen::UDP4_PAYLOAD_OFF);
             match cfg.gen_spread {
                 Some(f) => flood.spread(f),
                 None => flood,
@@ -603,7 +652,8 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
     let skipped: u64 = report.streams.iter().map(|r| r.skipped).sum();
     let errors: u64 = report.streams.iter().map(|r| r.errors).sum();
     // Valid: both streams at their rate in the window, and every window frame built.
-    let built = gen_seq_end.first().is_some_and(|&q| q >= bw_win.1) && gen_seq_end.get(1).is_some_and(|&q| q >= flood_win.1);
+    let built =
+        gen_seq_end.first().is_some_and(|&q| q >= bw_win.1) && gen_seq_end.get(1).is_some_and(|&q| q >= flood_win.1);
     let valid = achieved_frac >= cfg.valid_frac && errors == 0 && built;
     m.insert("achieved_frac".into(), achieved_frac);
     m.insert("gen_skipped".into(), skipped as f64);
@@ -631,7 +681,10 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
     m.insert("bwclient_sent_total".into(), gen_seq_end.first().copied().unwrap_or(0) as f64);
     m.insert("bw_rx_total".into(), got.get("bw").map_or(0, |r| r.count) as f64);
     m.insert("floodclients_sent_total".into(), gen_seq_end.get(1).copied().unwrap_or(0) as f64);
-    m.insert("flood_rx_total".into(), got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.count).sum::<u64>() as f64);
+    m.insert(
+        "flood_rx_total".into(),
+        got.iter().filter(|(n, _)| n.starts_with("flood")).map(|(_, r)| r.count).sum::<u64>() as f64,
+    );
     // The socket limit bw actually had (getsockopt), so a row says which set-up it measured.
     m.insert("bw_rcvbuf_bytes".into(), got.get("bw").and_then(|r| r.rcvbuf_bytes).map_or(f64::NAN, |b| b as f64));
     m.insert("capacity_pps".into(), capacity_pps);
@@ -640,7 +693,13 @@ pub fn run_point(cfg: &OzakiConfig, run: &LiveRun, s: &Setup, rate_pps: f64, var
     Ok(m)
 }
 
-fn metrics(cfg: &OzakiConfig, a: &Snap, b: &Snap, got: &BTreeMap<String, WorkerReport>, sink_pids: &[(String, u32)]) -> BTreeMap<String, f64> {
+fn metrics(
+    cfg: &OzakiConfig,
+    a: &Snap,
+    b: &Snap,
+    got: &BTreeMap<String, WorkerReport>,
+    sink_pids: &[(String, u32)],
+) -> BTreeMap<String, f64> {
     let secs = b.t.duration_since(a.t).as_secs_f64().max(1e-9);
     let mut m = BTreeMap::new();
     // Drops by place, in the model's names (crates/host/src/types.rs DROP_NAMES) plus `xdp`.
@@ -657,13 +716,16 @@ fn metrics(cfg: &OzakiConfig, a: &Snap, b: &Snap, got: &BTreeMap<String, WorkerR
     let ring = |dev: &'static str| move |s: &Snap| s.agent.devs.get(dev).map_or(0, |c| c.rx_dropped);
     m.insert("drop_nic_ring_pps".into(), d(&ring("eth0")) + d(&ring("eth1")));
     m.insert("bw_drop_nic_ring_pps".into(), d(&ring("eth0")));
-    let lvl = |l: u8, f: fn(&crate::xdp::LevelStats) -> u64| d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f));
+    let lvl =
+        |l: u8, f: fn(&crate::xdp::LevelStats) -> u64| d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f));
     let (bw_l, fl_l) = (level_of_nice(BW_NICE), level_of_nice(FLOOD_NICE));
     m.insert("bw_drop_xdp_pps".into(), lvl(bw_l, |x| x.drop));
     m.insert("flood_drop_xdp_pps".into(), lvl(fl_l, |x| x.drop));
     m.insert("flood_share_pass_pps".into(), lvl(fl_l, |x| x.share_pass));
     m.insert("xdp_rx_pps".into(), d(&|s: &Snap| s.agent.xdp.iter().take(LEVELS).map(|l| l.rx).sum()));
-    let sock = |ports: &'static [u16]| move |s: &Snap| ports.iter().map(|p| s.agent.sock_drops.get(p).copied().unwrap_or(0)).sum::<u64>();
+    let sock = |ports: &'static [u16]| {
+        move |s: &Snap| ports.iter().map(|p| s.agent.sock_drops.get(p).copied().unwrap_or(0)).sum::<u64>()
+    };
     m.insert("bw_drop_socket_pps".into(), d(&sock(&[BW_PORT])));
     m.insert("flood_drop_socket_pps".into(), d(&sock(&FLOOD_PORTS)));
     // CPU shares from /proc/stat: mean over CPUs (the model's cpu_<state>_frac) and per CPU;
@@ -683,7 +745,9 @@ fn metrics(cfg: &OzakiConfig, a: &Snap, b: &Snap, got: &BTreeMap<String, WorkerR
     m.insert("cpu_util".into(), 1.0 - mean.get("idle").copied().unwrap_or(1.0));
     // Per-process CPU (fraction of one CPU), as the model's <process>_cpu_frac.
     let hz = procfs::ticks_per_s();
-    let ticks = |pid: u32| b.proc_ticks.get(&pid).copied().unwrap_or(0).saturating_sub(a.proc_ticks.get(&pid).copied().unwrap_or(0));
+    let ticks = |pid: u32| {
+        b.proc_ticks.get(&pid).copied().unwrap_or(0).saturating_sub(a.proc_ticks.get(&pid).copied().unwrap_or(0))
+    };
     let mut flood_cpu = 0.0;
     for (name, pid) in sink_pids {
         let f = ticks(*pid) as f64 / hz / secs;
@@ -729,7 +793,8 @@ pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
     let mut s = setup(cfg, run)?;
     // Native or generic, as the kernel reports it: the program runs inside the veth's NAPI
     // poll only in native mode (README, the rps-on anomaly).
-    let modes: Vec<serde_json::Value> = s.agent.attachments().iter().map(|a| serde_json::json!({ "iface": a.iface, "mode": a.mode })).collect();
+    let modes: Vec<serde_json::Value> =
+        s.agent.attachments().iter().map(|a| serde_json::json!({ "iface": a.iface, "mode": a.mode })).collect();
     run.set_info("xdp_attachments", modes.into());
     let mut capacity: BTreeMap<RxPlacement, f64> = BTreeMap::new();
     let mut variants = cfg.variants.clone();

@@ -98,7 +98,11 @@ pub fn run(cfg: &PbqToolConfig, run: &LiveRun) -> Result<(), LiveError> {
         run.record_xdp(ns.as_ref(), &a.iface, a.prog_id, a.link_id)?;
     }
     for (what, prog_id, link_id) in agent.hook_links() {
-        run.record_link(&format!("{what} of {}", group.as_ref().map_or(String::new(), |g| g.display().to_string())), *prog_id, *link_id)?;
+        run.record_link(
+            &format!("{what} of {}", group.as_ref().map_or(String::new(), |g| g.display().to_string())),
+            *prog_id,
+            *link_id,
+        )?;
     }
     agent.enable(cfg.drop);
     agent.set_capacity(cfg.capacity_pps.unwrap_or(0.0));
@@ -111,11 +115,21 @@ pub fn run(cfg: &PbqToolConfig, run: &LiveRun) -> Result<(), LiveError> {
     if let Some(g) = &group {
         crate::ledger::empty_group(g);
     }
-    say(format!("hostsim live pbq: detached from {}{where_}{}", cfg.dev, group.as_ref().map_or(String::new(), |g| format!("; removing {}", g.display()))));
+    say(format!(
+        "hostsim live pbq: detached from {}{where_}{}",
+        cfg.dev,
+        group.as_ref().map_or(String::new(), |g| format!("; removing {}", g.display()))
+    ));
     outcome
 }
 
-fn watch(cfg: &PbqToolConfig, run: &LiveRun, agent: &Agent, group: Option<&Path>, where_: &str) -> Result<(), LiveError> {
+fn watch(
+    cfg: &PbqToolConfig,
+    run: &LiveRun,
+    agent: &Agent,
+    group: Option<&Path>,
+    where_: &str,
+) -> Result<(), LiveError> {
     for a in agent.attachments() {
         say(format!(
             "hostsim live pbq ({}): XDP program id {} attached to {}{where_} in {} mode (bpf_link {})",
@@ -181,7 +195,11 @@ fn status_lines(t: Duration, a: &crate::agent::Snapshot, b: &crate::agent::Snaps
         let (x, y) = (a.xdp.get(l).copied().unwrap_or_default(), b.xdp.get(l).copied().unwrap_or_default());
         if y.rx > x.rx {
             let name = if l == LEVELS { "other".to_string() } else { format!("level {l}") };
-            s += &format!("\n  {name}: {:.0} pkt/s, dropped {:.0} pkt/s", (y.rx - x.rx) as f64 / secs, y.drop.saturating_sub(x.drop) as f64 / secs);
+            s += &format!(
+                "\n  {name}: {:.0} pkt/s, dropped {:.0} pkt/s",
+                (y.rx - x.rx) as f64 / secs,
+                y.drop.saturating_sub(x.drop) as f64 / secs
+            );
         }
     }
     for (p, o) in &b.ports {

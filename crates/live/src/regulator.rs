@@ -150,7 +150,13 @@ pub fn become_regulator(cfg: &RegulatorConfig) -> io::Result<()> {
 /// slot grid) until `stop` is set or `cfg.slots_max` slots have passed. Runs in the calling
 /// thread (which it pins and makes SCHED_FIFO: call it from a thread of its own, which ends
 /// with it, so nothing of the policy outlives the run). The gate is left open at the end.
-pub fn regulate(cfg: &RegulatorConfig, gate: &mut dyn Gate, target: u32, origin_ns: u64, stop: &AtomicBool) -> Result<Regulation, String> {
+pub fn regulate(
+    cfg: &RegulatorConfig,
+    gate: &mut dyn Gate,
+    target: u32,
+    origin_ns: u64,
+    stop: &AtomicBool,
+) -> Result<Regulation, String> {
     become_regulator(cfg).map_err(|e| format!("regulator thread: {e}"))?;
     regulate_slots(cfg, gate, target, origin_ns, stop)
 }
@@ -158,10 +164,17 @@ pub fn regulate(cfg: &RegulatorConfig, gate: &mut dyn Gate, target: u32, origin_
 /// [`regulate`]'s slot loop, for a thread that has already called [`become_regulator`] (the
 /// live experiment makes its regulator before it starts the target, so that the regulator is
 /// in place when the target's first slot begins).
-pub fn regulate_slots(cfg: &RegulatorConfig, gate: &mut dyn Gate, target: u32, origin_ns: u64, stop: &AtomicBool) -> Result<Regulation, String> {
+pub fn regulate_slots(
+    cfg: &RegulatorConfig,
+    gate: &mut dyn Gate,
+    target: u32,
+    origin_ns: u64,
+    stop: &AtomicBool,
+) -> Result<Regulation, String> {
     let plan = cfg.plan();
     let clock = cpu_clock(target).map_err(|e| format!("CPU clock of pid {target}: {e}"))?;
-    let mut reg = Regulation { origin_ns, slots: Vec::with_capacity(cfg.slots_max.min(1 << 20) as usize), gate_errors: 0 };
+    let mut reg =
+        Regulation { origin_ns, slots: Vec::with_capacity(cfg.slots_max.min(1 << 20) as usize), gate_errors: 0 };
     let mut open = true;
     for k in 0..cfg.slots_max {
         let target_ns = origin_ns + k * cfg.slot_ns;
@@ -179,7 +192,13 @@ pub fn regulate_slots(cfg: &RegulatorConfig, gate: &mut dyn Gate, target: u32, o
             open = want;
         }
         let done = monotonic_ns();
-        reg.slots.push(SlotRecord { k, allocated: open, late_ns: woke.saturating_sub(target_ns), done_ns: done.saturating_sub(target_ns), runtime_ns });
+        reg.slots.push(SlotRecord {
+            k,
+            allocated: open,
+            late_ns: woke.saturating_sub(target_ns),
+            done_ns: done.saturating_sub(target_ns),
+            runtime_ns,
+        });
         if runtime_ns == u64::MAX {
             break; // the target is gone
         }
@@ -275,7 +294,14 @@ mod tests {
     /// 10; every transition the gate saw happens after its boundary, in the slot the plan says.
     #[test]
     fn the_gate_follows_the_slot_rule() {
-        let cfg = RegulatorConfig { speed_pct: 80, slot_ns: 1_000_000, block_ns: 10_000_000, cpu: None, fifo_prio: None, slots_max: 40 };
+        let cfg = RegulatorConfig {
+            speed_pct: 80,
+            slot_ns: 1_000_000,
+            block_ns: 10_000_000,
+            cpu: None,
+            fifo_prio: None,
+            slots_max: 40,
+        };
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut gate = LogGate(Arc::clone(&log));
         let origin = (monotonic_ns() / 1_000_000 + 2) * 1_000_000;
@@ -307,14 +333,19 @@ mod tests {
             assert_eq!(plan.allocated(r.k), *run, "slot {}", r.k);
             assert!(*t >= origin + r.k * 1_000_000, "slot {}: the gate moved before the slot began", r.k);
         }
-        let closes: Vec<u64> = reg.slots.windows(2).filter(|w| w[0].allocated && !w[1].allocated).map(|w| w[1].k % 10).collect();
+        let closes: Vec<u64> =
+            reg.slots.windows(2).filter(|w| w[0].allocated && !w[1].allocated).map(|w| w[1].k % 10).collect();
         assert!(closes.iter().all(|&k| k == 4 || k == 9), "{closes:?}");
     }
 
     #[test]
     fn runtime_is_charged_to_the_state_of_the_slot_it_ran_in() {
         let s = |k, allocated, runtime_ns| SlotRecord { k, allocated, late_ns: 10_000, done_ns: 12_000, runtime_ns };
-        let reg = Regulation { origin_ns: 0, slots: vec![s(0, true, 0), s(1, false, 900), s(2, true, 950), s(3, true, 1950)], gate_errors: 0 };
+        let reg = Regulation {
+            origin_ns: 0,
+            slots: vec![s(0, true, 0), s(1, false, 900), s(2, true, 950), s(3, true, 1950)],
+            gate_errors: 0,
+        };
         let plan = SlotPlan::new(50, 1, 4, 0); // slots 0 and 2 of 4
         let a = accuracy(&reg, &plan);
         assert_eq!((a.runtime_in_ns, a.runtime_out_ns), (900 + 1000, 50));

@@ -140,11 +140,21 @@ impl Suppressor {
             // Order: lower before moving away, and come home before raising, so a kthread never
             // runs at SCHED_FIFO on the CPU it is being taken off.
             let r = if suppressed {
-                (if k.lowers() { crate::sys::set_sched(t, libc::SCHED_OTHER, 0) } else { Ok(()) })
-                    .and_then(|()| if k.moves() { crate::sys::set_affinity(t, &self.cfg.away_cpus) } else { Ok(()) })
+                (if k.lowers() { crate::sys::set_sched(t, libc::SCHED_OTHER, 0) } else { Ok(()) }).and_then(|()| {
+                    if k.moves() {
+                        crate::sys::set_affinity(t, &self.cfg.away_cpus)
+                    } else {
+                        Ok(())
+                    }
+                })
             } else {
-                (if k.moves() { crate::sys::set_affinity(t, &self.cfg.home_cpus) } else { Ok(()) })
-                    .and_then(|()| if k.lowers() { crate::sys::set_sched(t, libc::SCHED_FIFO, self.cfg.fifo_prio) } else { Ok(()) })
+                (if k.moves() { crate::sys::set_affinity(t, &self.cfg.home_cpus) } else { Ok(()) }).and_then(|()| {
+                    if k.lowers() {
+                        crate::sys::set_sched(t, libc::SCHED_FIFO, self.cfg.fifo_prio)
+                    } else {
+                        Ok(())
+                    }
+                })
             };
             if r.is_err() {
                 self.errors += 1;
@@ -194,7 +204,15 @@ mod tests {
         }
         let tid = unsafe { libc::gettid() } as u32;
         let before = crate::sys::affinity(0).unwrap();
-        let cfg = SuppressConfig { tids: vec![tid], home_cpus: vec![0], away_cpus: vec![1], fifo_prio: 1, knob: Knob::Affinity, check_ms: 1, queued_bytes_min: 0 };
+        let cfg = SuppressConfig {
+            tids: vec![tid],
+            home_cpus: vec![0],
+            away_cpus: vec![1],
+            fifo_prio: 1,
+            knob: Knob::Affinity,
+            check_ms: 1,
+            queued_bytes_min: 0,
+        };
         {
             let mut s = Suppressor::new(cfg);
             s.set(true);

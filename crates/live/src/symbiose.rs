@@ -182,7 +182,19 @@ pub struct SymbConfig {
 impl Default for SymbConfig {
     fn default() -> SymbConfig {
         SymbConfig {
-            rates_pps: vec![100_000.0, 200_000.0, 300_000.0, 400_000.0, 500_000.0, 600_000.0, 700_000.0, 800_000.0, 900_000.0, 1_000_000.0, 1_200_000.0],
+            rates_pps: vec![
+                100_000.0,
+                200_000.0,
+                300_000.0,
+                400_000.0,
+                500_000.0,
+                600_000.0,
+                700_000.0,
+                800_000.0,
+                900_000.0,
+                1_000_000.0,
+                1_200_000.0,
+            ],
             reps: 3,
             variants: Variant::ALL.to_vec(),
             warmup_s: 0.5,
@@ -212,8 +224,14 @@ pub struct Progs {
 impl Progs {
     fn load() -> Result<Progs, LiveError> {
         let obj: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let open = SymbSkelBuilder::default().open(obj).map_err(|e| LiveError::Unsupported(format!("opening the router's BPF object: {e}")))?;
-        let skel = open.load().map_err(|e| LiveError::Unsupported(format!("loading the router's BPF programs (needs root, BPF, XDP, cpumap, tp_btf): {e}")))?;
+        let open = SymbSkelBuilder::default()
+            .open(obj)
+            .map_err(|e| LiveError::Unsupported(format!("opening the router's BPF object: {e}")))?;
+        let skel = open.load().map_err(|e| {
+            LiveError::Unsupported(format!(
+                "loading the router's BPF programs (needs root, BPF, XDP, cpumap, tp_btf): {e}"
+            ))
+        })?;
         Ok(Progs { skel, links: Vec::new() })
     }
 
@@ -249,7 +267,11 @@ impl Progs {
             .flatten()
             .unwrap_or_default()
             .iter()
-            .map(|v| (0..words).map(|i| v.get(i * 8..i * 8 + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))).collect())
+            .map(|v| {
+                (0..words)
+                    .map(|i| v.get(i * 8..i * 8 + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
+                    .collect()
+            })
             .collect()
     }
 
@@ -387,7 +409,8 @@ fn threaded_napi(run: &LiveRun, ns: &Netns, dev: &str, cpu: usize, prio: i32) ->
     let prefix = format!("napi/{dev}-");
     let before = threads_named(&prefix);
     let path = format!("/sys/class/net/{dev}/threaded");
-    crate::netns::write_in(Some(&ns.name), &path, "1").map_err(|e| LiveError::Unsupported(format!("threaded NAPI on a veth ({path}): {e}")))?;
+    crate::netns::write_in(Some(&ns.name), &path, "1")
+        .map_err(|e| LiveError::Unsupported(format!("threaded NAPI on a veth ({path}): {e}")))?;
     let tid = new_thread(run, &prefix, &before, &format!("threaded NAPI on {dev}"))?;
     run.set_affinity(tid, &[cpu])?;
     run.set_sched(tid, libc::SCHED_FIFO, prio)?;
@@ -414,10 +437,16 @@ fn attach_xdp(run: &LiveRun, progs: &mut Progs, ns: &Netns, dev: &str, sink: boo
 pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.driver_cpu >= ncpu || cfg.other_cpu >= ncpu || cfg.driver_cpu == cfg.other_cpu {
-        return Err(LiveError::Unsupported(format!("needs two CPUs ({} and {}); this machine has {ncpu}", cfg.driver_cpu, cfg.other_cpu)));
+        return Err(LiveError::Unsupported(format!(
+            "needs two CPUs ({} and {}); this machine has {ncpu}",
+            cfg.driver_cpu, cfg.other_cpu
+        )));
     }
     if cfg.payload_bytes < 8 {
-        return Err(failed(format!("the payload must hold the 8-byte sequence number, got {} bytes", cfg.payload_bytes)));
+        return Err(failed(format!(
+            "the payload must hold the 8-byte sequence number, got {} bytes",
+            cfg.payload_bytes
+        )));
     }
     let mut progs = Progs::load()?;
     let (gen_ns, rtr, snk) = (run.netns("gen")?, run.netns("rtr")?, run.netns("snk")?);
@@ -428,13 +457,40 @@ pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
             run.write_value(Some(ns), &format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6"), "1")?;
         }
     }
-    run.veth(&Veth { ns_a: rtr.name.clone(), a: "in0".into(), addr_a: "198.18.0.1/24".into(), ns_b: gen_ns.name.clone(), b: "gen0".into(), addr_b: "198.18.0.2/24".into() })?;
-    run.veth(&Veth { ns_a: rtr.name.clone(), a: "out0".into(), addr_a: "198.18.1.1/24".into(), ns_b: snk.name.clone(), b: "snk0".into(), addr_b: "198.18.1.2/24".into() })?;
+    run.veth(&Veth {
+        ns_a: rtr.name.clone(),
+        a: "in0".into(),
+        addr_a: "198.18.0.1/24".into(),
+        ns_b: gen_ns.name.clone(),
+        b: "gen0".into(),
+        addr_b: "198.18.0.2/24".into(),
+    })?;
+    run.veth(&Veth {
+        ns_a: rtr.name.clone(),
+        a: "out0".into(),
+        addr_a: "198.18.1.1/24".into(),
+        ns_b: snk.name.clone(),
+        b: "snk0".into(),
+        addr_b: "198.18.1.2/24".into(),
+    })?;
     run.write_value(Some(&rtr), "/proc/sys/net/ipv4/ip_forward", "1")?;
     // The sink answers no ARP (its program drops everything): a permanent neighbour entry.
     let snk_mac = gen::mac_of(&snk, "snk0")?;
     let mac = snk_mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
-    crate::netns::ip(&["-n", &rtr.name, "neigh", "replace", "198.18.1.2", "lladdr", &mac, "dev", "out0", "nud", "permanent"]).map_err(failed)?;
+    crate::netns::ip(&[
+        "-n",
+        &rtr.name,
+        "neigh",
+        "replace",
+        "198.18.1.2",
+        "lladdr",
+        &mac,
+        "dev",
+        "out0",
+        "nud",
+        "permanent",
+    ])
+    .map_err(failed)?;
     let mut xdp_modes = Vec::new();
     // The sink first (its veth gets NAPI with the program), then the router's input.
     xdp_modes.push(("snk0".to_string(), attach_xdp(run, &mut progs, &snk, "snk0", true)?));
@@ -457,7 +513,10 @@ pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
     run.set_sched(ip_tid, libc::SCHED_FIFO, cfg.router_fifo_prio)?;
     progs.set_ktids(&[driver_tid, ip_tid]);
     // NET_RX softirq clock (tracepoints, bpf_links recorded).
-    for (name, p) in [("tp_btf/softirq_entry", &progs.skel.progs.symb_softirq_entry), ("tp_btf/softirq_exit", &progs.skel.progs.symb_softirq_exit)] {
+    for (name, p) in [
+        ("tp_btf/softirq_entry", &progs.skel.progs.symb_softirq_entry),
+        ("tp_btf/softirq_exit", &progs.skel.progs.symb_softirq_exit),
+    ] {
         let link = p.attach().map_err(|e| LiveError::Unsupported(format!("attaching {name}: {e}")))?;
         let prog_id = libbpf_rs::Program::id_from_fd(p.as_fd()).unwrap_or(0);
         run.record_link(name, prog_id, link.info().map_err(|e| failed(format!("{name}: {e}")))?.id)?;
@@ -473,8 +532,15 @@ pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
         dst_port: DST_PORT,
         payload: cfg.payload_bytes,
     });
-    let threads = Threads { kthreads: vec![("driver", driver_tid, cfg.driver_cpu), ("ip", ip_tid, cfg.other_cpu), ("sink", sink_tid, cfg.other_cpu)] };
-    let route = crate::afxdp::Route { net: [198, 18, 1, 0], prefix: 24, src_mac: gen::mac_of(&rtr, "out0")?, dst_mac: snk_mac };
+    let threads = Threads {
+        kthreads: vec![
+            ("driver", driver_tid, cfg.driver_cpu),
+            ("ip", ip_tid, cfg.other_cpu),
+            ("sink", sink_tid, cfg.other_cpu),
+        ],
+    };
+    let route =
+        crate::afxdp::Route { net: [198, 18, 1, 0], prefix: 24, src_mac: gen::mac_of(&rtr, "out0")?, dst_mac: snk_mac };
     Ok(Setup { progs, gen, gen_ns, rtr, frame, threads, xdp_modes, rps_mask: None, fwd: None, route })
 }
 
@@ -596,11 +662,24 @@ fn snap(s: &Setup, rtr: &File, gen_seq: u64, gen_tid: Option<u32>) -> Snap {
     let stat = procfs::read_stat().unwrap_or_default();
     let (ip, dev) = ns_counters(rtr);
     let xsk = s.fwd.as_ref().map(|f| f.counts()).unwrap_or_default();
-    Snap { t, gen_seq, c, stat, run_ns, softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(), ip, dev, xsk }
+    Snap {
+        t,
+        gen_seq,
+        c,
+        stat,
+        run_ns,
+        softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(),
+        ip,
+        dev,
+        xsk,
+    }
 }
 
 fn loadavg_1m() -> f64 {
-    std::fs::read_to_string("/proc/loadavg").ok().and_then(|t| t.split_whitespace().next()?.parse().ok()).unwrap_or(f64::NAN)
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// The sequence numbers of the window: frames built in `warmup_s..warmup_s + window_s`.
@@ -609,7 +688,13 @@ pub fn seq_window(warmup_s: f64, window_s: f64, rate_pps: f64) -> (u64, u64) {
 }
 
 /// One point's metrics.
-pub fn run_point(cfg: &SymbConfig, run: &LiveRun, s: &mut Setup, v: Variant, rate_pps: f64) -> Result<BTreeMap<String, f64>, LiveError> {
+pub fn run_point(
+    cfg: &SymbConfig,
+    run: &LiveRun,
+    s: &mut Setup,
+    v: Variant,
+    rate_pps: f64,
+) -> Result<BTreeMap<String, f64>, LiveError> {
     let (lo, hi) = seq_window(cfg.warmup_s, cfg.window_s, rate_pps);
     s.progs.set_window(gen::UDP4_PAYLOAD_OFF, lo, hi);
     let rtr = s.rtr.file()?;
@@ -649,7 +734,12 @@ pub fn run_point(cfg: &SymbConfig, run: &LiveRun, s: &mut Setup, v: Variant, rat
         return Err(failed(format!("the generator could not start: {e}")));
     }
     for r in report.streams.iter().filter(|r| r.errors > 0) {
-        run.progress(format!("generator: {} of {} BPF_PROG_RUN calls failed, the first with: {}", r.errors, r.calls, r.first_error.as_deref().unwrap_or("?")));
+        run.progress(format!(
+            "generator: {} of {} BPF_PROG_RUN calls failed, the first with: {}",
+            r.errors,
+            r.calls,
+            r.first_error.as_deref().unwrap_or("?")
+        ));
     }
     run.sleep(Duration::from_millis(300))?; // what is still in the router's queues arrives
     let c = snap(s, &rtr, seq_end, None);
@@ -668,7 +758,14 @@ pub fn run_point(cfg: &SymbConfig, run: &LiveRun, s: &mut Setup, v: Variant, rat
     m.insert("valid".into(), if valid { 1.0 } else { 0.0 });
     m.insert("window_sent_count".into(), (hi - lo) as f64);
     m.insert("gen_sent_total".into(), seq_end as f64);
-    m.insert("out_window_frac".into(), if hi > lo { c.c.sink.in_window.saturating_sub(z.c.sink.in_window) as f64 / (hi - lo) as f64 } else { f64::NAN });
+    m.insert(
+        "out_window_frac".into(),
+        if hi > lo {
+            c.c.sink.in_window.saturating_sub(z.c.sink.in_window) as f64 / (hi - lo) as f64
+        } else {
+            f64::NAN
+        },
+    );
     m.insert("loadavg_1m_start".into(), load_start);
     m.insert("loadavg_1m_end".into(), loadavg_1m());
     Ok(m)
@@ -686,7 +783,11 @@ fn metrics(v: Variant, a: &Snap, b: &Snap, z: &Snap, c: &Snap, s: &Setup) -> BTr
     let ipc = |s: &Snap, k: &str| s.ip.get(k).copied().unwrap_or(0);
     // split-afxdp forwards in user space: its forwarded frames are those its IP thread posted
     // to the output socket's TX ring (the router's ForwDatagrams stays 0).
-    let forwarded = if v == Variant::SplitAfxdp { rate(b.xsk.forwarded, a.xsk.forwarded) } else { rate(ipc(b, "ForwDatagrams"), ipc(a, "ForwDatagrams")) };
+    let forwarded = if v == Variant::SplitAfxdp {
+        rate(b.xsk.forwarded, a.xsk.forwarded)
+    } else {
+        rate(ipc(b, "ForwDatagrams"), ipc(a, "ForwDatagrams"))
+    };
     m.insert("forwarded_pps".into(), forwarded);
     m.insert("ip_in_receives_pps".into(), rate(ipc(b, "InReceives"), ipc(a, "InReceives")));
     m.insert("ip_out_discards_pps".into(), rate(ipc(b, "OutDiscards"), ipc(a, "OutDiscards")));
@@ -710,28 +811,49 @@ fn metrics(v: Variant, a: &Snap, b: &Snap, z: &Snap, c: &Snap, s: &Setup) -> BTr
     // split-afxdp's own counters (0 in the other variants).
     let (xa, xb, xz, xc) = (&a.xsk, &b.xsk, &z.xsk, &c.xsk);
     m.insert("xsk_rx_pps".into(), rate(xb.rx, xa.rx));
-    m.insert("drop_xsk_pps".into(), rate(xb.xsk_rx_dropped + xb.xsk_rx_ring_full, xa.xsk_rx_dropped + xa.xsk_rx_ring_full));
+    m.insert(
+        "drop_xsk_pps".into(),
+        rate(xb.xsk_rx_dropped + xb.xsk_rx_ring_full, xa.xsk_rx_dropped + xa.xsk_rx_ring_full),
+    );
     m.insert("drop_xsk_tx_ring_pps".into(), rate(xb.tx_ring_full, xa.tx_ring_full));
     m.insert("xsk_completed_pps".into(), rate(xb.completed, xa.completed));
     m.insert("xsk_queue_ops_per_s".into(), rate(xb.queue_ops, xa.queue_ops));
-    m.insert("xsk_batch_mean".into(), if xb.ip_wakes > xa.ip_wakes { (xb.handed - xa.handed) as f64 / (xb.ip_wakes - xa.ip_wakes) as f64 } else { 0.0 });
+    m.insert(
+        "xsk_batch_mean".into(),
+        if xb.ip_wakes > xa.ip_wakes {
+            (xb.handed - xa.handed) as f64 / (xb.ip_wakes - xa.ip_wakes) as f64
+        } else {
+            0.0
+        },
+    );
     m.insert("xsk_batch_max".into(), xc.max_batch as f64);
     m.insert("xsk_driver_wakes_per_s".into(), rate(xb.driver_wakes, xa.driver_wakes));
     m.insert("xsk_ip_wakes_per_s".into(), rate(xb.ip_wakes, xa.ip_wakes));
-    m.insert("xsk_periods_skipped_count".into(), ((xc.driver_missed + xc.ip_missed) - (xz.driver_missed + xz.ip_missed)) as f64);
-    m.insert("xsk_dropped_ip_count".into(), ((xc.ttl_expired + xc.no_route + xc.not_ipv4) - (xz.ttl_expired + xz.no_route + xz.not_ipv4)) as f64);
+    m.insert(
+        "xsk_periods_skipped_count".into(),
+        ((xc.driver_missed + xc.ip_missed) - (xz.driver_missed + xz.ip_missed)) as f64,
+    );
+    m.insert(
+        "xsk_dropped_ip_count".into(),
+        ((xc.ttl_expired + xc.no_route + xc.not_ipv4) - (xz.ttl_expired + xz.no_route + xz.not_ipv4)) as f64,
+    );
     m.insert("xsk_kick_errors_count".into(), (xc.kick_errors - xz.kick_errors) as f64);
     m.insert("xsk_tx_invalid_count".into(), (xc.xsk_tx_invalid - xz.xsk_tx_invalid) as f64);
     // Per-CPU load: softirq (tracepoints) and the router's kthreads (schedstat) apart.
     let ncpu = b.stat.len().min(a.stat.len()).max(b.c.net_rx_ns.len());
-    let d = |x: &[u64], y: &[u64], i: usize| x.get(i).copied().unwrap_or(0).saturating_sub(y.get(i).copied().unwrap_or(0)) as f64;
-    let th = |role: &str| b.run_ns.get(role).copied().unwrap_or(0).saturating_sub(a.run_ns.get(role).copied().unwrap_or(0)) as f64;
+    let d = |x: &[u64], y: &[u64], i: usize| {
+        x.get(i).copied().unwrap_or(0).saturating_sub(y.get(i).copied().unwrap_or(0)) as f64
+    };
+    let th = |role: &str| {
+        b.run_ns.get(role).copied().unwrap_or(0).saturating_sub(a.run_ns.get(role).copied().unwrap_or(0)) as f64
+    };
     let (mut router_sum, mut router_max, mut soft_sum, mut kth_sum) = (0.0, 0.0f64, 0.0, 0.0);
     let mut mean: BTreeMap<&str, f64> = BTreeMap::new();
     for cpu in 0..ncpu {
         let softirq = d(&b.c.net_rx_ns, &a.c.net_rx_ns, cpu) / win_ns;
         let in_k = d(&b.c.net_rx_in_kthread_ns, &a.c.net_rx_in_kthread_ns, cpu);
-        let k_ns: f64 = s.threads.kthreads.iter().filter(|(r, _, c)| *r != "sink" && *c == cpu).map(|(r, _, _)| th(r)).sum();
+        let k_ns: f64 =
+            s.threads.kthreads.iter().filter(|(r, _, c)| *r != "sink" && *c == cpu).map(|(r, _, _)| th(r)).sum();
         let kthread = (k_ns - in_k).max(0.0) / win_ns;
         let (softirq, kthread) = (softirq.min(1.0), kthread.min(1.0));
         m.insert(format!("cpu{cpu}_softirq_frac"), softirq);
@@ -835,10 +957,18 @@ pub fn row_line(r: &Row) -> String {
 /// results.csv as it is measured. The caller ends `run` ([`LiveRun::finish`]).
 pub fn run(cfg: &SymbConfig, run: &mut LiveRun) -> Result<(), LiveError> {
     let mut s = setup(cfg, run)?;
-    run.set_info("xdp_attachments", s.xdp_modes.iter().map(|(d, m)| serde_json::json!({ "iface": d, "mode": m })).collect::<Vec<_>>().into());
+    run.set_info(
+        "xdp_attachments",
+        s.xdp_modes.iter().map(|(d, m)| serde_json::json!({ "iface": d, "mode": m })).collect::<Vec<_>>().into(),
+    );
     run.set_info(
         "kthreads",
-        s.threads.kthreads.iter().map(|(r, t, c)| serde_json::json!({ "role": r, "tid": t, "cpu": c })).collect::<Vec<_>>().into(),
+        s.threads
+            .kthreads
+            .iter()
+            .map(|(r, t, c)| serde_json::json!({ "role": r, "tid": t, "cpu": c }))
+            .collect::<Vec<_>>()
+            .into(),
     );
     for rep in 1..=cfg.reps {
         for &v in &cfg.variants {
@@ -894,7 +1024,10 @@ mod tests {
         metrics.insert("out_rx_pps".to_string(), 1.0);
         let p = Row { variant: Variant::KernelRps, rate_pps: 200_000.0, rep: 2, metrics }.point();
         let keys: Vec<(&str, &str)> = p.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(keys, [("variant", "kernel-rps"), ("model_variant", "unix-smp"), (RATE_KEY, "200000"), ("rep", "2")]);
+        assert_eq!(
+            keys,
+            [("variant", "kernel-rps"), ("model_variant", "unix-smp"), (RATE_KEY, "200000"), ("rep", "2")]
+        );
         let csv = crate::harness::results_csv(&[p]);
         assert_eq!(csv, "variant,model_variant,traffic.load.rate_pps,rep,out_rx_pps\nkernel-rps,unix-smp,200000,2,1\n");
     }

@@ -110,7 +110,8 @@ pub fn in_netns<T>(ns: &File, f: impl FnOnce() -> io::Result<T>) -> io::Result<T
     let home = File::open("/proc/thread-self/ns/net")?;
     enter_netns(ns)?;
     let r = f();
-    enter_netns(&home).map_err(|e| io::Error::new(e.kind(), format!("returning to the original network namespace: {e}")))?;
+    enter_netns(&home)
+        .map_err(|e| io::Error::new(e.kind(), format!("returning to the original network namespace: {e}")))?;
     r
 }
 
@@ -143,7 +144,12 @@ pub fn sched_of(tid: libc::pid_t) -> io::Result<(i32, i32)> {
 /// Set an int socket option.
 pub fn setsockopt_int(fd: i32, level: i32, opt: i32, v: i32) -> io::Result<()> {
     // SAFETY: an int option on a socket the caller owns.
-    check(unsafe { libc::setsockopt(fd, level, opt, (&v as *const i32).cast(), std::mem::size_of::<i32>() as libc::socklen_t) }, "setsockopt")
+    check(
+        unsafe {
+            libc::setsockopt(fd, level, opt, (&v as *const i32).cast(), std::mem::size_of::<i32>() as libc::socklen_t)
+        },
+        "setsockopt",
+    )
 }
 
 /// Read an int socket option.
@@ -165,7 +171,12 @@ pub fn monotonic_ns() -> u64 {
 
 /// Sleep until CLOCK_MONOTONIC reads `t_ns` (absolute: no drift from the time the call takes).
 pub fn sleep_until_ns(t_ns: u64) {
-    let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
+    };
     // SAFETY: absolute sleep on CLOCK_MONOTONIC; EINTR retried.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) }
+        == libc::EINTR
+    {}
 }

@@ -154,7 +154,11 @@ fn ns_cmd(ns: &Netns, args: &[&str]) -> Result<String, LiveError> {
         .map_err(|e| failed(format!("running `ip netns exec {} {}`: {e}", ns.name, args.join(" "))))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let hint = if err.contains("No such file") || (out.status.code() == Some(255) && err.is_empty()) { " (install it: bash scripts/deps.sh)" } else { "" };
+        let hint = if err.contains("No such file") || (out.status.code() == Some(255) && err.is_empty()) {
+            " (install it: bash scripts/deps.sh)"
+        } else {
+            ""
+        };
         return Err(failed(format!("`{}` in {}: {}{hint}", args.join(" "), ns.name, err.trim())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -178,7 +182,10 @@ pub struct Setup {
 pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.sender_cpu >= ncpu || cfg.sink_cpu >= ncpu {
-        return Err(LiveError::Unsupported(format!("needs CPUs {} and {}; this machine has {ncpu}", cfg.sender_cpu, cfg.sink_cpu)));
+        return Err(LiveError::Unsupported(format!(
+            "needs CPUs {} and {}; this machine has {ncpu}",
+            cfg.sender_cpu, cfg.sink_cpu
+        )));
     }
     let (snd, rcv) = (run.netns("snd")?, run.netns("rcv")?);
     run.veth(&Veth {
@@ -196,9 +203,16 @@ pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     ns_cmd(&rcv, &["ethtool", "-K", "eth0", "gro", "off"])?;
     let feature = |ns: &Netns, name: &str| -> Result<String, LiveError> {
         let text = ns_cmd(ns, &["ethtool", "-k", "eth0"])?;
-        Ok(text.lines().find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string())).unwrap_or_default())
+        Ok(text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+            .unwrap_or_default())
     };
-    let (tso, gso, gro) = (feature(&snd, "tcp-segmentation-offload")?, feature(&snd, "generic-segmentation-offload")?, feature(&rcv, "generic-receive-offload")?);
+    let (tso, gso, gro) = (
+        feature(&snd, "tcp-segmentation-offload")?,
+        feature(&snd, "generic-segmentation-offload")?,
+        feature(&rcv, "generic-receive-offload")?,
+    );
     if !tso.starts_with("off") || !gso.starts_with("off") {
         return Err(failed(format!("the sender's veth kept its offloads (tso {tso}, gso {gso})")));
     }
@@ -211,7 +225,10 @@ pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     // the send buffer: the shaper delays and never drops.
     let rate = format!("{}mbit", cfg.rate_mbit);
     let overhead = WIRE_OVERHEAD_BYTES.to_string();
-    let tbf = ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "1600", "limit", "4194304", "overhead", &overhead];
+    let tbf = [
+        "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "1600", "limit", "4194304",
+        "overhead", &overhead,
+    ];
     ns_cmd(&snd, &tbf)?;
     let qdisc = ns_cmd(&snd, &["tc", "qdisc", "show", "dev", "eth0"])?.trim().to_string();
     let mut recorder = Recorder::load(PORT).map_err(|e| LiveError::Unsupported(e.0))?;
@@ -353,7 +370,14 @@ pub struct PointResult {
     pub origin_ns: u64,
 }
 
-pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option<u32>, unit: usize, rep: u32) -> Result<PointResult, LiveError> {
+pub fn run_point(
+    cfg: &TabataConfig,
+    run: &LiveRun,
+    s: &Setup,
+    speed_pct: Option<u32>,
+    unit: usize,
+    rep: u32,
+) -> Result<PointResult, LiveError> {
     let secs = cfg.point_timeout_s;
     let _ = s.recorder.drain().map_err(failed)?; // anything left from before: not this point's
     let lost0 = s.recorder.lost();
@@ -362,7 +386,13 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
     let snd = s.snd.file()?;
     let mut args = cfg.worker_args.clone();
     args.extend(["tcp-sink".into(), "--port".into(), PORT.to_string(), "--secs".into(), format!("{secs}")]);
-    let sink = worker::spawn("sink", &cfg.worker_exe, &args, &Placement { netns: &rcv, cpu: Some(cfg.sink_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
+    let sink = worker::spawn(
+        "sink",
+        &cfg.worker_exe,
+        &args,
+        &Placement { netns: &rcv, cpu: Some(cfg.sink_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
+    )
+    .map_err(failed)?;
     let slot_ns = cfg.slot_us * 1000;
     // The grid starts 150 ms ahead (time to start the sender and put it in its group); the
     // sender's first write falls at a phase of the slot that differs per repetition (the model's
@@ -399,14 +429,22 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
         "--secs".into(),
         format!("{secs}"),
     ]);
-    let mut sender = worker::spawn("sender", &cfg.worker_exe, &args, &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None }).map_err(failed)?;
+    let mut sender = worker::spawn(
+        "sender",
+        &cfg.worker_exe,
+        &args,
+        &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
+    )
+    .map_err(failed)?;
     let pid = sender.pid();
     if let Some(f) = &s.freeze {
         let p = f.join("cgroup.procs");
         std::fs::write(&p, pid.to_string()).map_err(|e| failed(format!("{}: {e}", p.display())))?;
     }
     if regulator::monotonic_ns() >= start {
-        return Err(failed("the sender could not be started within the 150 ms before its start (an overloaded machine)"));
+        return Err(failed(
+            "the sender could not be started within the 150 ms before its start (an overloaded machine)",
+        ));
     }
     // Whether the regulator was in place before the sender's first write: if not, the sender
     // ran unregulated for a while and the point does not measure the regulation (`run` measures
@@ -448,7 +486,9 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
     }
     let got = sink.finish_json(Duration::from_secs(3)).map_err(failed)?;
     if got["eof"].as_bool() != Some(true) {
-        return Err(failed(format!("the sink did not see the end of the stream within {secs} s of the sender's exit: {got}")));
+        return Err(failed(format!(
+            "the sink did not see the end of the stream within {secs} s of the sender's exit: {got}"
+        )));
     }
     let mut frames = s.recorder.drain().map_err(failed)?;
     frames.sort_by_key(|f| f.ts_ns);
@@ -489,7 +529,10 @@ pub fn run_point(cfg: &TabataConfig, run: &LiveRun, s: &Setup, speed_pct: Option
         m.insert("regulator_switch_us_p99".into(), acc.switch_us_p99);
         let total = (acc.runtime_in_ns + acc.runtime_out_ns) as f64;
         m.insert("sender_runtime_ms".into(), total / 1e6);
-        m.insert("sender_runtime_out_frac".into(), if total > 0.0 { acc.runtime_out_ns as f64 / total } else { f64::NAN });
+        m.insert(
+            "sender_runtime_out_frac".into(),
+            if total > 0.0 { acc.runtime_out_ns as f64 / total } else { f64::NAN },
+        );
     }
     if lost > 0 {
         return Err(failed(format!("the recorder's ring buffer lost {lost} frames: the point's gaps would be wrong")));
@@ -548,8 +591,15 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                     if !(limited || late) || attempt >= ATTEMPTS_MAX {
                         break r;
                     }
-                    let why = if late { "the regulator was not in place before the sender's start" } else { "receiver-limited" };
-                    run.progress(format!("  ({why}: measured again) {}", row_line("", speed.unwrap_or(100), unit, rep, &r.metrics)));
+                    let why = if late {
+                        "the regulator was not in place before the sender's start"
+                    } else {
+                        "receiver-limited"
+                    };
+                    run.progress(format!(
+                        "  ({why}: measured again) {}",
+                        row_line("", speed.unwrap_or(100), unit, rep, &r.metrics)
+                    ));
                     attempt += 1;
                 };
                 m.insert("attempts".into(), f64::from(attempt));
@@ -558,7 +608,8 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                 if cfg.frames {
                     let p = frames_path(run.out(), variant, unit, sp, rep);
                     let name = p.file_name().expect("a file name").to_string_lossy();
-                    crate::harness::write_atomic(&frames_dir, &name, frames_csv(&frames, origin).as_bytes()).map_err(failed)?;
+                    crate::harness::write_atomic(&frames_dir, &name, frames_csv(&frames, origin).as_bytes())
+                        .map_err(failed)?;
                 }
                 run.progress(row_line(variant, sp, unit, rep, &m));
                 run.push(Point { keys: point_keys(variant, sp, unit, rep), metrics: m })?;
@@ -620,7 +671,14 @@ mod tests {
     /// target ends when dropped.
     #[test]
     fn the_regulator_is_ready_before_its_target_is_handed_over() {
-        let cfg = RegulatorConfig { speed_pct: 50, slot_ns: 1_000_000, block_ns: 10_000_000, cpu: None, fifo_prio: None, slots_max: 6 };
+        let cfg = RegulatorConfig {
+            speed_pct: 50,
+            slot_ns: 1_000_000,
+            block_ns: 10_000_000,
+            cpu: None,
+            fifo_prio: None,
+            slots_max: 6,
+        };
         let now = regulator::monotonic_ns();
         let origin = (now / 1_000_000 + 200) * 1_000_000;
         let mut t = RegThread::start(cfg.clone(), origin);
@@ -642,7 +700,15 @@ mod tests {
     fn sink_stats_count_gaps_sizes_and_retransmissions_as_the_model() {
         // SYN (no payload), 3 full frames 123 us apart, a remainder 40 us later, a 1 ms gap, a
         // retransmission of the first frame.
-        let f = [a(0, 0, 0), a(10, 1, 1460), a(133, 1461, 1460), a(256, 2921, 1460), a(296, 4381, 588), a(1296, 4969, 1460), a(1400, 1, 1460)];
+        let f = [
+            a(0, 0, 0),
+            a(10, 1, 1460),
+            a(133, 1461, 1460),
+            a(256, 2921, 1460),
+            a(296, 4381, 588),
+            a(1296, 4969, 1460),
+            a(1400, 1, 1460),
+        ];
         let s = sink_stats(&f);
         assert_eq!(s.frames, 6);
         assert_eq!(s.bytes, 1460 * 4 + 588);

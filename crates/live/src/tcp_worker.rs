@@ -45,7 +45,10 @@ fn check_secs(secs: f64) -> io::Result<()> {
     if secs.is_finite() && (0.0..=crate::worker::SECS_MAX).contains(&secs) {
         Ok(())
     } else {
-        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("--secs: expected 0..={} seconds, got {secs}", crate::worker::SECS_MAX)))
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--secs: expected 0..={} seconds, got {secs}", crate::worker::SECS_MAX),
+        ))
     }
 }
 
@@ -144,10 +147,16 @@ pub const UNIT_MAX: usize = 1 << 20;
 pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
     check_secs(s.secs)?;
     if !(1..=UNIT_MAX).contains(&s.unit_bytes) || !(1..=TOTAL_MAX).contains(&s.total_bytes) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("--unit/--total: expected 1..={UNIT_MAX} and 1..={TOTAL_MAX} bytes")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--unit/--total: expected 1..={UNIT_MAX} and 1..={TOTAL_MAX} bytes"),
+        ));
     }
     if !(1024..=1 << 26).contains(&s.sndbuf_bytes) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("--sndbuf: expected 1024..=67108864 bytes, got {}", s.sndbuf_bytes)));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--sndbuf: expected 1024..=67108864 bytes, got {}", s.sndbuf_bytes),
+        ));
     }
     let deadline = Instant::now() + Duration::from_secs_f64(s.secs);
     // SAFETY: a new socket we own.
@@ -161,7 +170,15 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
     if let Some(rate) = s.pacing_bytes_per_s {
         let v: u64 = rate.max(1);
         // SAFETY: a u64 option of our socket (the kernel takes u32 or u64 by its length).
-        let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, (&v as *const u64).cast(), std::mem::size_of::<u64>() as u32) };
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_MAX_PACING_RATE,
+                (&v as *const u64).cast(),
+                std::mem::size_of::<u64>() as u32,
+            )
+        };
         if r < 0 {
             return Err(last_err("SO_MAX_PACING_RATE"));
         }
@@ -171,7 +188,9 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
     let connect_end = Instant::now() + Duration::from_secs(2);
     loop {
         // SAFETY: connect with a valid sockaddr_in.
-        let r = unsafe { libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as u32) };
+        let r = unsafe {
+            libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as u32)
+        };
         if r == 0 {
             break;
         }
@@ -182,9 +201,14 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let sndbuf_effective = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF);
-    let ts = libc::timespec { tv_sec: (s.start_ns / 1_000_000_000) as libc::time_t, tv_nsec: (s.start_ns % 1_000_000_000) as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: (s.start_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (s.start_ns % 1_000_000_000) as libc::c_long,
+    };
     // SAFETY: absolute sleep until the start instant.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) }
+        == libc::EINTR
+    {}
     let t0 = crate::regulator::monotonic_ns();
     let buf = vec![0x5au8; s.unit_bytes];
     let (mut sent, mut writes, mut partial) = (0usize, 0u64, 0u64);
@@ -239,7 +263,11 @@ pub fn run_tcp_sink(port: u16, secs: f64) -> io::Result<()> {
     let mut conn = loop {
         match l.accept() {
             Ok((c, _)) => break c,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline && !STOP.load(Ordering::Relaxed) => {
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    && Instant::now() < deadline
+                    && !STOP.load(Ordering::Relaxed) =>
+            {
                 std::thread::sleep(Duration::from_millis(2))
             }
             Err(e) => return Err(io::Error::new(e.kind(), format!("accept on port {port}: {e}"))),
@@ -256,15 +284,22 @@ pub fn run_tcp_sink(port: u16, secs: f64) -> io::Result<()> {
                 break;
             }
             Ok(n) => bytes += n as u64,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("read: {e}"))),
         }
     }
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: our own usage into a local.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let cpu_us = (ru.ru_utime.tv_sec * 1_000_000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1_000_000 + ru.ru_stime.tv_usec) as u64;
-    let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::json!({ "bytes": bytes, "eof": eof, "cpu_us": cpu_us }));
+    let cpu_us =
+        (ru.ru_utime.tv_sec * 1_000_000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1_000_000 + ru.ru_stime.tv_usec)
+            as u64;
+    let _ =
+        writeln!(std::io::stdout().lock(), "{}", serde_json::json!({ "bytes": bytes, "eof": eof, "cpu_us": cpu_us }));
     Ok(())
 }
 
@@ -280,7 +315,10 @@ mod tests {
         b[168..176].copy_from_slice(&1000u64.to_ne_bytes());
         b[184..192].copy_from_slice(&250u64.to_ne_bytes());
         let i = TcpInfo::parse(&b).unwrap();
-        assert_eq!((i.snd_mss, i.total_retrans, i.busy_us, i.sndbuf_limited_us, i.rwnd_limited_us), (1460, 3, 1000, 250, 0));
+        assert_eq!(
+            (i.snd_mss, i.total_retrans, i.busy_us, i.sndbuf_limited_us, i.rwnd_limited_us),
+            (1460, 3, 1000, 250, 0)
+        );
         assert!(TcpInfo::parse(&b[..100]).is_none());
     }
 

@@ -147,7 +147,13 @@ impl Default for Tracker {
 
 impl Tracker {
     pub fn new() -> Tracker {
-        Tracker { tasks: BTreeMap::new(), woken_at: BTreeMap::new(), waits_ns: Vec::new(), class: MigrationClass::new(TASKS_MAX), counts: WakeCounts::default() }
+        Tracker {
+            tasks: BTreeMap::new(),
+            woken_at: BTreeMap::new(),
+            waits_ns: Vec::new(),
+            class: MigrationClass::new(TASKS_MAX),
+            counts: WakeCounts::default(),
+        }
     }
 
     /// Start counting afresh (end of the warm-up); every task's history is kept, as the model's.
@@ -242,7 +248,10 @@ impl Tracker {
         // The model's load_balance + idle_balance: the tracepoint cannot tell them apart.
         m.insert("migrations_balance_per_s".into(), r(c.migrations_other));
         hostsim_host::insert_class_metrics(&mut m, &self.class.counts, self.migrations(), window_s);
-        m.insert("wakeups_remote_frac".into(), if c.wakeups == 0 { f64::NAN } else { c.wakeups_remote as f64 / c.wakeups as f64 });
+        m.insert(
+            "wakeups_remote_frac".into(),
+            if c.wakeups == 0 { f64::NAN } else { c.wakeups_remote as f64 / c.wakeups as f64 },
+        );
         let frac = |x: u64| if c.wakeups == 0 { f64::NAN } else { x as f64 / c.wakeups as f64 };
         m.insert("wakeups_on_rq_frac".into(), frac(c.wakeups_on_rq));
         m.insert("wakeups_delayed_frac".into(), frac(c.wakeups_delayed));
@@ -253,10 +262,14 @@ impl Tracker {
         // From sched_wakeup to the switch to the task: how long a woken reader waited queued.
         let mut w = self.waits_ns.clone();
         w.sort_unstable();
-        let q = |p: f64| if w.is_empty() { f64::NAN } else { w[((w.len() - 1) as f64 * p).round() as usize] as f64 / 1e3 };
+        let q =
+            |p: f64| if w.is_empty() { f64::NAN } else { w[((w.len() - 1) as f64 * p).round() as usize] as f64 / 1e3 };
         m.insert("wakeup_wait_us_p50".into(), q(0.5));
         m.insert("wakeup_wait_us_p90".into(), q(0.9));
-        m.insert("wakeup_wait_us_mean".into(), if w.is_empty() { f64::NAN } else { w.iter().sum::<u64>() as f64 / w.len() as f64 / 1e3 });
+        m.insert(
+            "wakeup_wait_us_mean".into(),
+            if w.is_empty() { f64::NAN } else { w.iter().sum::<u64>() as f64 / w.len() as f64 / 1e3 },
+        );
         // Tasks with any event since the tracker was made: the filter's evidence.
         m.insert("tasks_seen".into(), self.tasks.len() as f64);
         m.insert("wakeups_inconsistent".into(), c.inconsistent as f64);
@@ -275,8 +288,12 @@ impl Recorder {
     pub fn load() -> Result<Recorder, Unsupported> {
         // As in xdp.rs: the skeleton borrows its OpenObject for its life; one small leak per run.
         let obj: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let open = WakeTpSkelBuilder::default().open(obj).map_err(|e| Unsupported(format!("opening the tracepoint object: {e}")))?;
-        let skel = open.load().map_err(|e| Unsupported(format!("loading the sched tracepoint programs (needs root, BPF and tp_btf): {e}")))?;
+        let open = WakeTpSkelBuilder::default()
+            .open(obj)
+            .map_err(|e| Unsupported(format!("opening the tracepoint object: {e}")))?;
+        let skel = open.load().map_err(|e| {
+            Unsupported(format!("loading the sched tracepoint programs (needs root, BPF and tp_btf): {e}"))
+        })?;
         Ok(Recorder { skel, links: Vec::new() })
     }
 
@@ -291,7 +308,9 @@ impl Recorder {
         ];
         for (name, p) in progs {
             let link = p.attach().map_err(|e| Unsupported(format!("attaching {name}: {e}")))?;
-            let link_id = libbpf_rs::query::LinkInfo::from_fd(link.as_fd()).map(|i| i.id).map_err(|e| Unsupported(e.to_string()))?;
+            let link_id = libbpf_rs::query::LinkInfo::from_fd(link.as_fd())
+                .map(|i| i.id)
+                .map_err(|e| Unsupported(e.to_string()))?;
             let prog_id = libbpf_rs::Program::id_from_fd(p.as_fd()).map_err(|e| Unsupported(e.to_string()))?;
             out.push((name.to_string(), prog_id, link_id));
             self.links.push(link);
@@ -318,7 +337,11 @@ impl Recorder {
     /// forgets it.
     pub fn set_sender(&self, tgid: u32, on: bool) -> Result<(), String> {
         if on {
-            self.skel.maps.senders.update(&tgid.to_ne_bytes(), &[1u8], MapFlags::ANY).map_err(|e| format!("sender map: {e}"))
+            self.skel
+                .maps
+                .senders
+                .update(&tgid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+                .map_err(|e| format!("sender map: {e}"))
         } else {
             let _ = self.skel.maps.senders.delete(&tgid.to_ne_bytes());
             Ok(())

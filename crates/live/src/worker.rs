@@ -146,7 +146,9 @@ pub fn run_sink(port: u16, secs: f64, seq: Option<(u64, u64)>, rcvbuf: Option<i3
     // The socket's own drop count (receive buffer full) over its life = this run, from the
     // namespace's /proc/net/udp, read while the socket is still open.
     let drops = std::fs::read_to_string("/proc/thread-self/net/udp")
-        .map(|t| crate::procfs::parse_net_socks(&t, true).iter().filter(|l| l.port == port).map(|l| l.drops).sum::<u64>())
+        .map(|t| {
+            crate::procfs::parse_net_socks(&t, true).iter().filter(|l| l.port == port).map(|l| l.drops).sum::<u64>()
+        })
         .ok();
     let seq_in = seq.map(|_| SEQ_IN.load(Ordering::Relaxed));
     let rcvbuf_bytes = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).ok();
@@ -176,7 +178,13 @@ fn bind_udp(port: u16, rcvbuf: Option<i32>) -> io::Result<UdpSocket> {
         sin_zero: [0; 8],
     };
     // SAFETY: binding our socket to a sockaddr_in of the right size.
-    let r = unsafe { libc::bind(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+    let r = unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -202,10 +210,19 @@ fn eth0_tx_dropped() -> Option<u64> {
 /// in `sendmmsg` batches of at most `batch`, paced against the monotonic clock. When the CPU
 /// cannot keep up it skips what it owes beyond 1 ms of packets rather than bursting, so its
 /// achieved rate (the count) is what it could send. Stops after `secs` or `count_max` packets.
-pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, secs: f64, batch: usize) -> io::Result<()> {
+pub fn run_sender(
+    dst: Ipv4Addr,
+    ports: &[u16],
+    rate_pps: f64,
+    payload: usize,
+    secs: f64,
+    batch: usize,
+) -> io::Result<()> {
     check_secs(secs)?;
     if !(rate_pps.is_finite() && rate_pps > 0.0 && rate_pps <= RATE_PPS_MAX) {
-        return Err(invalid(format!("--rate-pps: expected a rate above 0 and at most {RATE_PPS_MAX:e} pkt/s, got {rate_pps}")));
+        return Err(invalid(format!(
+            "--rate-pps: expected a rate above 0 and at most {RATE_PPS_MAX:e} pkt/s, got {rate_pps}"
+        )));
     }
     if ports.is_empty() || ports.len() > 1024 || ports.contains(&0) {
         return Err(invalid(format!("--ports: expected 1..=1024 ports in 1..=65535, got {ports:?}")));
@@ -235,9 +252,8 @@ pub fn run_sender(dst: Ipv4Addr, ports: &[u16], rate_pps: f64, payload: usize, s
         })
         .collect();
     let payload_buf = vec![0x5au8; payload.max(1)];
-    let mut iov: Vec<libc::iovec> = (0..batch)
-        .map(|_| libc::iovec { iov_base: payload_buf.as_ptr() as *mut _, iov_len: payload })
-        .collect();
+    let mut iov: Vec<libc::iovec> =
+        (0..batch).map(|_| libc::iovec { iov_base: payload_buf.as_ptr() as *mut _, iov_len: payload }).collect();
     // SAFETY: zeroed mmsghdr is a valid empty header.
     let mut msgs: Vec<libc::mmsghdr> = (0..batch).map(|_| unsafe { std::mem::zeroed() }).collect();
     let lag_max = (rate_pps / 1000.0).max(batch as f64) as u64;
@@ -416,8 +432,8 @@ impl Worker {
         let out = self.child.stdout.take().ok_or("worker stdout")?;
         let mut line = String::new();
         BufReader::new(out).read_line(&mut line).map_err(|e| e.to_string())?;
-        let v: serde_json::Value =
-            serde_json::from_str(line.trim()).map_err(|e| format!("worker {} report `{}`: {e}", self.name, line.trim()))?;
+        let v: serde_json::Value = serde_json::from_str(line.trim())
+            .map_err(|e| format!("worker {} report `{}`: {e}", self.name, line.trim()))?;
         let mark = |i: usize| v["marks"][i].as_u64();
         Ok(WorkerReport {
             count: v["count"].as_u64().unwrap_or(0),
@@ -457,7 +473,8 @@ impl Worker {
         let out = self.child.stdout.take().ok_or("worker stdout")?;
         let mut line = String::new();
         BufReader::new(out).read_line(&mut line).map_err(|e| e.to_string())?;
-        serde_json::from_str(line.trim()).map_err(|e| format!("worker {} report `{}`: {e} (its errors are on stderr above)", self.name, line.trim()))
+        serde_json::from_str(line.trim())
+            .map_err(|e| format!("worker {} report `{}`: {e} (its errors are on stderr above)", self.name, line.trim()))
     }
 }
 

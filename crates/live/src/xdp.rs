@@ -133,9 +133,8 @@ impl PbqXdp {
         // The skeleton borrows its `OpenObject` for its whole life. We give it one that lives
         // as long as the process: a few bytes per load, and this crate loads once per run.
         let obj: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = PbqXdpSkelBuilder::default()
-            .open(obj)
-            .map_err(|e| Unsupported(format!("opening the XDP object: {e}")))?;
+        let mut open =
+            PbqXdpSkelBuilder::default().open(obj).map_err(|e| Unsupported(format!("opening the XDP object: {e}")))?;
         if !hooks {
             open.progs.pbq_post_bind4.set_autoload(false);
             open.progs.pbq_post_bind6.set_autoload(false);
@@ -179,7 +178,8 @@ impl PbqXdp {
     /// [`PbqXdp::load_with`]`(true)`.
     pub fn attach_hooks(&mut self, cgroup: &std::fs::File) -> Result<(), Unsupported> {
         let fd = cgroup.as_raw_fd();
-        let progs = [&self.skel.progs.pbq_post_bind4, &self.skel.progs.pbq_post_bind6, &self.skel.progs.pbq_sock_release];
+        let progs =
+            [&self.skel.progs.pbq_post_bind4, &self.skel.progs.pbq_post_bind6, &self.skel.progs.pbq_sock_release];
         for (name, p) in HOOKS.into_iter().zip(progs) {
             let link = p.attach_cgroup(fd).map_err(|e| Unsupported(format!("attaching {name} to the cgroup: {e}")))?;
             self.hook_links.push((name, link));
@@ -189,7 +189,8 @@ impl PbqXdp {
 
     /// The hooks' attachments: (section name, program id, bpf_link id).
     pub fn hook_links(&self) -> Vec<(&'static str, u32, u32)> {
-        let progs = [&self.skel.progs.pbq_post_bind4, &self.skel.progs.pbq_post_bind6, &self.skel.progs.pbq_sock_release];
+        let progs =
+            [&self.skel.progs.pbq_post_bind4, &self.skel.progs.pbq_post_bind6, &self.skel.progs.pbq_sock_release];
         self.hook_links
             .iter()
             .filter_map(|(name, l)| {
@@ -206,7 +207,10 @@ impl PbqXdp {
 
     /// The attachments: (ifindex, bpf_link id).
     pub fn links(&self) -> Vec<(u32, Option<u32>)> {
-        self.links.iter().map(|(i, l)| (*i, libbpf_rs::query::LinkInfo::from_fd(l.as_fd()).ok().map(|x| x.id))).collect()
+        self.links
+            .iter()
+            .map(|(i, l)| (*i, libbpf_rs::query::LinkInfo::from_fd(l.as_fd()).ok().map(|x| x.id)))
+            .collect()
     }
 
     /// Detach from every interface and cgroup.
@@ -383,7 +387,7 @@ impl Bound {
 /// `bpf_get_netns_cookie()` returns it to the hooks.
 pub fn netns_cookie() -> std::io::Result<u64> {
     const SO_NETNS_COOKIE: libc::c_int = 71; // include/uapi/asm-generic/socket.h
-    // SAFETY: a socket we own, closed below; getsockopt fills a u64.
+                                             // SAFETY: a socket we own, closed below; getsockopt fills a u64.
     unsafe {
         let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if s < 0 {
@@ -392,7 +396,8 @@ pub fn netns_cookie() -> std::io::Result<u64> {
         let s = OwnedFd::from_raw_fd(s);
         let mut c = 0u64;
         let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-        if libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, SO_NETNS_COOKIE, (&mut c as *mut u64).cast(), &mut len) < 0 {
+        if libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, SO_NETNS_COOKIE, (&mut c as *mut u64).cast(), &mut len) < 0
+        {
             return Err(std::io::Error::last_os_error());
         }
         Ok(c)

@@ -46,7 +46,16 @@ impl Umem {
     pub fn new(frames: u32, frame_size: u32) -> io::Result<Umem> {
         let len = frames as usize * frame_size as usize;
         // SAFETY: a fresh anonymous private mapping.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(io::Error::other(format!("mmap of a {len}-byte UMEM: {}", io::Error::last_os_error())));
         }
@@ -96,9 +105,21 @@ impl<T: Copy> Ring<T> {
     fn map(fd: RawFd, off: &libc::xdp_ring_offset, size: u32, pgoff: u64) -> io::Result<Ring<T>> {
         let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
         // SAFETY: mapping a ring the socket has (its size set by setsockopt before).
-        let map = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE, fd, pgoff as libc::off_t) };
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd,
+                pgoff as libc::off_t,
+            )
+        };
         if map == libc::MAP_FAILED {
-            return Err(io::Error::other(format!("mmap of an AF_XDP ring (offset {pgoff:#x}): {}", io::Error::last_os_error())));
+            return Err(io::Error::other(format!(
+                "mmap of an AF_XDP ring (offset {pgoff:#x}): {}",
+                io::Error::last_os_error()
+            )));
         }
         let b = map.cast::<u8>();
         // SAFETY: the offsets the kernel gave (XDP_MMAP_OFFSETS) lie inside the mapping.
@@ -193,7 +214,19 @@ pub struct Xsk {
 
 fn setsockopt<T>(fd: RawFd, opt: libc::c_int, v: &T, what: &str) -> io::Result<()> {
     // SAFETY: an option of the socket's own level, its value a plain struct or int.
-    cvt(unsafe { libc::setsockopt(fd, libc::SOL_XDP, opt, (v as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t) }, what).map(|_| ())
+    cvt(
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_XDP,
+                opt,
+                (v as *const T).cast(),
+                std::mem::size_of::<T>() as libc::socklen_t,
+            )
+        },
+        what,
+    )
+    .map(|_| ())
 }
 
 fn getsockopt<T: Copy>(fd: RawFd, opt: libc::c_int, what: &str) -> io::Result<T> {
@@ -218,7 +251,14 @@ impl Xsk {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let raw = fd.as_raw_fd();
         if shared.is_none() {
-            let reg = libc::xdp_umem_reg { addr: umem.area as u64, len: umem.len as u64, chunk_size: umem.frame_size, headroom: 0, flags: 0, tx_metadata_len: 0 };
+            let reg = libc::xdp_umem_reg {
+                addr: umem.area as u64,
+                len: umem.len as u64,
+                chunk_size: umem.frame_size,
+                headroom: 0,
+                flags: 0,
+                tx_metadata_len: 0,
+            };
             setsockopt(raw, libc::XDP_UMEM_REG, &reg, "XDP_UMEM_REG")?;
         }
         for (opt, n, what) in [
@@ -250,9 +290,24 @@ impl Xsk {
             Some(s) => (libc::XDP_SHARED_UMEM, s.fd.as_raw_fd() as u32),
             None => (libc::XDP_COPY, 0),
         };
-        let sa = libc::sockaddr_xdp { sxdp_family: libc::AF_XDP as u16, sxdp_flags: flags, sxdp_ifindex: ifindex, sxdp_queue_id: queue, sxdp_shared_umem_fd: shared_fd };
+        let sa = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: flags,
+            sxdp_ifindex: ifindex,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: shared_fd,
+        };
         // SAFETY: a sockaddr_xdp of the right length.
-        cvt(unsafe { libc::bind(raw, (&sa as *const libc::sockaddr_xdp).cast(), std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t) }, "bind(AF_XDP, XDP_COPY)")?;
+        cvt(
+            unsafe {
+                libc::bind(
+                    raw,
+                    (&sa as *const libc::sockaddr_xdp).cast(),
+                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            },
+            "bind(AF_XDP, XDP_COPY)",
+        )?;
         Ok(x)
     }
 
@@ -263,7 +318,8 @@ impl Xsk {
     /// by the device, its buffer still completed).
     pub fn kick(&self) -> io::Result<bool> {
         // SAFETY: sendto with no data, the AF_XDP transmit doorbell.
-        let r = unsafe { libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0) };
+        let r =
+            unsafe { libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0) };
         if r >= 0 {
             return Ok(true);
         }

@@ -34,7 +34,14 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
     let outcome = (|| -> Result<(), LiveError> {
         let srv = run.netns("srv")?;
         let cli = run.netns("cli")?;
-        run.veth(&Veth { ns_a: srv.name.clone(), a: "eth0".into(), addr_a: "198.18.0.1/24".into(), ns_b: cli.name.clone(), b: "eth0".into(), addr_b: "198.18.0.2/24".into() })?;
+        run.veth(&Veth {
+            ns_a: srv.name.clone(),
+            a: "eth0".into(),
+            addr_a: "198.18.0.1/24".into(),
+            ns_b: cli.name.clone(),
+            b: "eth0".into(),
+            addr_b: "198.18.0.2/24".into(),
+        })?;
         // The receiving veth needs its NAPI (an XDP program or GRO): attach the counting program.
         let mut pbq = hostsim_live::xdp::PbqXdp::load().map_err(|e| LiveError::Unsupported(e.0))?;
         hostsim_live::sys::in_netns(&srv.file()?, || {
@@ -45,7 +52,8 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         // Two sockets in the server namespace, on the two rotated ports.
         let home = std::fs::File::open("/proc/thread-self/ns/net").unwrap();
         hostsim_live::sys::enter_netns(&srv.file()?).unwrap();
-        let socks: Vec<UdpSocket> = [5000u16, 5001].iter().map(|p| UdpSocket::bind(("198.18.0.1", *p)).unwrap()).collect();
+        let socks: Vec<UdpSocket> =
+            [5000u16, 5001].iter().map(|p| UdpSocket::bind(("198.18.0.1", *p)).unwrap()).collect();
         hostsim_live::sys::enter_netns(&home).unwrap();
         for s in &socks {
             s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
@@ -53,7 +61,15 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
             let v: libc::c_int = 8 << 20;
             use std::os::fd::AsRawFd;
             // SAFETY: setsockopt with an int on our socket.
-            let r = unsafe { libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, (&v as *const libc::c_int).cast(), 4) };
+            let r = unsafe {
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUFFORCE,
+                    (&v as *const libc::c_int).cast(),
+                    4,
+                )
+            };
             assert_eq!(r, 0, "SO_RCVBUFFORCE");
         }
         // The sending veth's MAC ends in a byte that names one of the program's streams (a
@@ -61,11 +77,21 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         // then the timed calls below sent their frames to port 5000 ahead of the paced stream
         // (this test's 1-in-32 failure). Fixed here, so that every run checks the timed calls
         // send nothing.
-        let st = std::process::Command::new("ip").args(["netns", "exec", &cli.name, "ip", "link", "set", "eth0", "address", "02:00:00:00:00:00"]).status();
+        let st = std::process::Command::new("ip")
+            .args(["netns", "exec", &cli.name, "ip", "link", "set", "eth0", "address", "02:00:00:00:00:00"])
+            .status();
         assert!(st.as_ref().is_ok_and(|s| s.success()), "setting the sending veth's MAC: {st:?}");
         let dst_mac = mac_of(&srv, "eth0")?;
         let src_mac = mac_of(&cli, "eth0")?;
-        let frame = udp4_frame(&Udp4 { src_mac, dst_mac, src_ip: [198, 18, 0, 2], dst_ip: [198, 18, 0, 1], src_port: 40000, dst_port: 5000, payload: 18 });
+        let frame = udp4_frame(&Udp4 {
+            src_mac,
+            dst_mac,
+            src_ip: [198, 18, 0, 2],
+            dst_ip: [198, 18, 0, 1],
+            src_port: 40000,
+            dst_port: 5000,
+            payload: 18,
+        });
 
         // The pitfall, measured: one call of 64 frames, unparked, then parked.
         let unparked = Generator::load_detached()?;
@@ -73,17 +99,24 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         let ns = cli.file()?;
         let median = |g: &Generator| {
             let mut v: Vec<Duration> = (0..7)
-                .map(|_| hostsim_live::sys::in_netns(&ns, || time_call(g, "eth0", &frame, 64)).expect("a live-frames call"))
+                .map(|_| {
+                    hostsim_live::sys::in_netns(&ns, || time_call(g, "eth0", &frame, 64)).expect("a live-frames call")
+                })
                 .collect();
             v.sort();
             v[3]
         };
         let (slow, fast) = (median(&unparked), median(&parked));
         drop(unparked);
-        let _ = writeln!(std::io::stderr(), "NOTE (live): a BPF_PROG_RUN call of 64 live frames: {slow:?} unparked, {fast:?} parked on the spare veth");
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTE (live): a BPF_PROG_RUN call of 64 live frames: {slow:?} unparked, {fast:?} parked on the spare veth"
+        );
 
         // Paced: 20,000 frames/s for 0.5 s over two ports, received by two threads.
-        let stream = Stream::new("s", "eth0", frame.clone(), 20_000.0).rotate(UDP4_DST_PORT_OFF, vec![5000, 5001]).seq_at(UDP4_PAYLOAD_OFF);
+        let stream = Stream::new("s", "eth0", frame.clone(), 20_000.0)
+            .rotate(UDP4_DST_PORT_OFF, vec![5000, 5001])
+            .seq_at(UDP4_PAYLOAD_OFF);
         let readers: Vec<_> = socks
             .into_iter()
             .map(|s| {
@@ -113,11 +146,21 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         let s = &rep.streams[0];
         assert_eq!(s.errors, 0, "{:?}", s.first_error);
         assert_eq!(seq[0], s.sent, "the program's counter is the frames sent");
-        assert!(s.sent >= 9_000 && s.sent <= 10_100, "paced at 20,000/s for 0.5 s: {} sent, {} skipped", s.sent, s.skipped);
+        assert!(
+            s.sent >= 9_000 && s.sent <= 10_100,
+            "paced at 20,000/s for 0.5 s: {} sent, {} skipped",
+            s.sent,
+            s.skipped
+        );
         let got: Vec<Vec<u64>> = readers.into_iter().map(|h| h.join().unwrap()).collect();
         // Port 5000 takes the even sequence numbers, 5001 the odd, each in order.
         for (port, seqs) in got.iter().enumerate() {
-            assert!(seqs.iter().all(|q| q % 2 == port as u64), "port {}: {:?}", 5000 + port, &seqs[..seqs.len().min(10)]);
+            assert!(
+                seqs.iter().all(|q| q % 2 == port as u64),
+                "port {}: {:?}",
+                5000 + port,
+                &seqs[..seqs.len().min(10)]
+            );
             assert!(seqs.windows(2).all(|w| w[0] < w[1]), "port {} received out of order", 5000 + port);
         }
         let n: usize = got.iter().map(Vec::len).sum();
@@ -149,16 +192,32 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
         let rep = running.stop();
         let sp = &rep.streams[0];
         assert_eq!(sp.errors, 0, "{:?}", sp.first_error);
-        eprintln!("NOTE (live): spread 0.5, 0.2 s: {} calls, {:.1} ms in calls, {} frames", sp.calls, sp.call_s * 1e3, sp.sent);
+        eprintln!(
+            "NOTE (live): spread 0.5, 0.2 s: {} calls, {:.1} ms in calls, {} frames",
+            sp.calls,
+            sp.call_s * 1e3,
+            sp.sent
+        );
         assert!(sp.sent >= 3_600, "paced at 20,000/s for 0.2 s: {} sent", sp.sent);
         let full = sp.calls.saturating_sub(2) as f64; // the first and last calls may be short
-        assert!(sp.call_s >= full * 0.95 * 475e-6, "{} calls of 20 spread frames took {:.3} ms, under 475 us each", sp.calls, sp.call_s * 1e3);
+        assert!(
+            sp.call_s >= full * 0.95 * 475e-6,
+            "{} calls of 20 spread frames took {:.3} ms, under 475 us each",
+            sp.calls,
+            sp.call_s * 1e3
+        );
         for frac in [0.0, 1.5, f64::NAN] {
             let bad = Stream::new("bad", "eth0", frame.clone(), 20_000.0).spread(frac);
-            assert!(parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(), "spread {frac} is refused");
+            assert!(
+                parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(),
+                "spread {frac} is refused"
+            );
         }
         let bad = Stream::new("bad", "eth0", frame.clone(), 20_000.0).quantum_us(1e6);
-        assert!(parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(), "a quantum beyond lag_ms_max is refused");
+        assert!(
+            parked.start(&cli, vec![bad], &Pacing { secs: 0.1, ..Pacing::default() }).is_err(),
+            "a quantum beyond lag_ms_max is refused"
+        );
         drop(parked);
         drop(pbq);
         Ok(())

@@ -21,7 +21,11 @@ fn a_ledger_line_cut_short_describes_nothing() {
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("hsl-1-0.jsonl");
     let a = Entry::Netns { name: "hsl-1-0-srv".into() };
-    let b = Entry::File { ns: Some("hsl-1-0-srv".into()), path: "/sys/class/net/eth0/queues/rx-0/rps_cpus".into(), old: "0".into() };
+    let b = Entry::File {
+        ns: Some("hsl-1-0-srv".into()),
+        path: "/sys/class/net/eth0/queues/rx-0/rps_cpus".into(),
+        old: "0".into(),
+    };
     let text = format!(
         "{{\"run\":\"hsl-1-0\",\"pid\":1,\"start_time\":5}}\n{}\n{}\n{{\"kind\":\"cgroup\",\"pa",
         serde_json::to_string(&a).unwrap(),

@@ -34,12 +34,17 @@ fn what_a_run_changes_is_recorded_and_put_back_by_finish_and_by_drop() {
             assert_eq!(ip_forward(&ns.name), "1");
             run.set_affinity(pid, &[ncpu - 1]).unwrap();
             assert_eq!(hostsim_live::sys::affinity(pid as i32).unwrap(), vec![ncpu - 1]);
-            let kinds: Vec<&str> = run.ledger().entries().iter().map(|e| match e {
-                Entry::Netns { .. } => "netns",
-                Entry::File { .. } => "file",
-                Entry::Affinity { .. } => "affinity",
-                _ => "other",
-            }).collect();
+            let kinds: Vec<&str> = run
+                .ledger()
+                .entries()
+                .iter()
+                .map(|e| match e {
+                    Entry::Netns { .. } => "netns",
+                    Entry::File { .. } => "file",
+                    Entry::Affinity { .. } => "affinity",
+                    _ => "other",
+                })
+                .collect();
             assert_eq!(kinds, ["netns", "file", "affinity"]);
             if panics {
                 panic!("the experiment fails");

@@ -116,7 +116,10 @@ fn binds_in_the_group_set_their_ports_level_and_others_do_not() {
     let (lh, ll) = (level_of_nice(-5), level_of_nice(12));
     // The hook writes at bind(): no rescan needed for these, but the test allows one.
     until(&x, &mut r, "both levels in the map", |x| {
-        x.port_level(hi_udp) == lh && x.port_level(hi_tcp) == lh && x.port_level(lo_udp) == ll && x.port_level(lo_tcp) == ll
+        x.port_level(hi_udp) == lh
+            && x.port_level(hi_tcp) == lh
+            && x.port_level(lo_udp) == ll
+            && x.port_level(lo_tcp) == ll
     });
     let owners = r.pass(&x);
     assert_eq!(owners[&hi_udp].pids, vec![hi as u32]);
@@ -127,7 +130,9 @@ fn binds_in_the_group_set_their_ports_level_and_others_do_not() {
     // A renice after bind() (of the process's only thread) is seen by the rescan.
     // SAFETY: plain system call on our child.
     assert_eq!(unsafe { libc::setpriority(libc::PRIO_PROCESS, lo as libc::id_t, 3) }, 0);
-    until(&x, &mut r, "the renice seen", |x| x.port_level(lo_udp) == level_of_nice(3) && x.port_level(lo_tcp) == level_of_nice(3));
+    until(&x, &mut r, "the renice seen", |x| {
+        x.port_level(lo_udp) == level_of_nice(3) && x.port_level(lo_tcp) == level_of_nice(3)
+    });
     // Close (the process exits): the release hook gives the ports back to level 0.
     kill(hi);
     until(&x, &mut r, "the closed ports back to level 0", |x| x.port_level(hi_udp) == 0 && x.port_level(hi_tcp) == 0);

@@ -31,7 +31,13 @@ fn armed() -> Option<PbqXdp> {
 fn under_high_load_low_priority_is_dropped_and_high_priority_passes() {
     let Some(mut x) = armed() else { return };
     // No minimum share, so the verdict does not depend on the window.
-    x.set_ctl(Ctl { enabled: true, high_load: true, shed_below: level_of_nice(-19), min_share_top: 0, window_ns: 10_000_000 });
+    x.set_ctl(Ctl {
+        enabled: true,
+        high_load: true,
+        shed_below: level_of_nice(-19),
+        min_share_top: 0,
+        window_ns: 10_000_000,
+    });
     assert_eq!(x.test_run(&udp_frame(LO, 18), 1).unwrap().0, XDP_DROP, "low priority under high load");
     assert_eq!(x.test_run(&udp_frame(HI, 18), 1).unwrap().0, XDP_PASS, "high priority under high load");
     let s = x.stats();
@@ -42,7 +48,13 @@ fn under_high_load_low_priority_is_dropped_and_high_priority_passes() {
 #[test]
 fn with_the_flag_clear_both_pass() {
     let Some(mut x) = armed() else { return };
-    x.set_ctl(Ctl { enabled: true, high_load: false, shed_below: level_of_nice(-19), min_share_top: 0, window_ns: 10_000_000 });
+    x.set_ctl(Ctl {
+        enabled: true,
+        high_load: false,
+        shed_below: level_of_nice(-19),
+        min_share_top: 0,
+        window_ns: 10_000_000,
+    });
     assert_eq!(x.test_run(&udp_frame(LO, 18), 1).unwrap().0, XDP_PASS);
     assert_eq!(x.test_run(&udp_frame(HI, 18), 1).unwrap().0, XDP_PASS);
     // Mechanism off: high load changes nothing (the baseline runs count only).
@@ -115,7 +127,13 @@ fn udp6_frame(dst_port: u16, ext: &[(u8, Vec<u8>)]) -> Vec<u8> {
 
 fn shedding() -> Option<PbqXdp> {
     let mut x = armed()?;
-    x.set_ctl(Ctl { enabled: true, high_load: true, shed_below: level_of_nice(-19), min_share_top: 0, window_ns: 10_000_000 });
+    x.set_ctl(Ctl {
+        enabled: true,
+        high_load: true,
+        shed_below: level_of_nice(-19),
+        min_share_top: 0,
+        window_ns: 10_000_000,
+    });
     Some(x)
 }
 
@@ -161,5 +179,9 @@ fn ipv6_extension_headers_are_walked() {
     let later = (44u8, vec![0, 0, 0x00, 0x18, 0, 0, 0, 7]); // offset 3 (24 bytes)
     assert_eq!(x.test_run(&udp6_frame(HI, &[later]), 1).unwrap().0, XDP_DROP, "a later IPv6 fragment");
     let many: Vec<(u8, Vec<u8>)> = (0..7).map(|_| (60u8, vec![0u8; 8])).collect();
-    assert_eq!(x.test_run(&udp6_frame(HI, &many), 1).unwrap().0, XDP_DROP, "more extension headers than the walk's bound");
+    assert_eq!(
+        x.test_run(&udp6_frame(HI, &many), 1).unwrap().0,
+        XDP_DROP,
+        "more extension headers than the walk's bound"
+    );
 }

@@ -18,7 +18,12 @@ use pyo3::prelude::*;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
-pyo3::create_exception!(_native, HostsimError, pyo3::exceptions::PyValueError, "A hostsim error: a bad scenario or argument, an unwritable output, a run that failed (the message says which).");
+pyo3::create_exception!(
+    _native,
+    HostsimError,
+    pyo3::exceptions::PyValueError,
+    "A hostsim error: a bad scenario or argument, an unwritable output, a run that failed (the message says which)."
+);
 
 type Sets = Vec<(String, String)>;
 
@@ -162,7 +167,9 @@ fn run(
                 Some(d) => {
                     let dir = Path::new(d);
                     hostsim_cli::prepare_out(dir).map_err(err)?;
-                    let (out, info) = hostsim_cli::run_timed_traced(cfg, format, hostsim_host::TraceWindow::ALL, dir, |_| {}).map_err(err)?;
+                    let (out, info) =
+                        hostsim_cli::run_timed_traced(cfg, format, hostsim_host::TraceWindow::ALL, dir, |_| {})
+                            .map_err(err)?;
                     Ok((out, info, Some(dir.join(format.file_name()).display().to_string())))
                 }
                 None => {
@@ -180,15 +187,23 @@ fn run(
 /// its fingerprint.
 #[pyfunction]
 #[pyo3(signature = (path, index, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
-fn run_point(py: Python<'_>, path: &str, index: usize, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
+fn run_point(
+    py: Python<'_>,
+    path: &str,
+    index: usize,
+    text: Option<&str>,
+    sets: Sets,
+    max_runs: u64,
+) -> PyResult<(String, String)> {
     guard(|| {
         let sc = load(path, text, &sets, max_runs)?;
         let spec = sc.run_config(index).map_err(err)?;
         let fp = fingerprint(&sc, &spec.config);
         let what = hostsim_cli::describe_run(&spec);
         let cfg = spec.config;
-        let mut out = py
-            .allow_threads(|| guard(|| hostsim_cli::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}")))))?;
+        let mut out = py.allow_threads(|| {
+            guard(|| hostsim_cli::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}"))))
+        })?;
         sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
         Ok((hostsim_cli::summary_json(&out.summary), fp))
     })
@@ -226,13 +241,22 @@ fn rows_of(sc: &Scenario, indices: &[usize], summaries: &[String]) -> PyResult<V
 /// exactly as `hostsim sweep` writes them.
 #[pyfunction]
 #[pyo3(signature = (path, summaries, text=None, sets=Vec::new(), max_runs=hostsim_scenario::DEFAULT_MAX_RUNS))]
-fn finish(path: &str, summaries: Vec<String>, text: Option<&str>, sets: Sets, max_runs: u64) -> PyResult<(String, String)> {
+fn finish(
+    path: &str,
+    summaries: Vec<String>,
+    text: Option<&str>,
+    sets: Sets,
+    max_runs: u64,
+) -> PyResult<(String, String)> {
     guard(|| {
         let sc = load(path, text, &sets, max_runs)?;
         let all: Vec<usize> = (0..sc.run_count()).collect();
         let rows = rows_of(&sc, &all, &summaries)?;
         let expectations = sc.evaluate(&rows);
-        Ok((hostsim_cli::results_csv(&sc, &rows), serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n"))
+        Ok((
+            hostsim_cli::results_csv(&sc, &rows),
+            serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n",
+        ))
     })
 }
 

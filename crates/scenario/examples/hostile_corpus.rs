@@ -59,7 +59,10 @@ fn int(v: i64) -> String {
 /// The keys a wildcard row stands for (`process.*.accelerator.*_ns`): each gets its own files.
 fn expand(pattern: &str) -> Vec<String> {
     match pattern {
-        "process.*.accelerator.*_ns" => ["loop_base_ns", "user_per_fd_ns", "request_ns", "fetch_ns"].iter().map(|k| format!("process.*.accelerator.{k}")).collect(),
+        "process.*.accelerator.*_ns" => ["loop_base_ns", "user_per_fd_ns", "request_ns", "fetch_ns"]
+            .iter()
+            .map(|k| format!("process.*.accelerator.{k}"))
+            .collect(),
         p => vec![p.to_string()],
     }
 }
@@ -80,12 +83,32 @@ fn cases_for_key(pattern: &str, range: Range, why: &str) -> Vec<Case> {
         ["kernel", k, "*"] => ("[kernel]", *k, format!("kernel.{k}[0]"), list),
         ["nic", "*", k] => ("[[nic]]", *k, format!("nic[0].{k}"), plain),
         ["nic", "*", k, "*"] => ("[[nic]]", *k, format!("nic[0].{k}[0]"), list),
-        ["process", "*", "renice", "*", "at_ms"] => ("[[process]]", "renice", "process[0].renice[0].at_ms".into(), Box::new(|v| format!("[{{ at_ms = {v}, nice = 0 }}]"))),
-        ["process", "*", "renice", "*", "nice"] => ("[[process]]", "renice", "process[0].renice[0].nice".into(), Box::new(|v| format!("[{{ at_ms = 1, nice = {v} }}]"))),
-        ["process", "*", "thread", "*", "cpus", "*"] => ("[[process]]", "thread", "process[0].thread[0].cpus[0]".into(), Box::new(|v| format!("[{{ name = \"t\", program = \"io\", cpus = [{v}] }}]"))),
+        ["process", "*", "renice", "*", "at_ms"] => (
+            "[[process]]",
+            "renice",
+            "process[0].renice[0].at_ms".into(),
+            Box::new(|v| format!("[{{ at_ms = {v}, nice = 0 }}]")),
+        ),
+        ["process", "*", "renice", "*", "nice"] => (
+            "[[process]]",
+            "renice",
+            "process[0].renice[0].nice".into(),
+            Box::new(|v| format!("[{{ at_ms = 1, nice = {v} }}]")),
+        ),
+        ["process", "*", "thread", "*", "cpus", "*"] => (
+            "[[process]]",
+            "thread",
+            "process[0].thread[0].cpus[0]".into(),
+            Box::new(|v| format!("[{{ name = \"t\", program = \"io\", cpus = [{v}] }}]")),
+        ),
         ["process", "*", "accelerator", k] => {
             let k = k.to_string();
-            ("[[process]]", "accelerator", format!("process[0].accelerator.{k}"), Box::new(move |v| format!("{{ {k} = {v} }}")))
+            (
+                "[[process]]",
+                "accelerator",
+                format!("process[0].accelerator.{k}"),
+                Box::new(move |v| format!("{{ {k} = {v} }}")),
+            )
         }
         ["traffic", "*", "http", k] => {
             let k = k.to_string();
@@ -113,14 +136,29 @@ fn cases_for_key(pattern: &str, range: Range, why: &str) -> Vec<Case> {
     match range {
         Range::Int(min, max) => {
             if max < i64::MAX {
-                push("above", format!("{pattern} one past its largest allowed value, {}", fmt_int(max)), int(max + 1), int(max + 1));
+                push(
+                    "above",
+                    format!("{pattern} one past its largest allowed value, {}", fmt_int(max)),
+                    int(max + 1),
+                    int(max + 1),
+                );
             }
             if min > i64::MIN {
-                push("below", format!("{pattern} one below its smallest allowed value, {}", fmt_int(min)), int(min - 1), int(min - 1));
+                push(
+                    "below",
+                    format!("{pattern} one below its smallest allowed value, {}", fmt_int(min)),
+                    int(min - 1),
+                    int(min - 1),
+                );
             }
         }
         Range::Float(min, max) => {
-            push("above", format!("{pattern} ten times its largest allowed value"), format!("{:e}", max * 10.0), fmt_float(max * 10.0));
+            push(
+                "above",
+                format!("{pattern} ten times its largest allowed value"),
+                format!("{:e}", max * 10.0),
+                fmt_float(max * 10.0),
+            );
             push("nan", format!("{pattern} not a number"), "nan".into(), "nan".into());
             let _ = min;
         }
@@ -172,16 +210,42 @@ fn special_cases() -> Vec<Case> {
     });
     // Figure marks and calibration bounds that are not finite.
     for (pattern, block, field) in [
-        ("figure.*.marks.*.x", "[[figure]]\ntitle = \"t\"\ny = \"delivered_pps\"\nmarks = [{ x = inf, y = 1 }]\n", "figure[0].marks[0].x"),
-        ("figure.*.marks.*.y", "[[figure]]\ntitle = \"t\"\ny = \"delivered_pps\"\nmarks = [{ x = 1, y = inf }]\n", "figure[0].marks[0].y"),
-        ("calibrate.*.min", "[[calibrate]]\nname = \"c\"\nkey = \"kernel.hz\"\nmin = inf\nmax = 1000\n", "calibrate[0].min"),
-        ("calibrate.*.max", "[[calibrate]]\nname = \"c\"\nkey = \"kernel.hz\"\nmin = 100\nmax = inf\n", "calibrate[0].max"),
-        ("calibrate.*.offset", "[[calibrate]]\nname = \"c\"\nkey = \"kernel.hz\"\nmin = 100\nmax = 1000\noffset = inf\n", "calibrate[0].offset"),
+        (
+            "figure.*.marks.*.x",
+            "[[figure]]\ntitle = \"t\"\ny = \"delivered_pps\"\nmarks = [{ x = inf, y = 1 }]\n",
+            "figure[0].marks[0].x",
+        ),
+        (
+            "figure.*.marks.*.y",
+            "[[figure]]\ntitle = \"t\"\ny = \"delivered_pps\"\nmarks = [{ x = 1, y = inf }]\n",
+            "figure[0].marks[0].y",
+        ),
+        (
+            "calibrate.*.min",
+            "[[calibrate]]\nname = \"c\"\nkey = \"kernel.hz\"\nmin = inf\nmax = 1000\n",
+            "calibrate[0].min",
+        ),
+        (
+            "calibrate.*.max",
+            "[[calibrate]]\nname = \"c\"\nkey = \"kernel.hz\"\nmin = 100\nmax = inf\n",
+            "calibrate[0].max",
+        ),
+        (
+            "calibrate.*.offset",
+            "[[calibrate]]\nname = \"c\"\nkey = \"kernel.hz\"\nmin = 100\nmax = 1000\noffset = inf\n",
+            "calibrate[0].offset",
+        ),
     ] {
         let (_, range, why) = row(pattern);
         let text = format!("{MINIMAL}\n{block}");
         let field_name = field.rsplit('.').next().unwrap();
-        let line = text.lines().enumerate().skip(line_of(&text, block.lines().next().unwrap()) - 1).find(|(_, l)| l.contains(&format!("{field_name} = inf")) || (field_name.len() == 1 && l.contains("inf"))).map(|(i, _)| i + 1).unwrap();
+        let line = text
+            .lines()
+            .enumerate()
+            .skip(line_of(&text, block.lines().next().unwrap()) - 1)
+            .find(|(_, l)| l.contains(&format!("{field_name} = inf")) || (field_name.len() == 1 && l.contains("inf")))
+            .map(|(i, _)| i + 1)
+            .unwrap();
         out.push(Case {
             stem: format!("range-{}-inf", pattern.replace(".*", "").replace('.', "-")),
             what: format!("{pattern} infinite"),
@@ -196,7 +260,8 @@ fn special_cases() -> Vec<Case> {
 
 /// Every key of the profile, set past its range through `[profile_set]`.
 fn profile_cases() -> Vec<Case> {
-    let (_, text) = hostsim_scenario::builtin_profiles().iter().find(|(n, _)| *n == "pentium3-800").expect("built-in profile");
+    let (_, text) =
+        hostsim_scenario::builtin_profiles().iter().find(|(n, _)| *n == "pentium3-800").expect("built-in profile");
     let t: toml::Table = text.parse().expect("valid profile");
     let mut keys: Vec<(String, String)> = Vec::new();
     for (table, v) in &t {
@@ -253,7 +318,11 @@ fn profile_cases() -> Vec<Case> {
             Range::Float(_, max) => fmt_float(max * 10.0),
             _ => continue,
         };
-        let (header, tail) = if table.is_empty() { ("[profile_set]".to_string(), key.clone()) } else { (format!("[profile_set.{table}]"), key.clone()) };
+        let (header, tail) = if table.is_empty() {
+            ("[profile_set]".to_string(), key.clone())
+        } else {
+            (format!("[profile_set.{table}]"), key.clone())
+        };
         let text = format!("{MINIMAL}\n{header}\n{tail} = {value}\n");
         let line = text.lines().count();
         out.push(Case {

@@ -418,7 +418,11 @@ pub fn fmt_float(f: f64) -> String {
     if f.is_nan() {
         "nan".into()
     } else if f.is_infinite() {
-        if f > 0.0 { "inf".into() } else { "-inf".into() }
+        if f > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else if f.fract() == 0.0 && f.abs() < 1e15 {
         fmt_int(f as i64)
     } else if f != 0.0 && (f.abs() < 1e-3 || f.abs() >= 1e15) {
@@ -495,9 +499,10 @@ fn check_value(v: &Value, range: &Range, why: &str) -> Result<(), String> {
         }
         // A string where a name is allowed (`Finite` on a non-numeric key) is not ours to judge.
         (Range::Finite, _) | (Range::Len(_), _) => {}
-        (Range::Int(..) | Range::Float(..), Value::String(_) | Value::Boolean(_) | Value::Datetime(_) | Value::Array(_) | Value::Table(_)) => {
-            return wrong_type()
-        }
+        (
+            Range::Int(..) | Range::Float(..),
+            Value::String(_) | Value::Boolean(_) | Value::Datetime(_) | Value::Array(_) | Value::Table(_),
+        ) => return wrong_type(),
     }
     Ok(())
 }
@@ -540,14 +545,31 @@ mod tests {
         for k in ["duration_ms", "warmup_ms", "seed", "sample_interval_ms"] {
             doc.insert(k.into(), Value::Integer(1));
         }
-        let kernel = KernelConfig { rps_cpus: vec![0], flow_limit_cpus: vec![0], online_cpus: Some(1), ..KernelConfig::default() };
+        let kernel = KernelConfig {
+            rps_cpus: vec![0],
+            flow_limit_cpus: vec![0],
+            online_cpus: Some(1),
+            ..KernelConfig::default()
+        };
         doc.insert("kernel".into(), Value::try_from(kernel).unwrap());
-        let nic: NicConfig = toml::from_str("name = \"a\"\nrate_mbps = 1\nbalance_irq_interval_us = 1\nirq_cpus = [0]\ntx_irq_ring_level = 1").unwrap();
+        let nic: NicConfig = toml::from_str(
+            "name = \"a\"\nrate_mbps = 1\nbalance_irq_interval_us = 1\nirq_cpus = [0]\ntx_irq_ring_level = 1",
+        )
+        .unwrap();
         let process: ProcessConfig = toml::from_str("name = \"a\"\nprogram = \"udp_sink\"\nport = 1\ncpus = [0]\nrenice = [{ at_ms = 1, nice = 0 }]\nrcvbuf_bytes = 1\nsndbuf_bytes = 1\nspeed_pct = 50\naccelerator = { origin = \"o\" }\nthread = [{ name = \"t\", program = \"io\", cpus = [0] }]").unwrap();
         let traffic: TrafficConfig = toml::from_str("name = \"a\"\nkind = \"cbr\"\nnic = \"a\"\ndst_port = 1\nstop_ms = 1\nlink_delay_us = 1\nhttp = { rate_rps = 1 }").unwrap();
-        let expect: crate::Expect = toml::from_str("claim = \"\"\nmetric = \"m\"\nop = \"<\"\nvalue = 1\npaper_value = 1\ntolerance = 1\ntolerance_abs = 1").unwrap();
+        let expect: crate::Expect = toml::from_str(
+            "claim = \"\"\nmetric = \"m\"\nop = \"<\"\nvalue = 1\npaper_value = 1\ntolerance = 1\ntolerance_abs = 1",
+        )
+        .unwrap();
         let figure: crate::Figure = toml::from_str("title = \"\"\ny = \"m\"\nmarks = [{ x = 1, y = 1 }]").unwrap();
-        for (k, v) in [("nic", Value::try_from(nic).unwrap()), ("process", Value::try_from(process).unwrap()), ("traffic", Value::try_from(traffic).unwrap()), ("expect", Value::try_from(expect).unwrap()), ("figure", Value::try_from(figure).unwrap())] {
+        for (k, v) in [
+            ("nic", Value::try_from(nic).unwrap()),
+            ("process", Value::try_from(process).unwrap()),
+            ("traffic", Value::try_from(traffic).unwrap()),
+            ("expect", Value::try_from(expect).unwrap()),
+            ("figure", Value::try_from(figure).unwrap()),
+        ] {
             doc.insert(k.into(), Value::Array(vec![v]));
         }
         // Every built-in profile: optional tables ([syscalls]) are in some only.
@@ -585,7 +607,9 @@ mod tests {
             for path in found {
                 let covered = table.iter().any(|(p, r, _)| {
                     let pat: Vec<&str> = p.split('.').collect();
-                    !matches!(r, Range::Len(_)) && pat.len() == path.len() && pat.iter().zip(&path).all(|(p, s)| seg_matches(p, s))
+                    !matches!(r, Range::Len(_))
+                        && pat.len() == path.len()
+                        && pat.iter().zip(&path).all(|(p, s)| seg_matches(p, s))
                 });
                 if !covered {
                     missing.push(crate::paths::render(&path));

@@ -168,7 +168,11 @@ pub fn find_overlay(scenario_path: &Path, name: &str) -> Result<(PathBuf, Option
                 let text = String::from_utf8(bytes).map_err(|e| {
                     let at = e.utf8_error().valid_up_to();
                     let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-                    format!("{}:{line}: cannot read calibration overlay: not UTF-8 text (byte 0x{:02X}; save it as UTF-8)", p.display(), e.as_bytes()[at])
+                    format!(
+                        "{}:{line}: cannot read calibration overlay: not UTF-8 text (byte 0x{:02X}; save it as UTF-8)",
+                        p.display(),
+                        e.as_bytes()[at]
+                    )
                 })?;
                 return Ok((p.clone(), Some((text, p.display().to_string()))));
             }
@@ -188,7 +192,8 @@ pub fn find_overlay(scenario_path: &Path, name: &str) -> Result<(PathBuf, Option
 
 /// Parse an overlay's text.
 pub fn parse_overlay(text: &str, origin: &str) -> Result<Overlay, String> {
-    let t: Table = text.parse().map_err(|e: toml::de::Error| format!("{origin}: not valid TOML: {}", e.message().trim()))?;
+    let t: Table =
+        text.parse().map_err(|e: toml::de::Error| format!("{origin}: not valid TOML: {}", e.message().trim()))?;
     for k in t.keys() {
         if k != "values" && k != "fit" {
             return Err(format!("{origin}: key `{k}`: unknown key, expected `values` or `fit`"));
@@ -221,14 +226,23 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
         return Err(at(key("seeds"), format!("expected 1..=1000 seeds per point and variant, got {}", sc.seeds)));
     }
     if sc.seeds > 1 && sc.sweep.iter().any(|(k, _)| k == "seed") {
-        return Err(at(key("seeds"), "`seeds` and a sweep over `seed` cannot be combined: use `seeds` (runs seed, seed+1, ...)".into()));
+        return Err(at(
+            key("seeds"),
+            "`seeds` and a sweep over `seed` cannot be combined: use `seeds` (runs seed, seed+1, ...)".into(),
+        ));
     }
     if sc.base.seed.checked_add(u64::from(sc.seeds)).is_none() {
-        return Err(at(key("seed"), format!("seed + seeds must stay below 2^64 (seed {}, seeds {})", sc.base.seed, sc.seeds)));
+        return Err(at(
+            key("seed"),
+            format!("seed + seeds must stay below 2^64 (seed {}, seeds {})", sc.base.seed, sc.seeds),
+        ));
     }
     for (i, e) in sc.expects.iter().enumerate() {
         if !e.applicable && e.finding.trim().is_empty() {
-            return Err(at(elem("expect", i, "applicable"), "a claim with `applicable = false` needs a `finding` saying why the model cannot test it".into()));
+            return Err(at(
+                elem("expect", i, "applicable"),
+                "a claim with `applicable = false` needs a `finding` saying why the model cannot test it".into(),
+            ));
         }
         if let Err((k, msg)) = crate::finding::check(&e.finding, &e.detail, e.finding_model.as_deref()) {
             return Err(at(elem("expect", i, k), msg));
@@ -251,7 +265,10 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
     let mut seen: Vec<&CalibrateParam> = Vec::new();
     for (i, p) in sc.calibrate.iter().enumerate() {
         if p.name.is_empty() || !p.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(at(elem("calibrate", i, "name"), "expected letters, digits or `_` (it names the fitted value in the overlay)".into()));
+            return Err(at(
+                elem("calibrate", i, "name"),
+                "expected letters, digits or `_` (it names the fitted value in the overlay)".into(),
+            ));
         }
         let Some((lo, hi)) = p.bounds() else {
             let k = if num(&p.min).is_none() { "min" } else { "max" };
@@ -264,18 +281,29 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
             return Err(at(elem("calibrate", i, "offset"), "expected a number".into()));
         }
         if p.source.trim().is_empty() {
-            return Err(at(elem("calibrate", i, "source"), "say where the bounds come from (a measurement, a datasheet, a paper)".into()));
+            return Err(at(
+                elem("calibrate", i, "source"),
+                "say where the bounds come from (a measurement, a datasheet, a paper)".into(),
+            ));
         }
         if let Some(q) = seen.iter().find(|q| q.name == p.name) {
             if q.bounds() != p.bounds() {
-                return Err(at(elem("calibrate", i, "min"), format!("`{}` is declared twice with different bounds", p.name)));
+                return Err(at(
+                    elem("calibrate", i, "min"),
+                    format!("`{}` is declared twice with different bounds", p.name),
+                ));
             }
         }
         seen.push(p);
         // The key must accept both bounds: build the base configuration at each.
         for b in [lo, hi] {
             if let Err(e) = sc.config_with_sets(None, &[], &[(p.key.clone(), p.key_value(b))]) {
-                let msg = format!("`{}` = {} (a bound, + offset) does not give a valid scenario: {}", p.key, p.key_value(b), e.message);
+                let msg = format!(
+                    "`{}` = {} (a bound, + offset) does not give a valid scenario: {}",
+                    p.key,
+                    p.key_value(b),
+                    e.message
+                );
                 return Err(at(elem("calibrate", i, "key"), msg));
             }
         }

@@ -115,10 +115,13 @@ fn selection(sc: &Scenario, side: &Side, all: &[(String, Vec<(String, Value)>)])
         // A plain side without `variant` takes the rows of every variant together.
         return vec![(String::new(), (0..all.len()).filter(|&i| at_matches(side.at, &all[i].1)).collect())];
     };
-    names.into_iter().map(|v| {
-        let rows = (0..all.len()).filter(|&i| all[i].0 == v && at_matches(side.at, &all[i].1)).collect();
-        (v, rows)
-    }).collect()
+    names
+        .into_iter()
+        .map(|v| {
+            let rows = (0..all.len()).filter(|&i| all[i].0 == v && at_matches(side.at, &all[i].1)).collect();
+            (v, rows)
+        })
+        .collect()
 }
 
 /// The structural checks (see the module documentation); part of loading.
@@ -143,18 +146,30 @@ pub(crate) fn check_form(sc: &Scenario) -> Result<(), ScenarioError> {
                 }
             }
             if matches!(side.reduce, Some(Reduce::LinearR2 | Reduce::OriginR2)) && side.x.is_none() {
-                return Err(at(side.key("reduce"), "a fit (linear_r2, origin_r2) needs `x`, the swept key to fit against".into()));
+                return Err(at(
+                    side.key("reduce"),
+                    "a fit (linear_r2, origin_r2) needs `x`, the swept key to fit against".into(),
+                ));
             }
             for (j, c) in side.conds.iter().enumerate() {
                 if c.value.is_none() && c.rhs.is_none() && c.of.is_none() {
                     let mut s = side.key("where");
                     s.push(Seg::Index(j));
-                    return Err(at(s, format!("the condition on `{}` needs `value`, `rhs` or `of` (what to compare with)", c.metric)));
+                    return Err(at(
+                        s,
+                        format!("the condition on `{}` needs `value`, `rhs` or `of` (what to compare with)", c.metric),
+                    ));
                 }
             }
             let sel = selection(sc, &side, &all);
             if side.extended() && sel.len() > 1 && side.across.is_none() {
-                return Err(at(side.segs.clone(), format!("{} variants are selected: say how to combine them with `across` (max, min, mean, spread)", sel.len())));
+                return Err(at(
+                    side.segs.clone(),
+                    format!(
+                        "{} variants are selected: say how to combine them with `across` (max, min, mean, spread)",
+                        sel.len()
+                    ),
+                ));
             }
             for (v, rows) in &sel {
                 let shown_v = if v.is_empty() { String::new() } else { format!(" of variant `{v}`") };
@@ -199,7 +214,8 @@ impl Scenario {
         if self.metric_aliases.is_empty() {
             return Ok(());
         }
-        let names = self.metric_names(cfg).map_err(|m| ScenarioError::new(&self.path, None, "", format!("{what}: {m}")))?;
+        let names =
+            self.metric_names(cfg).map_err(|m| ScenarioError::new(&self.path, None, "", format!("{what}: {m}")))?;
         self.aliases_against(&names, what).map(|_| ())
     }
 
@@ -211,7 +227,9 @@ impl Scenario {
             let segs = vec![Seg::Key("metrics".into()), Seg::Key(alias.clone())];
             let fail = |msg: String| crate::err_segs(&self.path, &self.src, &segs, crate::paths::render(&segs), msg);
             if names.contains(alias) {
-                return Err(fail(format!("`{alias}` is one of the model's own metrics; an alias may not replace it (choose another name)")));
+                return Err(fail(format!(
+                    "`{alias}` is one of the model's own metrics; an alias may not replace it (choose another name)"
+                )));
             }
             if !out.contains(from) {
                 return Err(fail(format!("no metric named `{from}` in the results of {what}{}", similar(&out, from))));
@@ -233,11 +251,15 @@ impl Scenario {
             let vopt = if self.variants.is_empty() { None } else { Some(v.as_str()) };
             let cfg = self.config_with(vopt, p)?;
             let what = describe(v, p);
-            let base = self.metric_names(&cfg).map_err(|m| ScenarioError::new(&self.path, None, "", format!("{what}: {m}")))?;
+            let base = self
+                .metric_names(&cfg)
+                .map_err(|m| ScenarioError::new(&self.path, None, "", format!("{what}: {m}")))?;
             names.push(self.aliases_against(&base, &what)?);
         }
         let swept: BTreeSet<&str> = self.sweep.iter().map(|(k, _)| k.as_str()).collect();
-        let at = |segs: Vec<Seg>, msg: String| crate::err_segs(&self.path, &self.src, &segs, crate::paths::render(&segs), msg);
+        let at = |segs: Vec<Seg>, msg: String| {
+            crate::err_segs(&self.path, &self.src, &segs, crate::paths::render(&segs), msg)
+        };
         for (i, e) in self.expects.iter().enumerate() {
             for side in sides(i, e) {
                 let sel = selection(self, &side, &all);
@@ -263,7 +285,13 @@ impl Scenario {
                         for &k in rows {
                             if !names[k].contains(name) {
                                 let hint = similar(&names[k], name);
-                                return Err(at(segs, format!("no metric named `{name}` in the results of {}{hint}", describe(&all[k].0, &all[k].1))));
+                                return Err(at(
+                                    segs,
+                                    format!(
+                                        "no metric named `{name}` in the results of {}{hint}",
+                                        describe(&all[k].0, &all[k].1)
+                                    ),
+                                ));
                             }
                         }
                     }
@@ -277,7 +305,8 @@ impl Scenario {
 /// ` (similar: a, b)` for an unknown metric name: those sharing its first word.
 fn similar(names: &BTreeSet<String>, name: &str) -> String {
     let stem = name.split('_').next().unwrap_or("");
-    let near: Vec<&str> = names.iter().filter(|m| !stem.is_empty() && m.contains(stem)).take(8).map(String::as_str).collect();
+    let near: Vec<&str> =
+        names.iter().filter(|m| !stem.is_empty() && m.contains(stem)).take(8).map(String::as_str).collect();
     if near.is_empty() {
         String::new()
     } else {

@@ -332,7 +332,13 @@ pub(crate) fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn select(rows: &[&Row], metric: &str, variant: Option<&str>, at: &Table, reduce: Option<Reduce>) -> Result<f64, String> {
+fn select(
+    rows: &[&Row],
+    metric: &str,
+    variant: Option<&str>,
+    at: &Table,
+    reduce: Option<Reduce>,
+) -> Result<f64, String> {
     let vals: Vec<f64> = rows
         .iter()
         .filter(|r| variant.is_none_or(|v| r.variant == v))
@@ -362,7 +368,10 @@ fn value_of(row: &Row, name: &str) -> Result<f64, String> {
         .get(name)
         .copied()
         .or_else(|| {
-            row.point.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.as_float().or(v.as_integer().map(|i| i as f64)))
+            row.point
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.as_float().or(v.as_integer().map(|i| i as f64)))
         })
         .ok_or_else(|| format!("no metric or swept key `{name}`"))
 }
@@ -380,7 +389,9 @@ fn reduce_values(vals: &[f64], r: Reduce) -> Result<f64, String> {
         Reduce::Min => min(),
         Reduce::Mean => vals.iter().sum::<f64>() / vals.len() as f64,
         Reduce::Spread => max() - min(),
-        Reduce::LinearR2 | Reduce::OriginR2 => return Err("a fit (linear_r2, origin_r2) needs `x`, the swept key".into()),
+        Reduce::LinearR2 | Reduce::OriginR2 => {
+            return Err("a fit (linear_r2, origin_r2) needs `x`, the swept key".into())
+        }
     })
 }
 
@@ -501,8 +512,10 @@ impl Selector {
             let value = match self.reduce {
                 Some(r @ (Reduce::LinearR2 | Reduce::OriginR2)) => {
                     let xk = self.x.as_deref().ok_or("a fit (linear_r2, origin_r2) needs `x`, the swept key")?;
-                    let pts: Vec<(f64, f64)> =
-                        keep.iter().map(|g| Ok((value_of(g, xk)?, value_of(g, &self.metric)?))).collect::<Result<_, String>>()?;
+                    let pts: Vec<(f64, f64)> = keep
+                        .iter()
+                        .map(|g| Ok((value_of(g, xk)?, value_of(g, &self.metric)?)))
+                        .collect::<Result<_, String>>()?;
                     r2(&pts, r == Reduce::OriginR2)?
                 }
                 r => {
@@ -511,7 +524,9 @@ impl Selector {
                         Some(r) => reduce_values(&vals, r)?,
                         None if vals.len() == 1 => vals[0],
                         None if vals.is_empty() => return Err("no row meets the claim's conditions".into()),
-                        None => return Err(format!("{} results match; add `at` coordinates or a `reduce`", vals.len())),
+                        None => {
+                            return Err(format!("{} results match; add `at` coordinates or a `reduce`", vals.len()))
+                        }
                     }
                 }
             };
@@ -708,7 +723,8 @@ impl Expect {
             let held = xs.iter().filter(|&&x| self.holds(x)).count();
             r.held = Some(held as f64 / seeds.len() as f64);
             r.verdict = if nan_seeds > 0 {
-                r.error = Some(format!("no value on {nan_seeds} of {} seeds (NaN: e.g. a stalled measurement)", seeds.len()));
+                r.error =
+                    Some(format!("no value on {nan_seeds} of {} seeds (NaN: e.g. a stalled measurement)", seeds.len()));
                 Verdict::Fail
             } else {
                 self.judge(r.judged_ci.expect("set with the values"))
@@ -812,7 +828,12 @@ mod tests {
         for s in 1..=n {
             let noise = ((s * 7919) % 13) as f64 - 6.0;
             for (v, y) in [("a", 100.0 + noise), ("b", 100.0 + noise + shift)] {
-                out.push(Row { variant: v.into(), point: vec![], seed: s, metrics: [("m".to_string(), y)].into_iter().collect() });
+                out.push(Row {
+                    variant: v.into(),
+                    point: vec![],
+                    seed: s,
+                    metrics: [("m".to_string(), y)].into_iter().collect(),
+                });
             }
         }
         out
@@ -866,7 +887,9 @@ mod tests {
                         variant: v.into(),
                         point: vec![("x".into(), Value::Integer(x))],
                         seed,
-                        metrics: [("thr".to_string(), thr + noise), ("lin".to_string(), 2.0 * xf + 1.0)].into_iter().collect(),
+                        metrics: [("thr".to_string(), thr + noise), ("lin".to_string(), 2.0 * xf + 1.0)]
+                            .into_iter()
+                            .collect(),
                     });
                 }
             }
@@ -938,8 +961,14 @@ mod tests {
         assert!(lo < 99.0 && hi > 99.0);
         assert!(r.held.unwrap() > 0.0 && r.held.unwrap() < 1.0);
         // ... but far from it, the verdict is clear either way.
-        assert_eq!(ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=80").evaluate("s", &paired(10, 0.0)).verdict, Verdict::Pass);
-        assert_eq!(ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=120").evaluate("s", &paired(10, 0.0)).verdict, Verdict::Fail);
+        assert_eq!(
+            ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=80").evaluate("s", &paired(10, 0.0)).verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=120").evaluate("s", &paired(10, 0.0)).verdict,
+            Verdict::Fail
+        );
     }
 
     #[test]
@@ -954,7 +983,8 @@ mod tests {
         let r = within.evaluate("s", &rs);
         assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
         assert!((r.judged_mean.unwrap() - 0.02).abs() < 1e-12);
-        let tight = ex("claim='c'\nmetric='m'\nvariant='b'\nop='approx'\ntolerance=0.01\nrhs={metric='m', variant='a'}");
+        let tight =
+            ex("claim='c'\nmetric='m'\nvariant='b'\nop='approx'\ntolerance=0.01\nrhs={metric='m', variant='a'}");
         assert_eq!(tight.evaluate("s", &rs).verdict, Verdict::Fail);
     }
 
@@ -976,7 +1006,9 @@ mod tests {
     #[test]
     fn calibration_loss_is_zero_when_met_and_grows_with_the_miss() {
         let rs = rows();
-        let at = |v: f64| ex(&format!("claim='c'\nmetric='m'\nvariant='a'\nat={{rate=3}}\nop='approx'\nvalue={v}\ntolerance=0.1\nrole='calibration'"));
+        let at = |v: f64| {
+            ex(&format!("claim='c'\nmetric='m'\nvariant='a'\nat={{rate=3}}\nop='approx'\nvalue={v}\ntolerance=0.1\nrole='calibration'"))
+        };
         assert_eq!(at(5.0).evaluate("s", &rs).calibration_loss(), 0.0);
         let near = at(5.5).evaluate("s", &rs).calibration_loss();
         let far = at(8.0).evaluate("s", &rs).calibration_loss();

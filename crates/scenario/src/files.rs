@@ -110,7 +110,10 @@ pub fn read_measured(scenario_path: &Path, name: &str) -> Result<Option<(Vec<u8>
     }
     let inside = roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).any(|r| real.starts_with(r));
     if !inside {
-        return Err(format!("{shown}: leads to {}, outside the scenario's directory: measured data must be inside it", real.display()));
+        return Err(format!(
+            "{shown}: leads to {}, outside the scenario's directory: measured data must be inside it",
+            real.display()
+        ));
     }
     let bytes = read_bytes(&p, "measured data file", MEASURED_BYTES_MAX).map_err(|e| match e {
         ReadError::Missing => format!("{shown}: no such file"),

@@ -32,7 +32,6 @@
 //! The report's summary counts a paper's claims under their primary reading and the other
 //! readings' tallies apart. A claim without `claim_id` is its own sentence, its own primary reading.
 
-
 /// The most characters a `finding` may have, as shown (placeholders filled).
 pub const FINDING_CHARS_MAX: usize = 300;
 /// The most sentences a `finding` may have.
@@ -93,7 +92,11 @@ fn parse(text: &str) -> Result<Vec<Piece<'_>>, String> {
             "" => 4,
             d => match d.strip_prefix('.').and_then(|n| n.parse::<usize>().ok()) {
                 Some(n @ 1..=6) => n,
-                _ => return Err(format!("placeholder `{{{inner}}}`: unknown format `{spec}`, expected `%`, `.N` or `%.N` (N = 1 to 6)")),
+                _ => {
+                    return Err(format!(
+                        "placeholder `{{{inner}}}`: unknown format `{spec}`, expected `%`, `.N` or `%.N` (N = 1 to 6)"
+                    ))
+                }
             },
         };
         out.push(Piece::Hole { name, percent, digits });
@@ -209,7 +212,8 @@ pub fn has_literal_number(text: &str) -> bool {
 }
 
 /// Words after which a full stop does not end a sentence.
-const ABBREVIATIONS: &[&str] = &["e.g.", "i.e.", "vs.", "cf.", "Fig.", "Figs.", "ref.", "refs.", "resp.", "approx.", "No.", "Eq.", "al.", "etc."];
+const ABBREVIATIONS: &[&str] =
+    &["e.g.", "i.e.", "vs.", "cf.", "Fig.", "Figs.", "ref.", "refs.", "resp.", "approx.", "No.", "Eq.", "al.", "etc."];
 
 /// Sentences in a text: a `.`, `!` or `?` ends one when a space and a capital letter (or the
 /// end of the text) follow, and it does not close one of [`ABBREVIATIONS`].
@@ -267,9 +271,10 @@ pub fn check(finding: &str, detail: &str, finding_model: Option<&str>) -> Result
         return Err(("detail", "a `detail` needs a `finding` that it details".into()));
     }
     match finding_model {
-        Some(m) if !(m.len() == 16 && m.chars().all(|c| c.is_ascii_hexdigit())) => {
-            Err(("finding_model", format!("expected a model-source id (16 hex digits, `hostsim --version` prints it), got `{m}`")))
-        }
+        Some(m) if !(m.len() == 16 && m.chars().all(|c| c.is_ascii_hexdigit())) => Err((
+            "finding_model",
+            format!("expected a model-source id (16 hex digits, `hostsim --version` prints it), got `{m}`"),
+        )),
         None if has_literal_number(finding) || has_literal_number(detail) => {
             let key = if has_literal_number(finding) { "finding" } else { "detail" };
             Err((
@@ -290,10 +295,15 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
     for (i, e) in expects.iter().enumerate() {
         if e.claim_id.is_none() && (e.reading.is_some() || !e.primary) {
             let k = if e.reading.is_some() { "reading" } else { "primary" };
-            return Err((i, k, "a reading of a paper sentence needs the sentence's `claim_id`, shared by its readings".into()));
+            return Err((
+                i,
+                k,
+                "a reading of a paper sentence needs the sentence's `claim_id`, shared by its readings".into(),
+            ));
         }
         let Some(id) = e.claim_id.as_deref() else { continue };
-        let same: Vec<usize> = expects.iter().enumerate().filter(|(_, f)| f.claim_id.as_deref() == Some(id)).map(|(j, _)| j).collect();
+        let same: Vec<usize> =
+            expects.iter().enumerate().filter(|(_, f)| f.claim_id.as_deref() == Some(id)).map(|(j, _)| j).collect();
         if same.len() > 1 && e.reading.as_deref().is_none_or(|r| r.trim().is_empty()) {
             return Err((i, "claim_id", format!("`{id}` is read {} ways: name this claim's `reading`", same.len())));
         }

@@ -20,14 +20,14 @@ mod calibrate;
 mod claims;
 mod error;
 mod expect;
-pub mod finding;
 mod figure;
 pub mod files;
+pub mod finding;
 mod paths;
 mod validate;
 
-pub use error::ScenarioError;
 pub use calibrate::{CalibrateParam, Calibration, Overlay};
+pub use error::ScenarioError;
 pub use expect::{mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Verdict};
 pub use figure::{Figure, FigureKind, PaperMark};
 pub use paths::{parse_value, set_path};
@@ -309,9 +309,19 @@ pub fn load_str(path: &Path, src: &str, overrides: &[(String, String)]) -> Resul
 const NOT_CONFIG: [&str; 7] = ["name", "description", "sweep", "variant", "expect", "figure", "metrics"];
 
 /// [`load_str`] with [`Options`].
-pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opts: &Options) -> Result<Scenario, ScenarioError> {
+pub fn load_str_with(
+    path: &Path,
+    src: &str,
+    overrides: &[(String, String)],
+    opts: &Options,
+) -> Result<Scenario, ScenarioError> {
     if src.len() as u64 > FILE_BYTES_MAX {
-        return Err(ScenarioError::new(path, None, "", format!("{} bytes; a scenario is at most {FILE_BYTES_MAX} bytes", src.len())));
+        return Err(ScenarioError::new(
+            path,
+            None,
+            "",
+            format!("{} bytes; a scenario is at most {FILE_BYTES_MAX} bytes", src.len()),
+        ));
     }
     let mut doc: Table = src.parse::<Table>().map_err(|e| {
         let line = e.span().map(|s| error::line_of(src, s.start));
@@ -331,9 +341,10 @@ pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opt
     if calibration.as_ref().is_some_and(|c| !c.applied.is_empty()) {
         file = deserialize(doc.clone()).map_err(|f| blame(path, src, f, &applied, None))?;
     }
-    let name = file.name.clone().unwrap_or_else(|| {
-        path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned())
-    });
+    let name = file
+        .name
+        .clone()
+        .unwrap_or_else(|| path.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned()));
     let sweep: Vec<(String, Vec<Value>)> = file
         .sweep
         .iter()
@@ -394,14 +405,19 @@ pub fn load_str_with(path: &Path, src: &str, overrides: &[(String, String)], opt
     // than memory holds.
     let runs = sc.count_runs();
     if runs > u128::from(opts.max_runs) {
-        let mut factors: Vec<String> = sc.sweep.iter().map(|(k, v)| format!("{} values of {k}", bounds::fmt_int(v.len() as i64))).collect();
+        let mut factors: Vec<String> =
+            sc.sweep.iter().map(|(k, v)| format!("{} values of {k}", bounds::fmt_int(v.len() as i64))).collect();
         if !sc.variants.is_empty() {
             factors.push(format!("{} variants", sc.variants.len()));
         }
         if sc.seeds > 1 {
             factors.push(format!("{} seeds", sc.seeds));
         }
-        let shown = if runs > u128::from(u64::MAX) { "more than 2^64".to_string() } else { bounds::fmt_int(runs.min(i64::MAX as u128) as i64) };
+        let shown = if runs > u128::from(u64::MAX) {
+            "more than 2^64".to_string()
+        } else {
+            bounds::fmt_int(runs.min(i64::MAX as u128) as i64)
+        };
         return Err(err_at(
             path,
             src,
@@ -483,7 +499,8 @@ fn deserialize(doc: Table) -> Result<File, Fail> {
     // Ranges first: they say what is allowed in the file's words, before serde's types do.
     bounds::check(&doc, bounds::SCENARIO, &[]).map_err(|(segs, msg)| Fail { segs, msg })?;
     if let Some(Value::Table(set)) = doc.get("profile_set") {
-        bounds::check(set, bounds::PROFILE, &[paths::Seg::Key("profile_set".into())]).map_err(|(segs, msg)| Fail { segs, msg })?;
+        bounds::check(set, bounds::PROFILE, &[paths::Seg::Key("profile_set".into())])
+            .map_err(|(segs, msg)| Fail { segs, msg })?;
     }
     let de = Value::Table(doc);
     serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
@@ -581,16 +598,29 @@ fn blame(path: &Path, src: &str, f: Fail, applied: &[Applied], suspect: Option<&
     let at_key = related(&a);
     let key = |shown: String| if at_key { shown } else { paths::render(&f.segs) };
     match &a.origin {
-        Origin::Set => ScenarioError::new(path, None, a.key.clone(), format!("{} (given by --set {}={})", f.msg, a.key, a.value)),
+        Origin::Set => {
+            ScenarioError::new(path, None, a.key.clone(), format!("{} (given by --set {}={})", f.msg, a.key, a.value))
+        }
         Origin::Variant { index, name } => {
-            let segs = [paths::Seg::Key("variant".into()), paths::Seg::Index(*index), paths::Seg::Key("set".into()), paths::Seg::Key(a.key.clone())];
+            let segs = [
+                paths::Seg::Key("variant".into()),
+                paths::Seg::Index(*index),
+                paths::Seg::Key("set".into()),
+                paths::Seg::Key(a.key.clone()),
+            ];
             err_segs(path, src, &segs, key(variant_key(name, &a.key)), format!("{}{context}", f.msg))
         }
         Origin::Sweep => err_at(path, src, &["sweep", &a.key], key(sweep_key(&a.key)), format!("{}{context}", f.msg)),
         Origin::Calibration => {
             let i = calibrate_index(src, &a.key);
             let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("key".into())];
-            err_segs(path, src, &segs, a.key.clone(), format!("{} (the fitted value {} from the calibration overlay)", f.msg, a.value))
+            err_segs(
+                path,
+                src,
+                &segs,
+                a.key.clone(),
+                format!("{} (the fitted value {} from the calibration overlay)", f.msg, a.value),
+            )
         }
     }
 }
@@ -617,11 +647,13 @@ fn apply_calibration(
         return Ok(None);
     };
     calibrate::check_name(name).map_err(|m| err_at(path, src, &["calibration"], "calibration".into(), m))?;
-    let (home, found) = calibrate::find_overlay(path, name).map_err(|m| err_at(path, src, &["calibration"], "calibration".into(), m))?;
+    let (home, found) = calibrate::find_overlay(path, name)
+        .map_err(|m| err_at(path, src, &["calibration"], "calibration".into(), m))?;
     let overlay = match found {
-        Some((text, origin)) => Some(calibrate::parse_overlay(&text, &origin).map_err(|m| {
-            err_at(path, src, &["calibration"], "calibration".into(), m)
-        })?),
+        Some((text, origin)) => Some(
+            calibrate::parse_overlay(&text, &origin)
+                .map_err(|m| err_at(path, src, &["calibration"], "calibration".into(), m))?,
+        ),
         None => None,
     };
     let mut names = Vec::new();
@@ -634,8 +666,12 @@ fn apply_calibration(
             if let Some((lo, hi)) = p.bounds() {
                 // NaN is in no range (a plain `v < lo || v > hi` lets it through).
                 if !(lo..=hi).contains(&v) {
-                    let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("name".into())];
-                    let msg = format!("{}: the fitted value {v} is outside min..=max ({lo}..={hi}): re-run `hostsim calibrate`", o.path);
+                    let segs =
+                        [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("name".into())];
+                    let msg = format!(
+                        "{}: the fitted value {v} is outside min..=max ({lo}..={hi}): re-run `hostsim calibrate`",
+                        o.path
+                    );
                     return Err(err_segs(path, src, &segs, format!("calibrate.{}", p.name), msg));
                 }
             }
@@ -644,7 +680,12 @@ fn apply_calibration(
                 let segs = [paths::Seg::Key("calibrate".into()), paths::Seg::Index(i), paths::Seg::Key("key".into())];
                 err_segs(path, src, &segs, format!("calibrate.{}", p.name), m)
             })?;
-            applied.push(Applied { origin: Origin::Calibration, key: p.key.clone(), target: paths::resolve(doc, &p.key), value });
+            applied.push(Applied {
+                origin: Origin::Calibration,
+                key: p.key.clone(),
+                target: paths::resolve(doc, &p.key),
+                value,
+            });
             if !names.contains(&p.name) {
                 names.push(p.name.clone());
             }
@@ -708,7 +749,9 @@ fn find_profile(scenario_path: &Path, name: &str) -> Result<ProfileSource, Strin
                 let all = BUILTIN.get_or_init(|| {
                     builtin_profiles()
                         .iter()
-                        .map(|(n, t)| parse_profile(n, t.to_string(), PathBuf::from(format!("<built-in>/profiles/{n}.toml"))))
+                        .map(|(n, t)| {
+                            parse_profile(n, t.to_string(), PathBuf::from(format!("<built-in>/profiles/{n}.toml")))
+                        })
                         .collect()
                 });
                 return match builtin_profiles().iter().position(|(n, _)| *n == name) {
@@ -893,20 +936,35 @@ impl Scenario {
         if let Some(vname) = variant {
             let index = self.variants.iter().position(|v| v.name == vname).ok_or_else(|| {
                 let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
-                ScenarioError::new(&self.path, None, "variant", format!("no variant `{vname}` (have: {})", names.join(", ")))
+                ScenarioError::new(
+                    &self.path,
+                    None,
+                    "variant",
+                    format!("no variant `{vname}` (have: {})", names.join(", ")),
+                )
             })?;
             for (k, val) in &self.variants[index].set {
-                let set = [paths::Seg::Key("variant".into()), paths::Seg::Index(index), paths::Seg::Key("set".into()), paths::Seg::Key(k.clone())];
-                set_path(&mut doc, k, val.clone()).map_err(|m| {
-                    err_segs(&self.path, &self.src, &set, variant_key(vname, k), m)
-                })?;
+                let set = [
+                    paths::Seg::Key("variant".into()),
+                    paths::Seg::Index(index),
+                    paths::Seg::Key("set".into()),
+                    paths::Seg::Key(k.clone()),
+                ];
+                set_path(&mut doc, k, val.clone())
+                    .map_err(|m| err_segs(&self.path, &self.src, &set, variant_key(vname, k), m))?;
                 let origin = Origin::Variant { index, name: vname.to_string() };
                 applied.push(Applied { origin, key: k.clone(), value: val.clone(), target: paths::resolve(&doc, k) });
             }
         }
         for (k, val) in point {
-            set_path(&mut doc, k, val.clone()).map_err(|m| err_at(&self.path, &self.src, &["sweep", k], sweep_key(k), m))?;
-            applied.push(Applied { origin: Origin::Sweep, key: k.clone(), value: val.clone(), target: paths::resolve(&doc, k) });
+            set_path(&mut doc, k, val.clone())
+                .map_err(|m| err_at(&self.path, &self.src, &["sweep", k], sweep_key(k), m))?;
+            applied.push(Applied {
+                origin: Origin::Sweep,
+                key: k.clone(),
+                value: val.clone(),
+                target: paths::resolve(&doc, k),
+            });
         }
         deserialize(doc).and_then(|file| to_config(&self.path, &file, &self.profiles)).map_err(|f| {
             // The file (with --set) is valid on its own, so if nothing applied is at the failing
@@ -1001,7 +1059,12 @@ impl Scenario {
     /// The configuration of the `index`th run.
     pub fn run_config(&self, index: usize) -> Result<RunSpec, ScenarioError> {
         let (variant, point, seed) = self.run_at(index).ok_or_else(|| {
-            ScenarioError::new(&self.path, None, "", format!("run {index} out of range: the sweep has {} runs", self.run_count()))
+            ScenarioError::new(
+                &self.path,
+                None,
+                "",
+                format!("run {index} out of range: the sweep has {} runs", self.run_count()),
+            )
         })?;
         let mut config = self.config_with(variant, &point)?;
         config.seed = seed;
@@ -1036,7 +1099,12 @@ impl Scenario {
                 for k in 0..u64::from(self.seeds) {
                     let mut c = config.clone();
                     c.seed = config.seed.wrapping_add(k);
-                    out.push(RunSpec { variant: v.unwrap_or("base").to_string(), point: p.clone(), seed: c.seed, config: c });
+                    out.push(RunSpec {
+                        variant: v.unwrap_or("base").to_string(),
+                        point: p.clone(),
+                        seed: c.seed,
+                        config: c,
+                    });
                 }
             }
         }
@@ -1052,10 +1120,17 @@ impl Scenario {
             let segs = [paths::Seg::Key("metrics".into()), paths::Seg::Key(alias.clone())];
             let fail = |msg: String| err_segs(&self.path, &self.src, &segs, paths::render(&segs), msg).to_string();
             if m.contains_key(alias) {
-                return Err(fail(format!("`{alias}` is one of the model's own metrics; an alias may not replace it (choose another name)")));
+                return Err(fail(format!(
+                    "`{alias}` is one of the model's own metrics; an alias may not replace it (choose another name)"
+                )));
             }
             let Some(&v) = m.get(from) else {
-                let near: Vec<&str> = m.keys().filter(|k| k.contains(from.split('_').next().unwrap_or(""))).take(8).map(String::as_str).collect();
+                let near: Vec<&str> = m
+                    .keys()
+                    .filter(|k| k.contains(from.split('_').next().unwrap_or("")))
+                    .take(8)
+                    .map(String::as_str)
+                    .collect();
                 let hint = if near.is_empty() { String::new() } else { format!(" (similar: {})", near.join(", ")) };
                 return Err(fail(format!("no metric named `{from}` in this run's results{hint}")));
             };
@@ -1078,7 +1153,8 @@ impl Scenario {
             .iter()
             .filter(|e| e.role == role)
             .flat_map(|e| {
-                std::iter::once((e.variant.as_deref(), &e.at)).chain(e.rhs.iter().map(|r| (r.variant.as_deref(), &r.at)))
+                std::iter::once((e.variant.as_deref(), &e.at))
+                    .chain(e.rhs.iter().map(|r| (r.variant.as_deref(), &r.at)))
             })
             .collect();
         (0..self.run_count())

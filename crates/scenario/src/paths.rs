@@ -36,10 +36,8 @@ pub fn set_path(doc: &mut Table, path: &str, value: Value) -> Result<(), String>
                     return Err(format!("`{path}` names an element of `{seg}` but no key inside it"));
                 }
                 let idx = find_elem(arr, sel).ok_or_else(|| {
-                    let names: Vec<String> = arr
-                        .iter()
-                        .filter_map(|e| e.get("name").and_then(|n| n.as_str()).map(str::to_string))
-                        .collect();
+                    let names: Vec<String> =
+                        arr.iter().filter_map(|e| e.get("name").and_then(|n| n.as_str()).map(str::to_string)).collect();
                     format!("no `[[{seg}]]` named `{sel}` (have: {})", names.join(", "))
                 })?;
                 match &mut arr[idx] {
@@ -192,7 +190,9 @@ mod tests {
         assert_eq!(t["process"][1]["nice"].as_integer(), Some(5));
         assert_eq!(t["process"][0]["nice"].as_integer(), Some(-3));
         assert_eq!(t["kernel"]["rx_path"].as_str(), Some("napi"));
-        assert!(set_path(&mut t, "process.zz.nice", Value::Integer(1)).unwrap_err().contains("no `[[process]]` named `zz`"));
+        assert!(set_path(&mut t, "process.zz.nice", Value::Integer(1))
+            .unwrap_err()
+            .contains("no `[[process]]` named `zz`"));
     }
 
     #[test]

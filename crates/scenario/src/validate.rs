@@ -10,7 +10,9 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, ItrMode, NapiSuppress, Profile, RxPath, SchedPolicy, XdpKind};
+use hostsim_host::{
+    BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, ItrMode, NapiSuppress, Profile, RxPath, SchedPolicy, XdpKind,
+};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -34,12 +36,23 @@ fn sub(arr: &str, i: usize, table: &str, field: &str) -> Vec<Seg> {
 fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VResult {
     use hostsim_workload::{IntervalControl, ThreadProgram};
     if c.profile.syscalls.is_none() {
-        return fail(elem("process", i, "program"), format!("the accelerator makes poll()/accept() calls, but profile `{}` has no [syscalls] costs", c.profile.name));
+        return fail(
+            elem("process", i, "program"),
+            format!(
+                "the accelerator makes poll()/accept() calls, but profile `{}` has no [syscalls] costs",
+                c.profile.name
+            ),
+        );
     }
     if p.instances != 1 {
-        return fail(elem("process", i, "instances"), "an accelerator runs as one process (its threads are [[process.thread]])");
+        return fail(
+            elem("process", i, "instances"),
+            "an accelerator runs as one process (its threads are [[process.thread]])",
+        );
     }
-    let thread = |j: usize, f: &str| vec![Seg::Key("process".into()), Seg::Index(i), Seg::Key("thread".into()), Seg::Index(j), Seg::Key(f.into())];
+    let thread = |j: usize, f: &str| {
+        vec![Seg::Key("process".into()), Seg::Index(i), Seg::Key("thread".into()), Seg::Index(j), Seg::Key(f.into())]
+    };
     let mut names = BTreeSet::new();
     for (j, t) in p.threads.iter().enumerate() {
         if !names.insert(t.name.as_str()) {
@@ -47,7 +60,10 @@ fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VRe
         }
         check_name(&t.name, "thread", true).map_err(|m| (thread(j, "name"), m))?;
         if t.program.is_none() {
-            return fail(thread(j, "name"), format!("thread `{}` has no program: expected program = \"listen\", \"io\" or \"retrieve\"", t.name));
+            return fail(
+                thread(j, "name"),
+                format!("thread `{}` has no program: expected program = \"listen\", \"io\" or \"retrieve\"", t.name),
+            );
         }
         let machine = c.profile.topology.cpus();
         check_cpu_list(&t.cpus, machine, machine, thread(j, "cpus"), false)?;
@@ -56,7 +72,10 @@ fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VRe
         let n = p.threads.iter().filter(|t| t.program == Some(role)).count();
         if n != 1 {
             let what = format!("{role:?}").to_lowercase();
-            return fail(elem("process", i, "program"), format!("an accelerator needs exactly one [[process.thread]] with program = \"{what}\" (found {n})"));
+            return fail(
+                elem("process", i, "program"),
+                format!("an accelerator needs exactly one [[process.thread]] with program = \"{what}\" (found {n})"),
+            );
         }
     }
     let a = p.accelerator.clone().unwrap_or_default();
@@ -65,13 +84,22 @@ fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VRe
         return fail(acc("min_cycle_ms"), format!("expected a cycle of at least 0 ms, got {}", a.min_cycle_ms));
     }
     if !(a.ratio.is_finite() && a.ratio >= 0.0) {
-        return fail(acc("ratio"), format!("expected a ratio of at least 0 (the paper's k× interval is ratio = k - 1), got {}", a.ratio));
+        return fail(
+            acc("ratio"),
+            format!("expected a ratio of at least 0 (the paper's k× interval is ratio = k - 1), got {}", a.ratio),
+        );
     }
     if matches!(a.interval_control, IntervalControl::Old | IntervalControl::Static) && a.min_cycle_ms <= 0.0 {
-        return fail(acc("min_cycle_ms"), "old and static interval control need a cycle above 0 ms (`none` is the 0 ms case)");
+        return fail(
+            acc("min_cycle_ms"),
+            "old and static interval control need a cycle above 0 ms (`none` is the 0 ms case)",
+        );
     }
     if !(1..=99).contains(&a.fifo_priority) {
-        return fail(acc("fifo_priority"), format!("expected a SCHED_FIFO priority in 1..=99, got {}", a.fifo_priority));
+        return fail(
+            acc("fifo_priority"),
+            format!("expected a SCHED_FIFO priority in 1..=99, got {}", a.fifo_priority),
+        );
     }
     if a.origin_conns == 0 {
         return fail(acc("origin_conns"), "expected at least 1 connection to the origins");
@@ -91,13 +119,28 @@ fn accelerator(c: &HostConfig, i: usize, p: &hostsim_host::ProcessConfig) -> VRe
     match c.traffic.iter().find(|t| t.name == a.origin) {
         Some(t) if t.kind == SourceKind::HttpOrigin => {
             if t.dst_port != a.origin_port {
-                return fail(acc("origin_port"), format!("origin `{}` sends to port {}; set origin_port = {} (or its dst_port)", t.name, t.dst_port, t.dst_port));
+                return fail(
+                    acc("origin_port"),
+                    format!(
+                        "origin `{}` sends to port {}; set origin_port = {} (or its dst_port)",
+                        t.name, t.dst_port, t.dst_port
+                    ),
+                );
             }
         }
-        Some(t) => return fail(acc("origin"), format!("`{}` is a {:?} source; the origin must be http_origin", t.name, t.kind)),
+        Some(t) => {
+            return fail(
+                acc("origin"),
+                format!("`{}` is a {:?} source; the origin must be http_origin", t.name, t.kind),
+            )
+        }
         None => {
-            let have: Vec<&str> = c.traffic.iter().filter(|t| t.kind == SourceKind::HttpOrigin).map(|t| t.name.as_str()).collect();
-            return fail(acc("origin"), format!("no http_origin [[traffic]] named `{}` (have: {})", a.origin, have.join(", ")));
+            let have: Vec<&str> =
+                c.traffic.iter().filter(|t| t.kind == SourceKind::HttpOrigin).map(|t| t.name.as_str()).collect();
+            return fail(
+                acc("origin"),
+                format!("no http_origin [[traffic]] named `{}` (have: {})", a.origin, have.join(", ")),
+            );
         }
     }
     Ok(())
@@ -195,7 +238,9 @@ fn check_name(name: &str, what: &str, dash: bool) -> Result<(), String> {
         return Err(format!("expected a {what} name of 1..={NAME_LEN_MAX} {chars} (it names keys, metrics and CSV columns), got {name:?}"));
     }
     if name.chars().all(|c| c.is_ascii_digit()) {
-        return Err(format!("expected a {what} name that is not a number (`{name}` would read as an index in key paths)"));
+        return Err(format!(
+            "expected a {what} name that is not a number (`{name}` would read as an index in key paths)"
+        ));
     }
     Ok(())
 }
@@ -220,7 +265,13 @@ pub fn profile(p: &Profile) -> VResult {
     // Each factor is bounded (bounds.rs), so the product is exact in u64.
     let n = u64::from(t.packages) * u64::from(t.cores_per_package) * u64::from(t.threads_per_core);
     if n > 128 {
-        return fail(key(&["topology"]), format!("{} × {} × {} = {n} CPUs; the model supports at most 128", t.packages, t.cores_per_package, t.threads_per_core));
+        return fail(
+            key(&["topology"]),
+            format!(
+                "{} × {} × {} = {n} CPUs; the model supports at most 128",
+                t.packages, t.cores_per_package, t.threads_per_core
+            ),
+        );
     }
     Ok(())
 }
@@ -241,7 +292,10 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(key(&["kernel", "online_cpus"]), format!("expected 1..={machine} ({})", cpus(machine)));
         }
         if k.concurrency == ConcurrencyKind::Up && n != 1 {
-            return fail(key(&["kernel", "online_cpus"]), "a uniprocessor kernel (concurrency = \"up\") runs 1 CPU: expected 1 or no value");
+            return fail(
+                key(&["kernel", "online_cpus"]),
+                "a uniprocessor kernel (concurrency = \"up\") runs 1 CPU: expected 1 or no value",
+            );
         }
     }
     let ncpu = c.online_cpus();
@@ -267,13 +321,25 @@ pub fn config(c: &HostConfig) -> VResult {
         }
         check_cpu_list(&n.irq_cpus, ncpu, machine, elem("nic", i, "irq_cpus"), n.irq_routing == IrqRouting::Msix)?;
         if n.irq_routing == IrqRouting::Fixed && n.irq_cpus.len() > 1 {
-            return fail(elem("nic", i, "irq_cpus"), "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)");
+            return fail(
+                elem("nic", i, "irq_cpus"),
+                "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)",
+            );
         }
         if k.concurrency == ConcurrencyKind::Functional && n.irq_cpus != [k.driver_cpu] {
-            return fail(elem("nic", i, "irq_cpus"), format!("under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]", k.driver_cpu));
+            return fail(
+                elem("nic", i, "irq_cpus"),
+                format!(
+                    "under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]",
+                    k.driver_cpu
+                ),
+            );
         }
         if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
-            return fail(elem("nic", i, "tx_irq_ring_level"), format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring));
+            return fail(
+                elem("nic", i, "tx_irq_ring_level"),
+                format!("expected a ring level in 1..={} (tx_ring)", n.tx_ring),
+            );
         }
         if n.coalesce_frames > n.rx_ring && n.coalesce_usecs == 0 {
             return fail(
@@ -282,20 +348,35 @@ pub fn config(c: &HostConfig) -> VResult {
             );
         }
         if n.itr_mode == ItrMode::IxgbeDynamic && c.kernel.rx_path != RxPath::Napi {
-            return fail(elem("nic", i, "itr_mode"), "ixgbe's dynamic ITR is updated at napi_complete (ixgbe_poll): it needs kernel.rx_path = \"napi\"");
+            return fail(
+                elem("nic", i, "itr_mode"),
+                "ixgbe's dynamic ITR is updated at napi_complete (ixgbe_poll): it needs kernel.rx_path = \"napi\"",
+            );
         }
         if matches!(n.itr_mode, ItrMode::NetDimCqe | ItrMode::NetDimEqe) && c.kernel.rx_path != RxPath::Napi {
-            return fail(elem("nic", i, "itr_mode"), "net_dim samples at the NAPI poll's completion (mlx5e_napi_poll): it needs kernel.rx_path = \"napi\"");
+            return fail(
+                elem("nic", i, "itr_mode"),
+                "net_dim samples at the NAPI poll's completion (mlx5e_napi_poll): it needs kernel.rx_path = \"napi\"",
+            );
         }
         if n.gro && c.kernel.rx_path != RxPath::Napi {
-            return fail(elem("nic", i, "gro"), "GRO runs in the NAPI poll (napi_gro_receive): it needs kernel.rx_path = \"napi\"");
+            return fail(
+                elem("nic", i, "gro"),
+                "GRO runs in the NAPI poll (napi_gro_receive): it needs kernel.rx_path = \"napi\"",
+            );
         }
         if n.rsc_max_desc > 0 {
             if ![1, 4, 8, 16].contains(&n.rsc_max_desc) {
-                return fail(elem("nic", i, "rsc_max_desc"), format!("expected 1, 4, 8 or 16 (the 82599's RSCCTL.MAXDESC settings), got {}", n.rsc_max_desc));
+                return fail(
+                    elem("nic", i, "rsc_max_desc"),
+                    format!("expected 1, 4, 8 or 16 (the 82599's RSCCTL.MAXDESC settings), got {}", n.rsc_max_desc),
+                );
             }
             if c.kernel.rx_path != RxPath::Napi {
-                return fail(elem("nic", i, "rsc_max_desc"), "RSC is modelled with ixgbe's NAPI driver: it needs kernel.rx_path = \"napi\"");
+                return fail(
+                    elem("nic", i, "rsc_max_desc"),
+                    "RSC is modelled with ixgbe's NAPI driver: it needs kernel.rx_path = \"napi\"",
+                );
             }
             if !c.routes.is_empty() {
                 return fail(elem("nic", i, "rsc_max_desc"), "IP forwarding turns LRO, and with it the 82599's RSC, off (dev_disable_lro): set rsc_max_desc = 0 on a forwarding host");
@@ -317,16 +398,25 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
         return fail(key(&["kernel", "rfs"]), "RFS needs RPS: set kernel.rps = true");
     }
     if !(k.tcp_rmem[0] <= k.tcp_rmem[1] && k.tcp_rmem[1] <= k.tcp_rmem[2]) {
-        return fail(key(&["kernel", "tcp_rmem"]), format!("expected [min, default, max] with min <= default <= max, got {:?}", k.tcp_rmem));
+        return fail(
+            key(&["kernel", "tcp_rmem"]),
+            format!("expected [min, default, max] with min <= default <= max, got {:?}", k.tcp_rmem),
+        );
     }
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
     if k.xdp != XdpKind::None && k.rx_path != RxPath::Napi {
-        return fail(key(&["kernel", "xdp"]), "an XDP program runs in the NAPI poll: it needs kernel.rx_path = \"napi\"");
+        return fail(
+            key(&["kernel", "xdp"]),
+            "an XDP program runs in the NAPI poll: it needs kernel.rx_path = \"napi\"",
+        );
     }
     if !(k.xdp_release_frac > 0.0 && k.xdp_release_frac < 1.0) {
-        return fail(key(&["kernel", "xdp_release_frac"]), format!("expected a fraction strictly between 0 and 1, got {}", k.xdp_release_frac));
+        return fail(
+            key(&["kernel", "xdp_release_frac"]),
+            format!("expected a fraction strictly between 0 and 1, got {}", k.xdp_release_frac),
+        );
     }
     for (name, v) in [("xdp_poll_ms", k.xdp_poll_ms), ("xdp_window_ms", k.xdp_window_ms)] {
         if v == 0 {
@@ -334,18 +424,27 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
         }
     }
     if k.o1_runqueue && k.scheduler != hostsim_host::Scheduler::O1 {
-        return fail(key(&["kernel", "o1_runqueue"]), "the O(1) run queue is the O(1) scheduler's: it needs kernel.scheduler = \"o1\"");
+        return fail(
+            key(&["kernel", "o1_runqueue"]),
+            "the O(1) run queue is the O(1) scheduler's: it needs kernel.scheduler = \"o1\"",
+        );
     }
     if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
         return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");
     }
     // History entries are u16 bucket numbers (struct sd_flow_limit); Linux's sysctl requires a power of two.
     if !k.flow_limit_table_len.is_power_of_two() || k.flow_limit_table_len > 1 << 16 {
-        return fail(key(&["kernel", "flow_limit_table_len"]), format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len));
+        return fail(
+            key(&["kernel", "flow_limit_table_len"]),
+            format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len),
+        );
     }
     check_cpu_list(&k.flow_limit_cpus, ncpu, machine, key(&["kernel", "flow_limit_cpus"]), false)?;
     if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
-        return fail(key(&["kernel", "speed_block_ms"]), format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us));
+        return fail(
+            key(&["kernel", "speed_block_ms"]),
+            format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us),
+        );
     }
     if k.napi_threaded {
         // What threaded NAPI's kthread does not model (crates/host/src/net/core/napi_thread.rs).
@@ -372,17 +471,29 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     }
     if k.napi_suppress != NapiSuppress::Off {
         if !k.napi_threaded {
-            return fail(key(&["kernel", "napi_suppress"]), "the suppression agent moves or lowers threaded-NAPI kthreads: it needs kernel.napi_threaded = true");
+            return fail(
+                key(&["kernel", "napi_suppress"]),
+                "the suppression agent moves or lowers threaded-NAPI kthreads: it needs kernel.napi_threaded = true",
+            );
         }
         if !matches!(k.xdp, XdpKind::Pbq | XdpKind::Detect) {
-            return fail(key(&["kernel", "napi_suppress"]), "the suppression agent reads the XDP agent's detector: it needs kernel.xdp = \"pbq\" or \"detect\"");
+            return fail(
+                key(&["kernel", "napi_suppress"]),
+                "the suppression agent reads the XDP agent's detector: it needs kernel.xdp = \"pbq\" or \"detect\"",
+            );
         }
         if k.napi_suppress == NapiSuppress::Affinity && ncpu < 2 {
-            return fail(key(&["kernel", "napi_suppress"]), "\"affinity\" moves the kthreads to another CPU: it needs at least 2 online CPUs");
+            return fail(
+                key(&["kernel", "napi_suppress"]),
+                "\"affinity\" moves the kthreads to another CPU: it needs at least 2 online CPUs",
+            );
         }
     }
     if k.xdp == XdpKind::Cpumap && k.cpumap_cpu as usize >= ncpu {
-        return fail(key(&["kernel", "cpumap_cpu"]), format!("CPU {} does not exist ({})", k.cpumap_cpu, online(ncpu, machine)));
+        return fail(
+            key(&["kernel", "cpumap_cpu"]),
+            format!("CPU {} does not exist ({})", k.cpumap_cpu, online(ncpu, machine)),
+        );
     }
     if k.concurrency == ConcurrencyKind::Functional {
         for (name, v) in [("driver_cpu", k.driver_cpu), ("ip_cpu", k.ip_cpu)] {
@@ -391,13 +502,19 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             }
         }
         if k.exchange_period_us == 0 {
-            return fail(key(&["kernel", "exchange_period_us"]), "expected an exchange period of at least 1 us (paper 003: 5000)");
+            return fail(
+                key(&["kernel", "exchange_period_us"]),
+                "expected an exchange period of at least 1 us (paper 003: 5000)",
+            );
         }
         if k.pool_buffers == 0 {
             return fail(key(&["kernel", "pool_buffers"]), "expected at least 1 buffer");
         }
         if k.rx_path != RxPath::Legacy {
-            return fail(key(&["kernel", "concurrency"]), "the functional split's driver takes frames in its interrupt handler: it needs rx_path = \"legacy\"");
+            return fail(
+                key(&["kernel", "concurrency"]),
+                "the functional split's driver takes frames in its interrupt handler: it needs rx_path = \"legacy\"",
+            );
         }
     }
     check_cpu_list(&k.rps_cpus, ncpu, machine, key(&["kernel", "rps_cpus"]), false)
@@ -410,7 +527,9 @@ fn port_ranges(c: &HostConfig) -> Vec<(u32, u32, ProgramKind, usize)> {
         .iter()
         .enumerate()
         .filter(|(_, p)| !socketless(p.program))
-        .filter_map(|(i, p)| p.port.map(|port| (u32::from(port), u32::from(port) + p.instances.max(1) - 1, p.program, i)))
+        .filter_map(|(i, p)| {
+            p.port.map(|port| (u32::from(port), u32::from(port) + p.instances.max(1) - 1, p.program, i))
+        })
         .collect();
     r.sort_by_key(|&(first, _, _, i)| (first, i));
     r
@@ -427,7 +546,10 @@ fn speed(c: &HostConfig, i: usize, s: u32) -> VResult {
     if block_us % slot_us != 0 {
         return fail(
             key(&["kernel", "speed_block_ms"]),
-            format!("expected a block of a whole number of slots: {} ms is not a multiple of speed_slot_us = {slot_us} us", k.speed_block_ms),
+            format!(
+                "expected a block of a whole number of slots: {} ms is not a multiple of speed_slot_us = {slot_us} us",
+                k.speed_block_ms
+            ),
         );
     }
     let t = block_us / slot_us;
@@ -476,10 +598,20 @@ fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             speed(c, i, s)?;
         }
         if p.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
-            return fail(elem("process", i, "start_ms"), format!("starts at or after the end of the run ({} ms): it would never run", c.duration_ns / 1_000_000));
+            return fail(
+                elem("process", i, "start_ms"),
+                format!("starts at or after the end of the run ({} ms): it would never run", c.duration_ns / 1_000_000),
+            );
         }
         if let Some(r) = p.renice.iter().find(|r| r.at_ms.saturating_mul(1_000_000) >= c.duration_ns) {
-            return fail(elem("process", i, "renice"), format!("a nice change at {} ms, at or after the end of the run ({} ms)", r.at_ms, c.duration_ns / 1_000_000));
+            return fail(
+                elem("process", i, "renice"),
+                format!(
+                    "a nice change at {} ms, at or after the end of the run ({} ms)",
+                    r.at_ms,
+                    c.duration_ns / 1_000_000
+                ),
+            );
         }
         if !socketless(p.program) {
             let Some(port) = p.port else {
@@ -487,13 +619,19 @@ fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             };
             let last = u32::from(port) + p.instances - 1;
             if last > 65535 {
-                return fail(elem("process", i, "instances"), format!("instances bind ports {port}..={last}: past 65535"));
+                return fail(
+                    elem("process", i, "instances"),
+                    format!("instances bind ports {port}..={last}: past 65535"),
+                );
             }
         } else if p.port.is_some() {
             return fail(elem("process", i, "port"), "spin, periodic and yielder read no socket: remove `port`");
         }
         if socketless(p.program) && p.work_ns == 0 {
-            return fail(elem("process", i, "work_ns"), "spin, periodic and yielder need work_ns > 0 (the burst length)");
+            return fail(
+                elem("process", i, "work_ns"),
+                "spin, periodic and yielder need work_ns > 0 (the burst length)",
+            );
         }
         if p.work_dist == WorkDist::Exp && p.work_ns == 0 {
             return fail(elem("process", i, "work_ns"), "an exponential work distribution needs a mean work_ns > 0");
@@ -505,10 +643,16 @@ fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             accelerator(c, i, p)?;
         } else {
             if !p.threads.is_empty() {
-                return fail(elem("process", i, "thread"), "only a multi-threaded program (accelerator) takes [[process.thread]]");
+                return fail(
+                    elem("process", i, "thread"),
+                    "only a multi-threaded program (accelerator) takes [[process.thread]]",
+                );
             }
             if p.accelerator.is_some() {
-                return fail(elem("process", i, "accelerator"), "only program = \"accelerator\" takes [process.accelerator]");
+                return fail(
+                    elem("process", i, "accelerator"),
+                    "only program = \"accelerator\" takes [process.accelerator]",
+                );
             }
         }
         if p.sndbuf_bytes == Some(0) {
@@ -516,24 +660,39 @@ fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
         }
         if p.program == ProgramKind::StreamSend {
             if p.unit_bytes == 0 {
-                return fail(elem("process", i, "unit_bytes"), format!("expected a send() unit in 1..={} bytes, got 0 (stream_send needs unit_bytes)", u32::MAX));
+                return fail(
+                    elem("process", i, "unit_bytes"),
+                    format!("expected a send() unit in 1..={} bytes, got 0 (stream_send needs unit_bytes)", u32::MAX),
+                );
             }
             if p.total_bytes == 0 {
                 return fail(elem("process", i, "total_bytes"), "expected at least 1 byte to send");
             }
             let Some(to) = &p.connect else {
-                return fail(elem("process", i, "program"), "stream_send needs `connect`: the name of a stream_sink [[traffic]]");
+                return fail(
+                    elem("process", i, "program"),
+                    "stream_send needs `connect`: the name of a stream_sink [[traffic]]",
+                );
             };
             match c.traffic.iter().find(|t| &t.name == to) {
                 None => {
                     let have: Vec<&str> = c.traffic.iter().map(|t| t.name.as_str()).collect();
-                    return fail(elem("process", i, "connect"), format!("no [[traffic]] named `{to}` (have: {})", have.join(", ")));
+                    return fail(
+                        elem("process", i, "connect"),
+                        format!("no [[traffic]] named `{to}` (have: {})", have.join(", ")),
+                    );
                 }
                 Some(t) if t.kind != SourceKind::StreamSink => {
-                    return fail(elem("process", i, "connect"), format!("`{to}` is a {:?} source; a connection needs a stream_sink", t.kind));
+                    return fail(
+                        elem("process", i, "connect"),
+                        format!("`{to}` is a {:?} source; a connection needs a stream_sink", t.kind),
+                    );
                 }
                 Some(t) if t.flows < p.instances => {
-                    return fail(elem("process", i, "instances"), format!("{} instances need {} flows on `{to}` (it has {})", p.instances, p.instances, t.flows));
+                    return fail(
+                        elem("process", i, "instances"),
+                        format!("{} instances need {} flows on `{to}` (it has {})", p.instances, p.instances, t.flows),
+                    );
                 }
                 Some(_) => {}
             }
@@ -599,10 +758,15 @@ fn traffic(c: &HostConfig) -> VResult {
             return fail(elem("traffic", i, "dst_port"), "this traffic sends: expected a destination port 1..=65535");
         }
         if t.tcp_cc != hostsim_host::TcpCc::None && t.kind != SourceKind::TcpWindow {
-            return fail(elem("traffic", i, "tcp_cc"), "congestion control applies to `tcp_window` traffic only: remove tcp_cc or set kind = \"tcp_window\"");
+            return fail(
+                elem("traffic", i, "tcp_cc"),
+                "congestion control applies to `tcp_window` traffic only: remove tcp_cc or set kind = \"tcp_window\"",
+            );
         }
-        let tcp = matches!(t.kind, SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin)
-            || t.protocol == hostsim_host::Protocol::Tcp;
+        let tcp = matches!(
+            t.kind,
+            SourceKind::TcpWindow | SourceKind::StreamSink | SourceKind::HttpClients | SourceKind::HttpOrigin
+        ) || t.protocol == hostsim_host::Protocol::Tcp;
         if matches!(t.kind, SourceKind::Cbr | SourceKind::Poisson) {
             // The busiest client link carries ceil(F / C) of the F flows' frames.
             let flows = t.flows.max(t.clients);
@@ -632,25 +796,55 @@ fn traffic(c: &HostConfig) -> VResult {
                 return fail(elem("traffic", i, "burst_pps"), format!("pacing quanta (quantum_us) need a cbr source and a burst rate of at least its rate ({} pkt/s), or a spread", crate::bounds::fmt_float(t.rate_pps)));
             }
         } else if t.rate_pps != 0.0 {
-            return fail(elem("traffic", i, "rate_pps"), "only cbr and poisson traffic take a rate (ping_pong waits for each reply, tcp_window for its window)");
+            return fail(
+                elem("traffic", i, "rate_pps"),
+                "only cbr and poisson traffic take a rate (ping_pong waits for each reply, tcp_window for its window)",
+            );
         }
         if t.dst_port_per_flow && u32::from(t.dst_port) + t.flows - 1 > 65535 {
-            return fail(elem("traffic", i, "flows"), format!("dst_port_per_flow: flows go to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.flows - 1));
+            return fail(
+                elem("traffic", i, "flows"),
+                format!(
+                    "dst_port_per_flow: flows go to ports {}..={}: past 65535",
+                    t.dst_port,
+                    u32::from(t.dst_port) + t.flows - 1
+                ),
+            );
         }
         if u32::from(t.dst_port) + t.clients - 1 > 65535 {
-            return fail(elem("traffic", i, "clients"), format!("clients send to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.clients - 1));
+            return fail(
+                elem("traffic", i, "clients"),
+                format!("clients send to ports {}..={}: past 65535", t.dst_port, u32::from(t.dst_port) + t.clients - 1),
+            );
         }
         http(c, i, t)?;
         if t.protocol == hostsim_host::Protocol::Tcp && t.kind != SourceKind::PingPong {
-            return fail(elem("traffic", i, "protocol"), "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)");
+            return fail(
+                elem("traffic", i, "protocol"),
+                "only ping_pong traffic takes a protocol (tcp_window is TCP, cbr/poisson are UDP)",
+            );
         }
         let max = if tcp { 1460 } else { 1472 };
         if t.payload_bytes > max || (tcp && t.payload_bytes == 0) {
-            return fail(elem("traffic", i, "payload_bytes"), format!("expected at most {max} bytes (one unfragmented frame){}", if tcp { " and at least 1" } else { "" }));
+            return fail(
+                elem("traffic", i, "payload_bytes"),
+                format!(
+                    "expected at most {max} bytes (one unfragmented frame){}",
+                    if tcp { " and at least 1" } else { "" }
+                ),
+            );
         }
         if let Some(kind) = program_at(t.dst_port) {
             if is_tcp(kind) != tcp {
-                return fail(elem("traffic", i, "dst_port"), format!("port {} is served by a {} program but this traffic is {}", t.dst_port, if tcp { "UDP" } else { "TCP" }, if tcp { "TCP" } else { "UDP" }));
+                return fail(
+                    elem("traffic", i, "dst_port"),
+                    format!(
+                        "port {} is served by a {} program but this traffic is {}",
+                        t.dst_port,
+                        if tcp { "UDP" } else { "TCP" },
+                        if tcp { "TCP" } else { "UDP" }
+                    ),
+                );
             }
         }
         // start_ms = duration_ms switches a source off (a scenario's flood left out of a run);
@@ -681,7 +875,13 @@ fn routes(c: &HostConfig) -> VResult {
             return fail(elem("route", i, "to"), format!("no NIC named `{}` (have: {})", r.to, have_nics()));
         }
         if !c.traffic.iter().any(|t| t.kind == SourceKind::Sink && t.nic == r.to) {
-            return fail(elem("route", i, "to"), format!("nothing receives on NIC `{}`: add a [[traffic]] with kind = \"sink\" and nic = \"{}\"", r.to, r.to));
+            return fail(
+                elem("route", i, "to"),
+                format!(
+                    "nothing receives on NIC `{}`: add a [[traffic]] with kind = \"sink\" and nic = \"{}\"",
+                    r.to, r.to
+                ),
+            );
         }
     }
     Ok(())
@@ -715,7 +915,9 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
     let ncpu = c.profile.topology.cpus() as u64;
     let k = &c.kernel;
     let mut parts = Vec::with_capacity(9 + c.nics.len() * 3 + c.processes.len() * 4 + c.traffic.len() * 2);
-    let mut push = |bytes: u64, at: Vec<Seg>, what: &dyn Fn() -> String| parts.push((bytes, at, if describe { what() } else { String::new() }));
+    let mut push = |bytes: u64, at: Vec<Seg>, what: &dyn Fn() -> String| {
+        parts.push((bytes, at, if describe { what() } else { String::new() }))
+    };
     push(ncpu * (u64::from(k.netdev_max_backlog) + 1) * PACKET_BYTES, key(&["kernel", "netdev_max_backlog"]), &|| {
         format!("{ncpu} CPU backlogs of {} packets", k.netdev_max_backlog)
     });
@@ -727,30 +929,46 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
         });
     }
     if k.concurrency == ConcurrencyKind::Functional {
-        push(u64::from(k.pool_buffers) * PACKET_BYTES, key(&["kernel", "pool_buffers"]), &|| format!("Symbiose's pool of {} buffers", k.pool_buffers));
+        push(u64::from(k.pool_buffers) * PACKET_BYTES, key(&["kernel", "pool_buffers"]), &|| {
+            format!("Symbiose's pool of {} buffers", k.pool_buffers)
+        });
     }
     let samples = c.duration_ns / c.sample_interval_ns.max(1);
     push(samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), &|| format!("{samples} time-series samples"));
     let min_frame = hostsim_host::wire_bytes(0, false);
     for (i, n) in c.nics.iter().enumerate() {
-        push(u64::from(n.queues) * (u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8), elem("nic", i, "rx_ring"), &|| {
-            format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring)
-        });
+        push(
+            u64::from(n.queues) * (u64::from(n.rx_ring) * PACKET_BYTES + u64::from(n.tx_ring) * 8),
+            elem("nic", i, "rx_ring"),
+            &|| format!("NIC `{}`: {} RX rings of {}", n.name, n.queues, n.rx_ring),
+        );
         // One TX ring and device queue per queue pair (`crates/host/src/net/core/tx.rs`).
         push(u64::from(n.queues) * u64::from(n.tx_queue_len) * PACKET_BYTES, elem("nic", i, "tx_queue_len"), &|| {
             format!("NIC `{}`: {} device queues of {} frames", n.name, n.queues, n.tx_queue_len)
         });
         push(n.switch_buffer_bytes / min_frame * PACKET_BYTES, elem("nic", i, "switch_buffer_bytes"), &|| {
-            format!("NIC `{}`: a switch buffer of {} bytes ({} minimum frames)", n.name, n.switch_buffer_bytes, n.switch_buffer_bytes / min_frame)
+            format!(
+                "NIC `{}`: a switch buffer of {} bytes ({} minimum frames)",
+                n.name,
+                n.switch_buffer_bytes,
+                n.switch_buffer_bytes / min_frame
+            )
         });
     }
     for (i, p) in c.processes.iter().enumerate() {
-        push(u64::from(p.instances) * PROCESS_BYTES, elem("process", i, "instances"), &|| format!("process `{}`: {} instances", p.name, p.instances));
-        push(p.threads.len() as u64 * PROCESS_BYTES, elem("process", i, "thread"), &|| format!("process `{}`: {} threads", p.name, p.threads.len()));
+        push(u64::from(p.instances) * PROCESS_BYTES, elem("process", i, "instances"), &|| {
+            format!("process `{}`: {} instances", p.name, p.instances)
+        });
+        push(p.threads.len() as u64 * PROCESS_BYTES, elem("process", i, "thread"), &|| {
+            format!("process `{}`: {} threads", p.name, p.threads.len())
+        });
         if let Some(a) = &p.accelerator {
             let conns = u64::from(a.origin_conns) + u64::from(a.listen_backlog);
             push(conns * CONN_BYTES, sub("process", i, "accelerator", "origin_conns"), &|| {
-                format!("process `{}`: {} origin connections and a listen backlog of {}", p.name, a.origin_conns, a.listen_backlog)
+                format!(
+                    "process `{}`: {} origin connections and a listen backlog of {}",
+                    p.name, a.origin_conns, a.listen_backlog
+                )
             });
         }
         if socketless(p.program) || p.port.is_none() {
@@ -765,14 +983,19 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
         let per_sock = u64::from(rcvbuf) / u64::from(k.skb_overhead_bytes.max(1)) + 1;
         let socks = u64::from(p.instances);
         push(socks * per_sock * PACKET_BYTES, at, &|| {
-            format!("process `{}`: {socks} socket(s) of {rcvbuf} bytes, {per_sock} packets of {} bytes truesize each", p.name, k.skb_overhead_bytes)
+            format!(
+                "process `{}`: {socks} socket(s) of {rcvbuf} bytes, {per_sock} packets of {} bytes truesize each",
+                p.name, k.skb_overhead_bytes
+            )
         });
     }
     for (i, t) in c.traffic.iter().enumerate() {
         let flows = u64::from(t.flows.max(t.clients));
         let base = PROCESS_BYTES + u64::from(t.clients) * 8 + flows * 8;
         if let Some(h) = &t.http {
-            push(u64::from(h.conns) * CONN_BYTES, sub("traffic", i, "http", "conns"), &|| format!("traffic `{}`: {} HTTP connections", t.name, h.conns));
+            push(u64::from(h.conns) * CONN_BYTES, sub("traffic", i, "http", "conns"), &|| {
+                format!("traffic `{}`: {} HTTP connections", t.name, h.conns)
+            });
         }
         if t.kind == SourceKind::TcpWindow {
             // Every flow puts a window of segments on its client's link at once.
@@ -807,13 +1030,14 @@ fn memory(c: &HostConfig) -> VResult {
 }
 
 pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
-    let at = |segs: Vec<Seg>, msg: String| {
-        crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg)
-    };
+    let at = |segs: Vec<Seg>, msg: String| crate::err_segs(&sc.path, &sc.src, &segs, crate::paths::render(&segs), msg);
     if let Some(id) = &sc.extends {
         let ok = !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
         if !ok {
-            return Err(at(key(&["extends"]), format!("expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `{id}`")));
+            return Err(at(
+                key(&["extends"]),
+                format!("expected a paper id such as `ozaki-pbq` (lowercase letters, digits, `-`), got `{id}`"),
+            ));
         }
     }
     let mut names = BTreeSet::new();
@@ -825,12 +1049,16 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         for k in v.set.keys() {
             if k.split('.').next().is_some_and(|t| crate::NOT_CONFIG.contains(&t)) {
                 let segs = vec![Seg::Key("variant".into()), Seg::Index(i), Seg::Key("set".into()), Seg::Key(k.clone())];
-                return Err(at(segs, format!("`{k}` is not part of the simulated configuration: a variant cannot set it")));
+                return Err(at(
+                    segs,
+                    format!("`{k}` is not part of the simulated configuration: a variant cannot set it"),
+                ));
             }
         }
     }
     for (alias, _) in &sc.metric_aliases {
-        check_name(alias, "metric", false).map_err(|m| at(vec![Seg::Key("metrics".into()), Seg::Key(alias.clone())], m))?;
+        check_name(alias, "metric", false)
+            .map_err(|m| at(vec![Seg::Key("metrics".into()), Seg::Key(alias.clone())], m))?;
     }
     let swept: BTreeSet<&str> = sc.sweep.iter().map(|(k, _)| k.as_str()).collect();
     let have_swept = if swept.is_empty() {
@@ -850,7 +1078,8 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
                 let known = sc.variants.iter().any(|x| x.name == v) || (sc.variants.is_empty() && v == "base");
                 if !known {
                     let have: Vec<&str> = sc.variants.iter().map(|x| x.name.as_str()).collect();
-                    let have = if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") };
+                    let have =
+                        if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") };
                     let mut k = segs.clone();
                     k.push(Seg::Key("variant".into()));
                     return Err(at(k, format!("no variant `{v}` (have: {have})")));
@@ -866,13 +1095,20 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
             }
         }
         if e.value.is_none() && e.rhs.is_none() {
-            return Err(at(vec![Seg::Key("expect".into()), Seg::Index(i)], "expected `value` or `rhs` (what to compare with)".into()));
+            return Err(at(
+                vec![Seg::Key("expect".into()), Seg::Index(i)],
+                "expected `value` or `rhs` (what to compare with)".into(),
+            ));
         }
     }
     let known_variant = |v: &str| sc.variants.iter().any(|x| x.name == v) || (sc.variants.is_empty() && v == "base");
     let have_variants = || {
         let have: Vec<&str> = sc.variants.iter().map(|x| x.name.as_str()).collect();
-        if have.is_empty() { "none: the only variant is `base`".to_string() } else { have.join(", ") }
+        if have.is_empty() {
+            "none: the only variant is `base`".to_string()
+        } else {
+            have.join(", ")
+        }
     };
     for (i, f) in sc.figures.iter().enumerate() {
         if let Some(m) = &f.measured {
@@ -896,7 +1132,10 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
             }
         }
         if f.kind == Some(crate::figure::FigureKind::Histogram) && f.x.is_some() {
-            return Err(at(elem("figure", i, "x"), "a histogram's horizontal axis is its bins: give `series`, not `x`".into()));
+            return Err(at(
+                elem("figure", i, "x"),
+                "a histogram's horizontal axis is its bins: give `series`, not `x`".into(),
+            ));
         }
         for v in f.variants.iter().chain(f.marks.iter().filter_map(|m| m.variant.as_ref().or(m.of.as_ref()))) {
             if !known_variant(v) {
@@ -907,8 +1146,16 @@ pub fn scenario(sc: &Scenario) -> Result<(), ScenarioError> {
         if let Some(k) = f.marks.iter().position(|m| m.x.is_none() && m.y.is_none() && m.ratio.is_none()) {
             return Err(at(elem("figure", i, "marks"), format!("mark {} has neither `x` nor `y`", k + 1)));
         }
-        if let Some(k) = f.marks.iter().position(|m| m.ratio.is_some() != m.of.is_some() || (m.ratio.is_some() && m.y.is_some())) {
-            return Err(at(elem("figure", i, "marks"), format!("mark {}: a ratio mark needs `ratio` and `of` (the variant it is a ratio to), and no `y`", k + 1)));
+        if let Some(k) =
+            f.marks.iter().position(|m| m.ratio.is_some() != m.of.is_some() || (m.ratio.is_some() && m.y.is_some()))
+        {
+            return Err(at(
+                elem("figure", i, "marks"),
+                format!(
+                    "mark {}: a ratio mark needs `ratio` and `of` (the variant it is a ratio to), and no `y`",
+                    k + 1
+                ),
+            ));
         }
     }
     Ok(())

@@ -201,10 +201,8 @@ fn every_bad_file_gives_a_precise_error() {
 
 #[test]
 fn every_bad_file_is_in_the_table() {
-    let on_disk: BTreeSet<String> = std::fs::read_dir(dir("bad"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let on_disk: BTreeSet<String> =
+        std::fs::read_dir(dir("bad")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     let listed: BTreeSet<String> = CASES.iter().map(|c| c.file.to_string()).collect();
     assert_eq!(listed.len(), CASES.len(), "a file is listed twice");
     let untested: Vec<&String> = on_disk.difference(&listed).collect();

@@ -58,7 +58,11 @@ fn an_overlay_that_cannot_be_read_is_an_error_naming_it() {
     let cases: Vec<(&str, Make, &str)> = vec![
         ("Latin-1", Box::new(|| std::fs::write(&ov, b"[values]\n# caf\xe9\nx = 1\n").unwrap()), "not UTF-8"),
         ("directory", Box::new(|| std::fs::create_dir(&ov).unwrap()), "it is a directory"),
-        ("dangling link", Box::new(|| std::os::unix::fs::symlink(d.join("nowhere.toml"), &ov).unwrap()), "does not exist"),
+        (
+            "dangling link",
+            Box::new(|| std::os::unix::fs::symlink(d.join("nowhere.toml"), &ov).unwrap()),
+            "does not exist",
+        ),
         ("link to /dev/zero", Box::new(|| std::os::unix::fs::symlink("/dev/zero", &ov).unwrap()), "a character device"),
         ("FIFO", Box::new(|| mkfifo(&ov)), "a FIFO"),
     ];
@@ -88,7 +92,11 @@ fn a_fifo_or_device_as_scenario_or_profile_is_refused_at_once() {
         let p = d.join(format!("{name}.toml"));
         std::fs::write(&p, minimal().replace("\"pentium3-800\"", &format!("\"{name}\""))).unwrap();
         let e = load_within(&p).unwrap_err();
-        assert!(e.message.contains(&d.join(format!("profiles/{name}.toml")).display().to_string()) && e.message.contains(want), "{e}");
+        assert!(
+            e.message.contains(&d.join(format!("profiles/{name}.toml")).display().to_string())
+                && e.message.contains(want),
+            "{e}"
+        );
         assert_eq!(e.key, "profile", "{e}");
     }
     let _ = std::fs::remove_dir_all(&d);
@@ -100,7 +108,8 @@ const CALIBRATED: &str = "\n[[calibrate]]\nname = \"work\"\nkey = \"process.sink
 fn an_overlay_value_must_be_finite_and_within_the_bounds() {
     let d = scratch("nan");
     let path = d.join("x.toml");
-    std::fs::write(&path, minimal().replace("warmup_ms = 10\n", "warmup_ms = 10\ncalibration = \"t\"\n") + CALIBRATED).unwrap();
+    std::fs::write(&path, minimal().replace("warmup_ms = 10\n", "warmup_ms = 10\ncalibration = \"t\"\n") + CALIBRATED)
+        .unwrap();
     for v in ["nan", "+nan", "inf", "-inf"] {
         std::fs::write(d.join("calibration/t.toml"), format!("[values]\nwork = {v}\n")).unwrap();
         let e = load(&path, &[]).expect_err(v);
@@ -119,12 +128,18 @@ fn calibration_and_measured_are_names_inside_the_scenarios_tree() {
     std::fs::write(&outside, "[values]\nwork = 1200\n").unwrap();
     let stem = outside.with_extension("");
     for name in [stem.display().to_string(), "../x".into(), "sub/t".into(), "".into(), ".hidden".into()] {
-        std::fs::write(&path, minimal().replace("warmup_ms = 10\n", &format!("warmup_ms = 10\ncalibration = {name:?}\n")) + CALIBRATED).unwrap();
+        std::fs::write(
+            &path,
+            minimal().replace("warmup_ms = 10\n", &format!("warmup_ms = 10\ncalibration = {name:?}\n")) + CALIBRATED,
+        )
+        .unwrap();
         let e = load(&path, &[]).expect_err(&name);
         assert_eq!((e.key.as_str(), e.line), ("calibration", Some(6)), "{name}: {e}");
         assert!(e.message.contains("expected the name of an overlay"), "{name}: {e}");
     }
-    let fig = |m: &str| format!("\n[[figure]]\ntitle = \"f\"\nx = \"traffic.load.rate_pps\"\ny = \"delivered_pps\"\nmeasured = {m:?}\n");
+    let fig = |m: &str| {
+        format!("\n[[figure]]\ntitle = \"f\"\nx = \"traffic.load.rate_pps\"\ny = \"delivered_pps\"\nmeasured = {m:?}\n")
+    };
     for m in ["/etc/hostname", "../../etc/hostname", "live/../../x.csv", ""] {
         std::fs::write(&path, minimal() + &fig(m)).unwrap();
         let e = load(&path, &[]).expect_err(m);
@@ -140,7 +155,10 @@ fn calibration_and_measured_are_names_inside_the_scenarios_tree() {
     // A file inside: read, with its permission bits.
     std::fs::create_dir_all(d.join("live")).unwrap();
     std::fs::write(d.join("live/m.csv"), "variant,x\n").unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(d.join("live/m.csv")).unwrap().permissions(), 0o640);
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(d.join("live/m.csv")).unwrap().permissions(),
+        0o640,
+    );
     std::fs::set_permissions(d.join("live/m.csv"), std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
     assert_eq!(files::read_measured(&path, "live/m.csv").unwrap(), Some((b"variant,x\n".to_vec(), 0o640)));
     assert_eq!(files::read_measured(&path, "live/none.csv").unwrap(), None);
@@ -155,7 +173,8 @@ fn the_overlay_of_a_project_scenario_is_the_projects() {
     let d = scratch("project");
     std::fs::create_dir_all(d.join("scenarios/sub")).unwrap();
     let path = d.join("scenarios/sub/x.toml");
-    std::fs::write(&path, minimal().replace("warmup_ms = 10\n", "warmup_ms = 10\ncalibration = \"t\"\n") + CALIBRATED).unwrap();
+    std::fs::write(&path, minimal().replace("warmup_ms = 10\n", "warmup_ms = 10\ncalibration = \"t\"\n") + CALIBRATED)
+        .unwrap();
     assert_eq!(load(&path, &[]).unwrap().calibration.unwrap().path, d.join("calibration/t.toml"));
     std::fs::write(d.join("calibration/t.toml"), "[values]\nwork = 1300\n").unwrap();
     assert_eq!(load(&path, &[]).unwrap().base_config().processes[0].work_ns, 1300);

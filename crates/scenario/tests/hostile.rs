@@ -54,7 +54,9 @@ fn every_hostile_file_is_refused_with_file_line_key_and_what_is_allowed() {
     let mut failures = Vec::new();
     for (path, header) in &files {
         let name = path.file_name().unwrap().to_string_lossy();
-        let (Some(line), Some(key), Some(message)) = (field(header, "line"), field(header, "key"), field(header, "message")) else {
+        let (Some(line), Some(key), Some(message)) =
+            (field(header, "line"), field(header, "key"), field(header, "message"))
+        else {
             failures.push(format!("{name}: header lacks expect-line, expect-key or expect-message"));
             continue;
         };

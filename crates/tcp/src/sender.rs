@@ -229,7 +229,11 @@ impl TcpSnd {
                 self.retransmits += 1;
                 s.retx = true;
                 s.sent_at = now;
-                return Some(TxSeg { seq: s.seq.max(self.snd_una), len: (s.seq + u64::from(s.len) - s.seq.max(self.snd_una)) as u32, retransmit: true });
+                return Some(TxSeg {
+                    seq: s.seq.max(self.snd_una),
+                    len: (s.seq + u64::from(s.len) - s.seq.max(self.snd_una)) as u32,
+                    retransmit: true,
+                });
             }
         }
         let s = *self.segs.get(self.sent)?;

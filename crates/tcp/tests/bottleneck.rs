@@ -125,7 +125,12 @@ fn run(n: usize, kind: CcKind, rate_pps: f64, buffer: usize, delay_ns: u64, secs
     };
     let mut flows: Vec<Flow> = (0..n)
         .map(|_| Flow {
-            snd: TcpSnd::new(MSS, u32::MAX, 0, Segmentation::Stream, true, u64::MAX).with_cc(kind, Era::Linux32, 1000, Time(0)),
+            snd: TcpSnd::new(MSS, u32::MAX, 0, Segmentation::Stream, true, u64::MAX).with_cc(
+                kind,
+                Era::Linux32,
+                1000,
+                Time(0),
+            ),
             rto_gen: 0,
             rto_armed: false,
             rcv_nxt: 0,
@@ -234,7 +239,11 @@ fn reno_saws_between_half_and_the_pipe() {
     }
     // Between two steady losses the window never falls below half of W (no timeouts).
     for &m in &fl.min_between[steady..fl.min_between.len() - 1] {
-        assert!(f64::from(m) >= w / 2.0 - 2.0 && m != u32::MAX, "the window fell to {m} between losses: {:?}", fl.min_between);
+        assert!(
+            f64::from(m) >= w / 2.0 - 2.0 && m != u32::MAX,
+            "the window fell to {m} between losses: {:?}",
+            fl.min_between
+        );
     }
     // No timeout in the steady state (the slow-start overshoot may have had one).
     assert_eq!(fl.timeouts_at_loss[steady], fl.snd.timeouts, "a timeout in the steady state");
@@ -260,5 +269,9 @@ fn cubic_keeps_seven_tenths_and_the_link_at_least_as_busy() {
     for &(cwnd, ssthresh) in &fl.losses[1..] {
         assert_eq!(ssthresh, (cwnd * 717 / 1024).max(2), "CUBIC's beta");
     }
-    assert!(cubic_busy >= reno_busy - 0.005, "CUBIC {cubic_busy} vs Reno {reno_busy} ({} losses)", reno[0].losses.len());
+    assert!(
+        cubic_busy >= reno_busy - 0.005,
+        "CUBIC {cubic_busy} vs Reno {reno_busy} ({} losses)",
+        reno[0].losses.len()
+    );
 }

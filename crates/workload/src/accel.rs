@@ -173,9 +173,15 @@ pub struct ThreadConfig {
 enum Fd {
     Free,
     /// A client connection: bytes of responses still to write.
-    Client { gen: u32, out: u32 },
+    Client {
+        gen: u32,
+        out: u32,
+    },
     /// An origin connection and the fetch it carries (bytes still expected).
-    Origin { fetch: Option<Fetch>, left: u32 },
+    Origin {
+        fetch: Option<Fetch>,
+        left: u32,
+    },
     /// A thread's notification pipe.
     Pipe,
 }
@@ -288,7 +294,11 @@ impl Accel {
             .map(|&role| Thread {
                 role,
                 step: Step::Start,
-                ctl: LoopControl::with_fifo(cfg.policy(), cfg.fifo_priority, cfg.fifo.unwrap_or(cfg.policy().realtime())),
+                ctl: LoopControl::with_fifo(
+                    cfg.policy(),
+                    cfg.fifo_priority,
+                    cfg.fifo.unwrap_or(cfg.policy().realtime()),
+                ),
                 nfds: 0,
                 pipe: NONE,
                 changes: Vec::new(),
@@ -526,7 +536,8 @@ impl Accel {
 
     /// `if (!empty(&conn_list)) proc_conns(&conn_list);` (poll and I/O), else the next pass.
     fn proc_conns(&mut self, t: usize) -> Action {
-        let list = if self.cfg.conn_list == ConnList::WithWork { self.threads[t].list_len } else { self.threads[t].nfds };
+        let list =
+            if self.cfg.conn_list == ConnList::WithWork { self.threads[t].list_len } else { self.threads[t].nfds };
         if list == 0 {
             return self.end_pass(t);
         }
@@ -713,7 +724,10 @@ mod tests {
         // A request on fd 7: read, parse, write the hit.
         a.poll_buffer(io).push(PollEvent { fd: 7, revents: POLLIN });
         assert_eq!(a.next(io, Outcome::Polled { ready: 1 }), Action::Read { fd: 7, max_bytes: 65536 });
-        assert!(matches!(a.next(io, Outcome::Read { bytes: 300, tag: request_tag(true, 5000), eof: false }), Action::Compute { .. }));
+        assert!(matches!(
+            a.next(io, Outcome::Read { bytes: 300, tag: request_tag(true, 5000), eof: false }),
+            Action::Compute { .. }
+        ));
         assert_eq!(a.next(io, Outcome::Computed), Action::Write { fd: 7, bytes: 5000, tag: 0 });
         // Partial write: the rest waits for POLLOUT; the pass ends with the next prepare.
         assert!(matches!(a.next(io, Outcome::Wrote { bytes: 3000 }), Action::Compute { .. }));
@@ -728,14 +742,23 @@ mod tests {
     fn with_work_gathers_before_the_block_and_skips_poll_on_an_empty_list() {
         // Fig. 5 order: prepare_conn_list (the gathering) at the top of the pass, then the
         // interval control, then `if (!empty(&conn_list))` poll() over that list.
-        let cfg = AccelConfig { interval_control: IntervalControl::Static, min_cycle_ms: 20.0, conn_list: ConnList::WithWork, ..Default::default() };
+        let cfg = AccelConfig {
+            interval_control: IntervalControl::Static,
+            min_cycle_ms: 20.0,
+            conn_list: ConnList::WithWork,
+            ..Default::default()
+        };
         let mut a = Accel::new(cfg, &[ThreadProgram::Listen, ThreadProgram::Io, ThreadProgram::Retrieve]);
         a.add_pipe(1, 3);
         let io = 1;
         a.next(io, Outcome::Start);
         a.next(io, Outcome::SchedulerSet);
         assert_eq!(a.next(io, Outcome::Time { ns: 0 }), Action::Gather { timeout_ms: 0 });
-        assert_eq!(a.next(io, Outcome::Gathered { n: 0 }), Action::Compute { user_ns: 2000 }, "loop_base only: an empty list");
+        assert_eq!(
+            a.next(io, Outcome::Gathered { n: 0 }),
+            Action::Compute { user_ns: 2000 },
+            "loop_base only: an empty list"
+        );
         a.next(io, Outcome::Computed);
         assert_eq!(a.next(io, Outcome::Time { ns: 3_000_000 }), Action::SetScheduler { fifo: None });
         a.next(io, Outcome::SchedulerSet);

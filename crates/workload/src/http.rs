@@ -361,7 +361,16 @@ impl HttpClients {
         c.delack_due = 0;
         self.stats.conns_opened += 1;
         let flow = self.flow(slot);
-        out.push(Emit { flow, seq: 0, payload_bytes: 0, tcp: true, ack: None, win: self.window_bytes, flags: FLAG_SYN, tag: 0 });
+        out.push(Emit {
+            flow,
+            seq: 0,
+            payload_bytes: 0,
+            tcp: true,
+            ack: None,
+            win: self.window_bytes,
+            flags: FLAG_SYN,
+            tag: 0,
+        });
     }
 
     fn push_idle(&mut self, slot: u32) {
@@ -384,7 +393,16 @@ impl HttpClients {
         let c = &mut self.conns[slot as usize];
         c.unacked = 0;
         c.delack_due = 0;
-        out.push(Emit { flow, seq: c.snd_nxt, payload_bytes: 0, tcp: true, ack: Some(c.rcv_nxt), win: self.window_bytes, flags: 0, tag: 0 });
+        out.push(Emit {
+            flow,
+            seq: c.snd_nxt,
+            payload_bytes: 0,
+            tcp: true,
+            ack: Some(c.rcv_nxt),
+            win: self.window_bytes,
+            flags: 0,
+            tag: 0,
+        });
     }
 
     fn arrival(&mut self, now: u64, out: &mut Vec<Emit>) {
@@ -479,7 +497,16 @@ impl HttpClients {
                     return None;
                 }
                 self.stats.conns_established += 1;
-                out.push(Emit { flow, seq: 0, payload_bytes: 0, tcp: true, ack: None, win: self.window_bytes, flags: FLAG_HANDSHAKE, tag: 0 });
+                out.push(Emit {
+                    flow,
+                    seq: 0,
+                    payload_bytes: 0,
+                    tcp: true,
+                    ack: None,
+                    win: self.window_bytes,
+                    flags: FLAG_HANDSHAKE,
+                    tag: 0,
+                });
                 self.push_idle(slot);
             }
             Feedback::Data { flow, seq, len, .. } => {
@@ -558,7 +585,16 @@ impl HttpClients {
             c.state = CState::Closing;
             c.delack_due = 0;
             self.stats.conns_closed += 1;
-            out.push(Emit { flow, seq: c.snd_nxt, payload_bytes: 0, tcp: true, ack: None, win: self.window_bytes, flags: FLAG_FIN, tag: 0 });
+            out.push(Emit {
+                flow,
+                seq: c.snd_nxt,
+                payload_bytes: 0,
+                tcp: true,
+                ack: None,
+                win: self.window_bytes,
+                flags: FLAG_FIN,
+                tag: 0,
+            });
         } else {
             self.push_idle(slot);
         }
@@ -594,7 +630,15 @@ pub struct HttpOrigin {
 
 impl HttpOrigin {
     pub fn new(cfg: HttpConfig, window_bytes: u32) -> Self {
-        HttpOrigin { cfg, window_bytes, conns: Vec::new(), timers: BinaryHeap::new(), armed: u64::MAX, rng: None, stats: HttpStats::default() }
+        HttpOrigin {
+            cfg,
+            window_bytes,
+            conns: Vec::new(),
+            timers: BinaryHeap::new(),
+            armed: u64::MAX,
+            rng: None,
+            stats: HttpStats::default(),
+        }
     }
 
     fn conn(&mut self, flow: u32) -> &mut OConn {
@@ -662,7 +706,16 @@ impl HttpOrigin {
                 c.rcv_nxt += u64::from(len);
                 let (ack, snd) = (c.rcv_nxt, c.snd_nxt);
                 // Acknowledge the request at once (its answer takes a think time).
-                out.push(Emit { flow, seq: snd, payload_bytes: 0, tcp: true, ack: Some(ack), win: self.window_bytes, flags: 0, tag: 0 });
+                out.push(Emit {
+                    flow,
+                    seq: snd,
+                    payload_bytes: 0,
+                    tcp: true,
+                    ack: Some(ack),
+                    win: self.window_bytes,
+                    flags: 0,
+                    tag: 0,
+                });
                 if tag != 0 {
                     let (m, sd) = (self.cfg.think_ms_mean, self.cfg.think_ms_sd);
                     let rng = self.rng.as_mut().expect("seeded at the first wake (the start)");
@@ -728,7 +781,8 @@ mod tests {
     /// Drive the clients by hand: connect, a request, its response, the close and reconnect.
     #[test]
     fn a_connection_lives_its_uses_then_reconnects() {
-        let mut cfg = HttpConfig { conns: 1, rate_rps: 1000.0, connect_ramp_ms: 1, conn_uses_zipf: 1, ..Default::default() };
+        let mut cfg =
+            HttpConfig { conns: 1, rate_rps: 1000.0, connect_ramp_ms: 1, conn_uses_zipf: 1, ..Default::default() };
         cfg.content = ContentMix::Fixed;
         cfg.object_bytes = 2000;
         let mut c = HttpClients::new(cfg, 0, 10_000_000_000, 0, 65535);
@@ -770,7 +824,11 @@ mod tests {
         let mut rng = RngStreams::new(4).stream("x");
         let mut out = Vec::new();
         assert_eq!(o.wake(Time(0), &mut rng, &mut out), None);
-        let wake = o.feedback(Time(0), Feedback::Data { flow: 3, seq: 0, len: 300, frame_bytes: 0, tag: request_tag(false, 5000) }, &mut out);
+        let wake = o.feedback(
+            Time(0),
+            Feedback::Data { flow: 3, seq: 0, len: 300, frame_bytes: 0, tag: request_tag(false, 5000) },
+            &mut out,
+        );
         assert_eq!(out.len(), 1, "the request is acknowledged");
         assert_eq!(wake, Some(Time(10_000_000)));
         out.clear();

@@ -24,8 +24,8 @@ mod program;
 mod source;
 
 pub use accel::{Accel, AccelConfig, AccelStats, ConnList, ThreadConfig, ThreadProgram};
-pub use http::{ContentMix, HttpClients, HttpConfig, HttpOrigin, HttpStats};
 pub use frame::{Emit, Feedback};
+pub use http::{ContentMix, HttpClients, HttpConfig, HttpOrigin, HttpStats};
 pub use mechanisms::kawai_interval::{IntervalControl, IntervalPolicy};
 pub use program::{Action, Outcome, PollEvent, Program, ProgramConfig, ProgramKind, WorkDist, POLLIN, POLLOUT};
 pub use source::{

@@ -117,26 +117,44 @@ pub enum Outcome {
     /// First call after the process starts.
     Start,
     Computed,
-    Received { bytes: u32 },
+    Received {
+        bytes: u32,
+    },
     Replied,
-    Sent { bytes: u32 },
+    Sent {
+        bytes: u32,
+    },
     Slept,
     Yielded,
     NiceSet,
     /// gettimeofday() returned this time (ns).
-    Time { ns: u64 },
+    Time {
+        ns: u64,
+    },
     SchedulerSet,
     /// poll() returned with this many ready descriptors (in the program's poll buffer).
-    Polled { ready: u32 },
+    Polled {
+        ready: u32,
+    },
     /// `Gather` found this many connections with work (the list the next poll() covers).
-    Gathered { n: u32 },
+    Gathered {
+        n: u32,
+    },
     /// accept() returned a new descriptor.
-    Accepted { fd: u32 },
+    Accepted {
+        fd: u32,
+    },
     /// read() returned `bytes`; `tag` = the label of a message that ended in them (0: none);
     /// `eof` = the peer has closed and everything was read.
-    Read { bytes: u32, tag: u64, eof: bool },
+    Read {
+        bytes: u32,
+        tag: u64,
+        eof: bool,
+    },
     /// write() took `bytes`.
-    Wrote { bytes: u32 },
+    Wrote {
+        bytes: u32,
+    },
     Closed,
     Notified,
 }
@@ -175,7 +193,10 @@ impl Program {
     /// Does this program read from a socket?
     pub fn uses_socket(&self) -> bool {
         // (stream_send binds a socket too: its port receives the connection's ACKs.)
-        !matches!(self.cfg.kind, ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder | ProgramKind::Accelerator)
+        !matches!(
+            self.cfg.kind,
+            ProgramKind::Spin | ProgramKind::Periodic | ProgramKind::Yielder | ProgramKind::Accelerator
+        )
     }
 
     fn work(&self, rng: &mut Rng) -> u64 {
@@ -230,8 +251,7 @@ impl Program {
     fn after_work(&self) -> Action {
         match self.cfg.kind {
             ProgramKind::UdpEcho | ProgramKind::TcpEcho => {
-                let bytes =
-                    if self.cfg.reply_bytes == 0 { self.last_rx_bytes } else { self.cfg.reply_bytes };
+                let bytes = if self.cfg.reply_bytes == 0 { self.last_rx_bytes } else { self.cfg.reply_bytes };
                 Action::Reply { bytes }
             }
             _ => self.recv(),
@@ -245,7 +265,16 @@ mod tests {
     use hostsim_engine::RngStreams;
 
     fn cfg(kind: ProgramKind, work_ns: u64) -> ProgramConfig {
-        ProgramConfig { kind, work_ns, work_dist: WorkDist::Fixed, read_bytes: 65536, reply_bytes: 0, sleep_ns: 0, unit_bytes: 0, total_bytes: 0 }
+        ProgramConfig {
+            kind,
+            work_ns,
+            work_dist: WorkDist::Fixed,
+            read_bytes: 65536,
+            reply_bytes: 0,
+            sleep_ns: 0,
+            unit_bytes: 0,
+            total_bytes: 0,
+        }
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use crate::frame::{Emit, Feedback};
 use crate::http::{HttpClients, HttpConfig, HttpOrigin};
-use hostsim_tcp::{CcKind, Era, Segmentation, TcpSnd};
 use hostsim_engine::{round_u64, Histogram, Rng, Time};
+use hostsim_tcp::{CcKind, Era, Segmentation, TcpSnd};
 use serde::{Deserialize, Serialize};
 
 /// Kind of generator.
@@ -240,7 +240,11 @@ impl Source {
             (SourceKind::HttpClients, h) => {
                 let h = h.clone().unwrap_or_default();
                 Some(Box::new(HttpState::Clients(HttpClients::new(
-                    h, cfg.start_ns, cfg.stop_ns, cfg.record_from_ns, cfg.window_bytes,
+                    h,
+                    cfg.start_ns,
+                    cfg.stop_ns,
+                    cfg.record_from_ns,
+                    cfg.window_bytes,
                 ))))
             }
             (SourceKind::HttpOrigin, h) => {
@@ -289,7 +293,16 @@ impl Source {
     fn emit_ack(&mut self, out: &mut Vec<Emit>, flow: u32, ack: u64) {
         self.stats.emitted += 1;
         self.stats.sink.acks += 1;
-        out.push(Emit { flow, seq: 0, payload_bytes: 0, tcp: true, ack: Some(ack), win: self.cfg.window_bytes, flags: 0, tag: 0 });
+        out.push(Emit {
+            flow,
+            seq: 0,
+            payload_bytes: 0,
+            tcp: true,
+            ack: Some(ack),
+            win: self.cfg.window_bytes,
+            flags: 0,
+            tag: 0,
+        });
     }
 
     /// The sink's next timed action (an ACK leaving, a delayed ACK due).
@@ -755,12 +768,17 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(s.wake(Time(0), &mut r, &mut out), None);
         // Quick-ACK mode: the first segment is acknowledged at once (after the stack time).
-        let t = s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+        let t =
+            s.feedback(Time(1_000), Feedback::Data { flow: 0, seq: 0, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
         assert_eq!(t, Some(Time(6_000)));
         s.wake(Time(6_000), &mut r, &mut out);
         assert_eq!(out.last().and_then(|e| e.ack), Some(1000));
         for k in 1..40u64 {
-            s.feedback(Time(1_000 + k * 90_000), Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+            s.feedback(
+                Time(1_000 + k * 90_000),
+                Feedback::Data { flow: 0, seq: k * 1000, len: 1000, frame_bytes: 1058, tag: 0 },
+                &mut out,
+            );
         }
         let st = &s.stats.sink;
         assert_eq!((st.frames, st.bytes), (40, 40_000));
@@ -768,7 +786,11 @@ mod tests {
         assert_eq!(st.short_gap_sizes[10], 39, "1058 B frames in the 1000-1099 B bin");
         // Out of order: acknowledged at once, counted.
         s.wake(Time(9_000_000), &mut r, &mut out);
-        let t = s.feedback(Time(10_000_000), Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058, tag: 0 }, &mut out);
+        let t = s.feedback(
+            Time(10_000_000),
+            Feedback::Data { flow: 0, seq: 99_000, len: 1000, frame_bytes: 1058, tag: 0 },
+            &mut out,
+        );
         assert_eq!(t, Some(Time(10_005_000)));
         assert_eq!(s.stats.sink.out_of_order, 1);
     }

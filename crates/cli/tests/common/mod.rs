@@ -37,9 +37,19 @@ pub fn tmp(tag: &str, name: &str) -> PathBuf {
 /// ignored signal ignored, as it keeps SIGHUP under nohup. The child is returned to the caller,
 /// who waits for it; on a failure here it is killed and waited for.
 #[allow(clippy::zombie_processes)]
-pub fn start_live(experiment: &str, out: &Path, args: &[&str], piped_stderr: bool, within: Duration, ready: impl Fn(&[Entry]) -> bool) -> (Child, Vec<Entry>) {
+pub fn start_live(
+    experiment: &str,
+    out: &Path,
+    args: &[&str],
+    piped_stderr: bool,
+    within: Duration,
+    ready: impl Fn(&[Entry]) -> bool,
+) -> (Child, Vec<Entry>) {
     let mut cmd = hostsim();
-    cmd.args(["live", experiment, "--out", out.to_str().unwrap()]).args(args).stdin(Stdio::null()).stdout(Stdio::null());
+    cmd.args(["live", experiment, "--out", out.to_str().unwrap()])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
     cmd.stderr(if piped_stderr { Stdio::piped() } else { Stdio::inherit() });
     // SAFETY: signal() between fork and exec.
     unsafe {
@@ -134,7 +144,9 @@ pub fn assert_undone(entries: &[Entry], when: &str) {
 pub fn csv_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let h = r.headers().unwrap().clone();
-    r.records().map(|rec| h.iter().zip(rec.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect()).collect()
+    r.records()
+        .map(|rec| h.iter().zip(rec.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        .collect()
 }
 
 /// Column `k` of a row as a number (NaN when absent or not a number).
@@ -148,25 +160,35 @@ pub fn exists(e: &Entry) -> bool {
         Entry::Netns { name } => ledger::netns_exists(name),
         Entry::Veth { ns, dev } => {
             ns.as_ref().is_none_or(|n| ledger::netns_exists(n))
-                && Command::new("ip").args(ns.iter().flat_map(|n| ["-n", n.as_str()])).args(["link", "show", "dev", dev]).output().unwrap().status.success()
+                && Command::new("ip")
+                    .args(ns.iter().flat_map(|n| ["-n", n.as_str()]))
+                    .args(["link", "show", "dev", dev])
+                    .output()
+                    .unwrap()
+                    .status
+                    .success()
         }
         Entry::Cgroup { path } | Entry::ServerGroup { path } => path.exists(),
-        Entry::Xdp { prog_id, .. } | Entry::Tcx { prog_id, .. } => {
-            Command::new("bpftool").args(["prog", "show", "id", &prog_id.to_string()]).output().is_ok_and(|o| o.status.success())
-        }
+        Entry::Xdp { prog_id, .. } | Entry::Tcx { prog_id, .. } => Command::new("bpftool")
+            .args(["prog", "show", "id", &prog_id.to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success()),
         // A value in a namespace that is gone is gone with it; elsewhere it must be back.
         Entry::File { ns, path, old } => match ns {
             Some(n) if !ledger::netns_exists(n) => false,
             n => hostsim_live::netns::read_in(n.as_deref(), path).is_ok_and(|v| v.trim() != old.trim()),
         },
         Entry::Affinity { pid, start_time, cpus } => {
-            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::affinity(*pid as i32).ok().as_ref() != Some(cpus)
+            hostsim_live::sys::start_time(*pid) == Some(*start_time)
+                && hostsim_live::sys::affinity(*pid as i32).ok().as_ref() != Some(cpus)
         }
-        Entry::Link { link_id, .. } => {
-            Command::new("bpftool").args(["link", "show", "id", &link_id.to_string()]).output().is_ok_and(|o| o.status.success())
-        }
+        Entry::Link { link_id, .. } => Command::new("bpftool")
+            .args(["link", "show", "id", &link_id.to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success()),
         Entry::Sched { pid, start_time, policy, prio } => {
-            hostsim_live::sys::start_time(*pid) == Some(*start_time) && hostsim_live::sys::sched_of(*pid as i32).ok() != Some((*policy, *prio))
+            hostsim_live::sys::start_time(*pid) == Some(*start_time)
+                && hostsim_live::sys::sched_of(*pid as i32).ok() != Some((*policy, *prio))
         }
     }
 }

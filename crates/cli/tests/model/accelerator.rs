@@ -28,7 +28,12 @@ fn a_fifo_thread_that_yields_lets_only_equal_priority_fifo_threads_run() {
     );
     let s = run(&load_text("fifo-yield", &text, &[]));
     let cpu = |n: &str| process(&s, n).cpu_ns as f64;
-    assert!(cpu("low") < 1e6 && cpu("other") < 1e6, "yield must not let lower tasks run: low {} other {}", cpu("low"), cpu("other"));
+    assert!(
+        cpu("low") < 1e6 && cpu("other") < 1e6,
+        "yield must not let lower tasks run: low {} other {}",
+        cpu("low"),
+        cpu("other")
+    );
     let (a, b) = (cpu("a"), cpu("b"));
     assert!((a - b).abs() / (a + b) < 0.01, "equal FIFO priorities alternate: a {a} b {b}");
     assert!(a + b > 0.99e9, "the two FIFO yielders have the CPU: {}", a + b);
@@ -59,10 +64,15 @@ fn light(control: &str, cycle_ms: &str, hz: &str) -> Summary {
 /// cycle is the requested one + 1 ms (the `+1`) rounded to the jiffy.
 #[test]
 fn static_control_sleeps_the_rest_of_the_cycle_rounded_as_the_kernel_rounds() {
-    for (cycle, hz, want_loops) in [("10", "100", 50.0), ("20", "100", 1000.0 / 30.0), ("30", "100", 25.0), ("10", "1000", 1000.0 / 11.0)] {
+    for (cycle, hz, want_loops) in
+        [("10", "100", 50.0), ("20", "100", 1000.0 / 30.0), ("30", "100", 25.0), ("10", "1000", 1000.0 / 11.0)]
+    {
         let s = light("static", cycle, hz);
         let loops = metric(&s, "chamomile_io_loops_per_s");
-        assert!((loops - want_loops).abs() <= 1.0, "static {cycle} ms at HZ {hz}: {loops} loops/s, want {want_loops:.1}");
+        assert!(
+            (loops - want_loops).abs() <= 1.0,
+            "static {cycle} ms at HZ {hz}: {loops} loops/s, want {want_loops:.1}"
+        );
         let sleeps = metric(&s, "chamomile_io_sleeps_per_s");
         assert!((sleeps - loops).abs() <= 1.0, "every short loop sleeps: {sleeps} sleeps/s vs {loops} loops/s");
     }
@@ -94,13 +104,22 @@ fn seven_thousand_connections_held_open_with_no_leak() {
     assert_eq!(accepted - closed + 500.0, live, "opened {accepted} != closed {closed} + open {live} - 500 origin");
     // A connection the clients count as open but the server closed (or the reverse) is in
     // the middle of its FIN exchange: at most a handful.
-    assert!((open_clients - (accepted - closed)).abs() <= 50.0, "clients hold {open_clients}, the server {}", accepted - closed);
+    assert!(
+        (open_clients - (accepted - closed)).abs() <= 50.0,
+        "clients hold {open_clients}, the server {}",
+        accepted - closed
+    );
     assert!((live - 7000.0).abs() / 7000.0 < 0.1, "about 7,000 sockets: {live}");
     // No request silently lost: every one offered (all after the 1 ms warm-up) was completed, is
     // outstanding, or was refused for want of an idle connection.
-    let (offered, completed, refused) = (total("clients_offered_rps"), total("clients_completed_rps"), total("clients_no_conn_per_s"));
+    let (offered, completed, refused) =
+        (total("clients_offered_rps"), total("clients_completed_rps"), total("clients_no_conn_per_s"));
     let outstanding = metric(&s, "clients_outstanding");
-    assert_eq!(offered, completed + outstanding + refused, "offered {offered} != completed {completed} + outstanding {outstanding} + refused {refused}");
+    assert_eq!(
+        offered,
+        completed + outstanding + refused,
+        "offered {offered} != completed {completed} + outstanding {outstanding} + refused {refused}"
+    );
     assert!(completed / offered > 0.9, "served: {completed} of {offered}");
 }
 

@@ -116,7 +116,11 @@ fn kernel_overlap(text: &str) -> Option<f64> {
             stack.push((e0, c));
         }
         close(&mut stack, &mut t, i64::MAX, &mut flat);
-        spans.extend(flat.into_iter().filter(|(a, b, c)| b > a && matches!(c.as_str(), "hardirq" | "softirq" | "system")).map(|(a, b, _)| (a, b, cpu)));
+        spans.extend(
+            flat.into_iter()
+                .filter(|(a, b, c)| b > a && matches!(c.as_str(), "hardirq" | "softirq" | "system"))
+                .map(|(a, b, _)| (a, b, cpu)),
+        );
     }
     spans.sort();
     let mut open: Option<(i64, u64)> = None; // (end, cpu) of the span reaching furthest
@@ -238,7 +242,9 @@ fn comparable(s: &Summary) -> serde_json::Value {
 
 #[test]
 fn a_uniprocessor_kernel_is_exactly_a_one_cpu_machine() {
-    let text = functional(30_000, 100).replace("concurrency = \"functional\"", "concurrency = \"up\"").replace("irq_cpus = [1]", "irq_cpus = [0]");
+    let text = functional(30_000, 100)
+        .replace("concurrency = \"functional\"", "concurrency = \"up\"")
+        .replace("irq_cpus = [1]", "irq_cpus = [0]");
     let up = run(&load_text("up", &text, &[]));
     let one = run(&load_text("up", &text, &[("profile_set.topology.packages", "1")]));
     assert_eq!(up.cpus.len(), 1);

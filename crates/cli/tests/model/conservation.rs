@@ -65,7 +65,11 @@ link_mbps = 10000
     assert!(p.tx_ring_drops > 0, "the TX ring must overflow");
     let replies = crate::process(&s, "echo").tx_packets;
     assert_eq!(replies, p.tx_frames, "every reply goes to the device");
-    assert_eq!(p.tx_frames, p.tx_delivered + p.tx_ring_drops + p.tx_in_flight, "and is delivered, dropped or in flight");
+    assert_eq!(
+        p.tx_frames,
+        p.tx_delivered + p.tx_ring_drops + p.tx_in_flight,
+        "and is delivered, dropped or in flight"
+    );
     // What leaves is bounded by the wire: 1 Gbit/s / (1472 + 62 bytes) per frame.
     let wire_fps = 1e9 / 8.0 / (1472.0 + 62.0);
     assert!(((p.tx_delivered + p.tx_in_flight) as f64) < wire_fps * 0.2 * 1.05 + 64.0 + 100.0);

@@ -6,7 +6,8 @@ use hostsim_cli::summary_json;
 #[test]
 fn same_seed_gives_identical_summary_json() {
     for variant in ["legacy", "napi"] {
-        let sc = load("scenarios/examples/livelock.toml", &[("traffic.load.rate_pps", "150000"), ("duration_ms", "300")]);
+        let sc =
+            load("scenarios/examples/livelock.toml", &[("traffic.load.rate_pps", "150000"), ("duration_ms", "300")]);
         let cfg = sc.config_with(Some(variant), &[]).unwrap();
         let a = summary_json(&hostsim_host::run(cfg.clone()).summary);
         let b = summary_json(&hostsim_host::run(cfg).summary);
@@ -23,7 +24,10 @@ fn another_seed_gives_other_numbers() {
 
 #[test]
 fn timeseries_and_trace_are_deterministic_too() {
-    let sc = load("scenarios/examples/livelock.toml", &[("traffic.load.rate_pps", "120000"), ("duration_ms", "100"), ("warmup_ms", "0")]);
+    let sc = load(
+        "scenarios/examples/livelock.toml",
+        &[("traffic.load.rate_pps", "120000"), ("duration_ms", "100"), ("warmup_ms", "0")],
+    );
     let cfg = sc.config_with(Some("legacy"), &[]).unwrap();
     let (a, _, ta) = hostsim_cli::run_traced_json(cfg.clone()).expect("traced run");
     let (b, _, tb) = hostsim_cli::run_traced_json(cfg.clone()).expect("traced run");

@@ -103,7 +103,15 @@ fn the_table_work_is_charged_to_the_enqueuing_cpu() {
 
 /// Random NAPI/RPS hosts under flow limit: `flows` flows of one source plus a second source,
 /// RSS over `queues` queues, an RPS map, tables on some CPUs.
-fn random_host(queues: u32, rps_mask: u8, table_mask: u8, max_backlog: u32, rate: u32, flows: u32, seed: u64) -> String {
+fn random_host(
+    queues: u32,
+    rps_mask: u8,
+    table_mask: u8,
+    max_backlog: u32,
+    rate: u32,
+    flows: u32,
+    seed: u64,
+) -> String {
     let cpus = |m: u8| format!("{:?}", (0..4u32).filter(|c| m & (1 << c) != 0).collect::<Vec<_>>());
     format!(
         r#"

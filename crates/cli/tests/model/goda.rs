@@ -21,7 +21,10 @@ fn check_classes(s: &Summary, what: &str) {
     assert!(close(wake, parts), "{what}: wake-up migrations {wake}/s, classes sum to {parts}/s (seed 1)");
     let all = m["migrations_wakeup_per_s"] + m["migrations_load_balance_per_s"] + m["migrations_idle_balance_per_s"];
     assert!(close(m["migrations_per_s"], all), "{what}: causes don't sum to all migrations (seed 1)");
-    assert!(m["migrations_unintended_per_s"] <= m["migrations_wakeup_affine_per_s"], "{what}: unintended is a kind of affine pull");
+    assert!(
+        m["migrations_unintended_per_s"] <= m["migrations_wakeup_affine_per_s"],
+        "{what}: unintended is a kind of affine pull"
+    );
     assert_eq!(s.packets.reordered, 0, "{what}: RFS reordered a flow (seed 1)");
 }
 

@@ -100,7 +100,12 @@ fn gro_merges_conserves_and_acks_once_per_aggregate() {
     assert!(off.packets.gro_rsc.is_none());
     assert_eq!(on.packets.reordered, 0);
     let per_byte = |s: &hostsim_host::Summary| s.packets.tx_frames as f64 / rx_bytes(s, 24).max(1) as f64;
-    assert!(per_byte(&on) < per_byte(&off), "frames sent per byte received: {} with GRO, {} without (seed 1)", per_byte(&on), per_byte(&off));
+    assert!(
+        per_byte(&on) < per_byte(&off),
+        "frames sent per byte received: {} with GRO, {} without (seed 1)",
+        per_byte(&on),
+        per_byte(&off)
+    );
 }
 
 /// RSC: frames join aggregates in the NIC, nothing is lost or reordered.

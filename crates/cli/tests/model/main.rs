@@ -1,13 +1,13 @@
 //! Tests that prove the model: one binary, one file per area. None depends on wall-clock speed.
 //! Every assertion that involves a run prints the seed that reproduces it.
 
+mod accelerator;
 mod concurrency;
 mod conservation;
 mod determinism;
 mod flow_limit;
 mod goda;
 mod ixgbe32;
-mod accelerator;
 mod livelock;
 mod pbq;
 mod profiles;

@@ -69,7 +69,13 @@ fn mm1_mean_wait_matches_formula() {
     let expect_s = (lambda / mu) / (mu - lambda); // Wq = ρ / (μ − λ)
     let (w, _) = mean_wait_ns(1, lambda, 10_000, 11);
     let err = (w * 1e-9 - expect_s).abs() / expect_s;
-    assert!(err < TOL, "M/M/1 Wq {:.3} us vs formula {:.3} us ({:.1}% off, seed 11)", w / 1e3, expect_s * 1e6, err * 100.0);
+    assert!(
+        err < TOL,
+        "M/M/1 Wq {:.3} us vs formula {:.3} us ({:.1}% off, seed 11)",
+        w / 1e3,
+        expect_s * 1e6,
+        err * 100.0
+    );
 }
 
 #[test]
@@ -79,7 +85,13 @@ fn mmc_mean_wait_matches_erlang_c() {
     let expect_s = erlang_c(c, lambda / mu) / (c as f64 * mu - lambda);
     let (w, _) = mean_wait_ns(c, lambda, 10_000, 12);
     let err = (w * 1e-9 - expect_s).abs() / expect_s;
-    assert!(err < TOL, "M/M/3 Wq {:.3} us vs Erlang C {:.3} us ({:.1}% off, seed 12)", w / 1e3, expect_s * 1e6, err * 100.0);
+    assert!(
+        err < TOL,
+        "M/M/3 Wq {:.3} us vs Erlang C {:.3} us ({:.1}% off, seed 12)",
+        w / 1e3,
+        expect_s * 1e6,
+        err * 100.0
+    );
 }
 
 #[test]

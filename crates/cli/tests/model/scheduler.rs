@@ -129,7 +129,11 @@ fn ozaki_pbq_original_without_flood_does_not_migrate_on_wakeups() {
         let sc = load("scenarios/ozaki-pbq-throughput.toml", &o);
         let s = run(&sc);
         let (mig, wake) = (s.metrics["migrations_per_s"], s.metrics["wakeups_per_s"]);
-        assert!(wake > 10_000.0, "{scheduler} seed {}: bw is woken for its 34,000 pkt/s: {wake}", sc.base_config().seed);
+        assert!(
+            wake > 10_000.0,
+            "{scheduler} seed {}: bw is woken for its 34,000 pkt/s: {wake}",
+            sc.base_config().seed
+        );
         (mig / wake, process(&s, "bw").rx_packets)
     };
     let (o1, rx) = frac("o1");
@@ -199,7 +203,10 @@ fn modern_64c_linux6_placement_does_not_storm() {
     assert!(mig6 < wake6, "cfs6 seed {seed}: {mig6} migrations/s, at most one per wake-up ({wake6}/s)");
     assert!(irq6 > 0.5 && pkg1_6 < 0.15, "cfs6 seed {seed}: busy CPUs 0-15 {irq6:.3}, 32-63 {pkg1_6:.3}");
     let (wake3, mig3, idle3, irq3, _pkg1_3, seed) = era("cfs", "125");
-    assert!(idle3 < 0.1 * wake3, "cfs (3.2) seed {seed}: new-idle pulls {idle3}/s vs {wake3} wake-ups/s (avg_idle gate)");
+    assert!(
+        idle3 < 0.1 * wake3,
+        "cfs (3.2) seed {seed}: new-idle pulls {idle3}/s vs {wake3} wake-ups/s (avg_idle gate)"
+    );
     // 3.2's select_idle_sibling takes any idle core of the LLC when the target is busy; 6.x's
     // wake_affine_idle and recent_used_cpu keep more wake-ups where they were.
     assert!(mig6 < mig3 && mig3 < wake3, "seed {seed}: 3.2 moves {mig3}/s, 6.x {mig6}/s, 3.2 wake-ups {wake3}/s");
@@ -239,7 +246,16 @@ cpus = [0]
 #[test]
 fn o1_hogs_take_one_timeslice_each_per_array_switch() {
     let hogs = |o1| {
-        let s = run(&load_text("o1-hogs", &o1_pair("program = \"spin\"\nwork_ns = 100000", "program = \"spin\"\nwork_ns = 100000\nnice = 10", o1, 20_000), &[]));
+        let s = run(&load_text(
+            "o1-hogs",
+            &o1_pair(
+                "program = \"spin\"\nwork_ns = 100000",
+                "program = \"spin\"\nwork_ns = 100000\nnice = 10",
+                o1,
+                20_000,
+            ),
+            &[],
+        ));
         process(&s, "a").cpu_ns as f64 / process(&s, "b").cpu_ns as f64
     };
     let o1 = hogs(true);
@@ -276,7 +292,11 @@ fn o1_a_sleeper_gains_a_bonus_and_preempts_a_hog() {
 #[test]
 fn o1_a_yielder_keeps_the_active_array_as_2_5_17_did() {
     let share = |o1| {
-        let s = run(&load_text("o1-yield", &o1_pair("program = \"yielder\"\nwork_ns = 100000", "program = \"spin\"\nwork_ns = 100000", o1, 20_000), &[]));
+        let s = run(&load_text(
+            "o1-yield",
+            &o1_pair("program = \"yielder\"\nwork_ns = 100000", "program = \"spin\"\nwork_ns = 100000", o1, 20_000),
+            &[],
+        ));
         let (a, b) = (process(&s, "a").cpu_ns as f64, process(&s, "b").cpu_ns as f64);
         a / (a + b)
     };

@@ -76,7 +76,11 @@ fn paired_seeds_resolve_a_small_effect_and_disjoint_seed_sets_agree() {
     let checks = hostsim_cli::seed_check_pair(&a, &b, 2, true, None).unwrap();
     assert_eq!(checks.len(), 3);
     for c in &checks {
-        assert!(c.same, "{}: {:?} on seeds {:?}, {:?} on {:?}", c.claim, c.a.verdict, c.seeds_a, c.b.verdict, c.seeds_b);
+        assert!(
+            c.same,
+            "{}: {:?} on seeds {:?}, {:?} on {:?}",
+            c.claim, c.a.verdict, c.seeds_a, c.b.verdict, c.seeds_b
+        );
         assert_eq!(c.a.verdict, Verdict::Pass, "{}: {:?} (seeds {:?})", c.claim, c.a, c.seeds_a);
         assert_eq!(c.a.seeds, 12);
     }

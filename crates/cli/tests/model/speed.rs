@@ -32,7 +32,9 @@ speed_pct = {speed}
 fn a_regulated_process_never_runs_outside_its_slots_and_gets_n_of_t() {
     // (speed, slot us, block ms): 100 % and 1 %, the paper's 50 and 80 %, 15 % of T = 20 slots
     // (n = 3 does not divide 20), and 77 % of T = 1000.
-    for (speed, slot, block) in [(100, 1000, 1000), (1, 1000, 1000), (50, 1000, 1000), (80, 1000, 1000), (15, 1000, 20), (77, 1000, 1000)] {
+    for (speed, slot, block) in
+        [(100, 1000, 1000), (1, 1000, 1000), (50, 1000, 1000), (80, 1000, 1000), (15, 1000, 20), (77, 1000, 1000)]
+    {
         for dispatch in ["slot_boundary", "immediate"] {
             for rival in [false, true] {
                 let s = run(&load_text("speed-hog", &hog(speed, slot, block, dispatch, rival), &[]));
@@ -102,7 +104,11 @@ fn the_80_percent_rule_follows_from_the_slot_arithmetic() {
     let s = run(&load_text("rule-80", &burst_sender(80, "slot_boundary"), &[]));
     let m = &s.metrics;
     assert_eq!(s.speed_violations, 0);
-    assert!(full.metrics["receiver_long_gaps"] > 200.0, "one long gap per slot at 100 %: {}", full.metrics["receiver_long_gaps"]);
+    assert!(
+        full.metrics["receiver_long_gaps"] > 200.0,
+        "one long gap per slot at 100 %: {}",
+        full.metrics["receiver_long_gaps"]
+    );
     assert_eq!(full.metrics["receiver_lengthened_gaps"], 0.0, "no gap reaches 1 ms at 100 %");
     let share = m["receiver_lengthened_frac"];
     assert!((share - 0.25).abs() <= 0.02, "80 %: lengthened share {share:.4}, the rule says 0.25");
@@ -121,6 +127,14 @@ fn the_80_percent_rule_follows_from_the_slot_arithmetic() {
     let m = &s_i.metrics;
     let span_ms = m["receiver_rx_bytes"] * 8.0 / m["receiver_bw_mbps"] / 1e3;
     let unallocated = span_ms / 5.0;
-    assert!((m["receiver_long_gaps"] - unallocated).abs() <= 2.0, "immediate: {} long gaps, {unallocated:.1} unallocated slots", m["receiver_long_gaps"]);
-    assert!((600.0..1000.0).contains(&m["receiver_long_gap_mode_us"]), "immediate: long gaps ~1 ms less the drain: {}", m["receiver_long_gap_mode_us"]);
+    assert!(
+        (m["receiver_long_gaps"] - unallocated).abs() <= 2.0,
+        "immediate: {} long gaps, {unallocated:.1} unallocated slots",
+        m["receiver_long_gaps"]
+    );
+    assert!(
+        (600.0..1000.0).contains(&m["receiver_long_gap_mode_us"]),
+        "immediate: long gaps ~1 ms less the drain: {}",
+        m["receiver_long_gap_mode_us"]
+    );
 }

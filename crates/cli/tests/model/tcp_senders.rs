@@ -81,7 +81,10 @@ fn the_advertised_window_keeps_a_slow_reader_from_overflowing_its_buffer() {
     let got = rx_mbps(&with, 1)[0];
     assert!(got > 20.0 && got < 30.0, "the reader's pace: {got:.1} Mbit/s");
     let without = run(&load_text("tcp-window-none", &senders(1, "cubic", "simple", 1024, slow), &[]));
-    assert!(without.packets.drops["socket"] > 0, "without a window the buffer never overflowed: the test shows nothing");
+    assert!(
+        without.packets.drops["socket"] > 0,
+        "without a window the buffer never overflowed: the test shows nothing"
+    );
     check_conservation(&with, "tcp-window-slow");
 }
 

@@ -48,14 +48,23 @@ fn tcp_sender_matches_the_window_limited_throughput() {
     //   + D + T_ack (sink link) + sw + T_ack (host wire).
     let d_ns = 1_000_000.0;
     let sw = 2_000.0;
-    let text = bulk("ideal-4", "total_bytes = 8388608\nsndbuf_bytes = 1000000", "window_bytes = 5840\nclient_stack_ns = 1000000", "");
+    let text = bulk(
+        "ideal-4",
+        "total_bytes = 8388608\nsndbuf_bytes = 1000000",
+        "window_bytes = 5840\nclient_stack_ns = 1000000",
+        "",
+    );
     let s = run(&load_text("tcp-window", &text, &[]));
     let rtt = 3.0 * wire_ns(1460) + 2.0 * sw + d_ns + 2.0 * wire_ns(0);
     let expect_mbps = 4.0 * 1460.0 * 8.0 / rtt * 1e3;
     let got = s.metrics["sink_bw_mbps"];
     // Tolerance 1%: the slow-start and quick-ACK start-up lasts a few round trips out of the
     // ~1,400 of the transfer; everything else is exact arithmetic.
-    assert!((got - expect_mbps).abs() < 0.01 * expect_mbps, "bandwidth {got:.3} Mbit/s, analytic {expect_mbps:.3} (seed {})", 1);
+    assert!(
+        (got - expect_mbps).abs() < 0.01 * expect_mbps,
+        "bandwidth {got:.3} Mbit/s, analytic {expect_mbps:.3} (seed {})",
+        1
+    );
     assert_eq!(s.metrics["sink_rx_bytes"], 8388608.0);
     assert_eq!(s.tcp.retransmits, 0);
     check_conservation(&s, "tcp-window");
@@ -76,7 +85,12 @@ fn a_full_send_buffer_blocks_the_writer_and_acks_wake_it() {
     // A 6 KB buffer holds ~4 segments (truesize = payload + 256): every 8 KB send() blocks and
     // is woken by ACKs; everything still arrives, in order, with no retransmission. Real costs
     // (celeron-533) so that the copy, output, ACK and TX clean-up all take CPU time.
-    let text = bulk("celeron-533", "total_bytes = 1048576\nsndbuf_bytes = 6000", "client_stack_ns = 20000", "tx_ring = 4\ntx_queue_len = 2");
+    let text = bulk(
+        "celeron-533",
+        "total_bytes = 1048576\nsndbuf_bytes = 6000",
+        "client_stack_ns = 20000",
+        "tx_ring = 4\ntx_queue_len = 2",
+    );
     let s = run(&load_text("tcp-block", &text, &[]));
     let p = process(&s, "sender");
     assert_eq!(p.tx_bytes, 1048576, "send() returned every byte");
@@ -92,7 +106,12 @@ fn a_full_send_buffer_blocks_the_writer_and_acks_wake_it() {
 fn the_device_queue_holds_what_the_ring_cannot_and_drops_beyond() {
     // Frames a TCP sender hands faster than the wire: a 2-descriptor ring with a 3-frame queue
     // drops some, and TCP recovers them (fast retransmit or timeout): all data still arrives.
-    let text = bulk("ideal-4", "total_bytes = 524288\nsndbuf_bytes = 200000", "window_bytes = 65535\nclient_stack_ns = 20000", "tx_ring = 2\ntx_queue_len = 3");
+    let text = bulk(
+        "ideal-4",
+        "total_bytes = 524288\nsndbuf_bytes = 200000",
+        "window_bytes = 65535\nclient_stack_ns = 20000",
+        "tx_ring = 2\ntx_queue_len = 3",
+    );
     let s = run(&load_text("tcp-drop", &text, &[]));
     assert!(s.packets.tx_ring_drops > 0, "the device must drop");
     assert!(s.tcp.retransmits > 0, "and TCP must retransmit");
@@ -146,7 +165,10 @@ coalesce_usecs = 100
     let nic_irqs: Vec<f64> = s.cpus.iter().map(|c| (c.irqs as f64 - 40.0) / 0.4).collect();
     let mean = nic_irqs.iter().sum::<f64>() / 4.0;
     for (c, &n) in nic_irqs.iter().enumerate() {
-        assert!(n > 0.5 * mean && n < 1.5 * mean, "CPU {c}: {n:.0} NIC interrupts/s against a mean of {mean:.0} ({nic_irqs:?})");
+        assert!(
+            n > 0.5 * mean && n < 1.5 * mean,
+            "CPU {c}: {n:.0} NIC interrupts/s against a mean of {mean:.0} ({nic_irqs:?})"
+        );
         // One vector, a 100 µs timer from the first pending cause: at most 10,000/s.
         assert!(n <= 10_500.0, "CPU {c}: {n:.0} NIC interrupts/s, more than its vector's coalescing allows");
     }
@@ -178,5 +200,8 @@ fn a_vector_reenabled_with_tx_done_after_its_interval_interrupts_again() {
     // The throttle holds: no vector interrupts its CPU more than 100,000 times a second (the
     // 1,000 Hz tick and RPS IPIs come on top).
     let nic_irqs: u64 = s.cpus.iter().map(|c| c.irqs).sum();
-    assert!((nic_irqs as f64) < 0.2 * 12.0 * (100_000.0 + 1_000.0) + s.packets.rps_ipis as f64, "{nic_irqs} interrupts in 0.2 s");
+    assert!(
+        (nic_irqs as f64) < 0.2 * 12.0 * (100_000.0 + 1_000.0) + s.packets.rps_ipis as f64,
+        "{nic_irqs} interrupts in 0.2 s"
+    );
 }

@@ -70,7 +70,8 @@ impl Host {
         let n = self.gather_collect(a, t, set);
         let sc = self.syscall_costs();
         let cost = self.cfg.profile.costs.syscall_ns + sc.poll_base_ns + u64::from(n) * sc.poll_per_fd_ns;
-        self.procs[pid as usize].pending = Pending::App(if timeout_ms != 0 { AppPending::GatherPass { n } } else { AppPending::Gathered { n } });
+        self.procs[pid as usize].pending =
+            Pending::App(if timeout_ms != 0 { AppPending::GatherPass { n } } else { AppPending::Gathered { n } });
         Some((CpuState::System, cost))
     }
 
@@ -232,7 +233,8 @@ mod tests {
     /// descriptors add their own (here 0) cost.
     #[test]
     fn poll_cost_is_linear_in_descriptors() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/pentium3-800.toml")).unwrap();
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/pentium3-800.toml")).unwrap();
         let p: Profile = toml::from_str(&text).unwrap();
         let sc = p.syscalls.as_ref().expect("pentium3-800 has [syscalls]");
         let c = |n: u64, ready: u64, blocking: bool| poll_cost(p.costs.syscall_ns, sc, n, ready, blocking) as i64;

@@ -12,25 +12,49 @@ use std::collections::BinaryHeap;
 pub enum AppPending {
     Computed,
     Time,
-    SchedSet { fifo: Option<u8> },
+    SchedSet {
+        fifo: Option<u8>,
+    },
     Yielded,
     /// A pass of a poll() that may block.
-    PollPass { ready: u32 },
+    PollPass {
+        ready: u32,
+    },
     /// A non-blocking poll().
-    Polled { ready: u32 },
+    Polled {
+        ready: u32,
+    },
     /// Blocked in poll(): scan again when woken.
     PollWait,
     /// `conn_list = "with_work"`: a gathering that may block, one that does not, a blocked one.
-    GatherPass { n: u32 },
-    Gathered { n: u32 },
+    GatherPass {
+        n: u32,
+    },
+    Gathered {
+        n: u32,
+    },
     GatherWait,
     /// Blocked in accept(): try again when woken.
     AcceptWait,
-    Accepted { fd: u32 },
-    Read { bytes: u32, tag: u64, eof: bool },
-    Wrote { bytes: u32, ep: u32, tx: u32 },
-    Closed { fd: u32 },
-    Notified { thread: u32 },
+    Accepted {
+        fd: u32,
+    },
+    Read {
+        bytes: u32,
+        tag: u64,
+        eof: bool,
+    },
+    Wrote {
+        bytes: u32,
+        ep: u32,
+        tx: u32,
+    },
+    Closed {
+        fd: u32,
+    },
+    Notified {
+        thread: u32,
+    },
 }
 
 /// A multi-threaded program in the host.
@@ -76,4 +100,3 @@ impl App {
         self.free_fds.push(Reverse(fd));
     }
 }
-

@@ -193,7 +193,13 @@ impl Host {
         match work {
             Work::IrqEntry(IrqSrc::Tick) => 0,
             Work::IrqEntry(IrqSrc::Ipi) => 1,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::XdpRedirect { .. } | Work::GroRx => 2,
+            Work::SoftirqEntry
+            | Work::Poll { .. }
+            | Work::Proto { .. }
+            | Work::TxPoll { .. }
+            | Work::XdpDrop { .. }
+            | Work::XdpRedirect { .. }
+            | Work::GroRx => 2,
             Work::IrqEntry(IrqSrc::Nic(q)) | Work::IrqFrame { q, .. } => 3 + q,
             Work::IrqEntry(IrqSrc::NicTx(q)) | Work::TxCleanIrq { q, .. } => 3 + nq + self.dev.queues[q as usize].nic,
             Work::Switch | Work::ProcUnit => match self.cpus[cpu].curr {
@@ -403,7 +409,14 @@ impl Host {
 /// as a method that looked it up again it cost +0.5-0.7% instructions (callgrind, all bench
 /// cases).
 #[inline(always)]
-fn run_top(q: &mut hostsim_engine::EventQueue<Ev>, c: &mut Cpu, cpu: usize, now: Time, state: CpuState, remaining: u64) {
+fn run_top(
+    q: &mut hostsim_engine::EventQueue<Ev>,
+    c: &mut Cpu,
+    cpu: usize,
+    now: Time,
+    state: CpuState,
+    remaining: u64,
+) {
     c.acct_state = state;
     c.run_start = now;
     let gen = c.done.arm();

@@ -13,25 +13,44 @@ use std::collections::VecDeque;
 pub enum Work {
     IrqEntry(IrqSrc),
     /// Legacy handler: driver + netif_rx for one frame.
-    IrqFrame { q: u32, pkt: PktId },
+    IrqFrame {
+        q: u32,
+        pkt: PktId,
+    },
     SoftirqEntry,
     /// NAPI poll of one frame; `proto` = protocol processing done in the same unit.
-    Poll { pkt: PktId, proto: bool },
+    Poll {
+        pkt: PktId,
+        proto: bool,
+    },
     /// Protocol processing of a packet taken from the backlog.
-    Proto { pkt: PktId },
+    Proto {
+        pkt: PktId,
+    },
     /// NAPI poll of one frame that the XDP program drops (driver + program run).
-    XdpDrop { pkt: PktId },
+    XdpDrop {
+        pkt: PktId,
+    },
     /// NAPI poll of one frame that the XDP program redirects to the CPU map (driver + program
     /// run + `bq_enqueue`; `net/core/cpumap.rs`).
-    XdpRedirect { pkt: PktId },
+    XdpRedirect {
+        pkt: PktId,
+    },
     /// NAPI poll of one frame given to GRO (`net/core/gro.rs`): the driver's work; what GRO
     /// passes up runs as the following units.
     GroRx,
     /// TX clean-up of `n` completed frames of queue `q`'s ring in the NIC's interrupt handler
     /// (2.4 path); `rx`: the handler then goes on with the queue's RX frames.
-    TxCleanIrq { q: u32, n: u32, rx: bool },
+    TxCleanIrq {
+        q: u32,
+        n: u32,
+        rx: bool,
+    },
     /// TX clean-up of `n` completed frames of queue `q`'s ring at the start of its NAPI poll.
-    TxPoll { q: u32, n: u32 },
+    TxPoll {
+        q: u32,
+        n: u32,
+    },
     /// Context switch into the CPU's current process.
     Switch,
     /// The current process's unit (see `Proc::unit`).
@@ -49,9 +68,13 @@ impl Frame {
     pub fn level(&self) -> Level {
         match self.work {
             Work::IrqEntry(_) | Work::IrqFrame { .. } | Work::TxCleanIrq { .. } => Level::Hardirq,
-            Work::SoftirqEntry | Work::Poll { .. } | Work::Proto { .. } | Work::TxPoll { .. } | Work::XdpDrop { .. } | Work::XdpRedirect { .. } | Work::GroRx => {
-                Level::Softirq
-            }
+            Work::SoftirqEntry
+            | Work::Poll { .. }
+            | Work::Proto { .. }
+            | Work::TxPoll { .. }
+            | Work::XdpDrop { .. }
+            | Work::XdpRedirect { .. }
+            | Work::GroRx => Level::Softirq,
             Work::Switch | Work::ProcUnit => Level::Process,
         }
     }

@@ -128,9 +128,13 @@ impl Host {
             Pending::Sent { bytes } => Outcome::Sent { bytes },
             Pending::Ksoftirqd => Outcome::Start,
             Pending::App(_) => unreachable!("a thread of a multi-threaded program steps in kernel/app.rs"),
-            Pending::Exchange | Pending::Stage { .. } => unreachable!("Symbiose threads step in mechanisms/takeuchi_symbiose/threads.rs"),
+            Pending::Exchange | Pending::Stage { .. } => {
+                unreachable!("Symbiose threads step in mechanisms/takeuchi_symbiose/threads.rs")
+            }
             Pending::CpumapFrame { .. } => unreachable!("the CPU map kthread steps in net/core/cpumap_kthread.rs"),
-            Pending::NapiRx { .. } | Pending::NapiTx { .. } => unreachable!("threaded-NAPI kthreads step in net/core/napi_thread.rs"),
+            Pending::NapiRx { .. } | Pending::NapiTx { .. } => {
+                unreachable!("threaded-NAPI kthreads step in net/core/napi_thread.rs")
+            }
         };
         let p = &mut self.procs[pid as usize];
         let prog = p.program.as_mut().expect("user process has a program");

@@ -33,35 +33,57 @@ pub enum ProcState {
 pub enum Pending {
     Start,
     Computed,
-    Received { bytes: u32 },
-    Replied { bytes: u32 },
+    Received {
+        bytes: u32,
+    },
+    Replied {
+        bytes: u32,
+    },
     Slept,
     Yielded,
-    NiceSet { nice: i8 },
+    NiceSet {
+        nice: i8,
+    },
     /// ksoftirqd: check for pending softirqs.
     Ksoftirqd,
     /// Blocked in recv(): retry it when woken.
-    RetryRecv { max_bytes: u32 },
+    RetryRecv {
+        max_bytes: u32,
+    },
     /// Symbiose thread: a splice of a local and a global queue (holds the global-queue lock).
     Exchange,
     /// Symbiose stage thread: one buffer through its stage.
-    Stage { pkt: PktId, stage: Stage },
+    Stage {
+        pkt: PktId,
+        stage: Stage,
+    },
     /// A unit of send(): the copy and/or one segment's output; `tx` segments reach the device
     /// when it completes.
-    SendUnit { tx: u32 },
+    SendUnit {
+        tx: u32,
+    },
     /// Blocked in send(): continue it when woken.
     RetrySend,
     /// send() has returned `bytes`.
-    Sent { bytes: u32 },
+    Sent {
+        bytes: u32,
+    },
     /// A system call of a multi-threaded program's thread (`kernel/app.rs`).
     App(AppPending),
     /// The CPU map kthread: one frame through skb build and the protocols (`net/core/cpumap.rs`).
-    CpumapFrame { pkt: PktId },
+    CpumapFrame {
+        pkt: PktId,
+    },
     /// A threaded-NAPI kthread (`net/core/napi_thread.rs`): one frame through the driver, the
     /// program and the protocols (`drop`: the program dropped it).
-    NapiRx { pkt: PktId, drop: bool },
+    NapiRx {
+        pkt: PktId,
+        drop: bool,
+    },
     /// A threaded-NAPI kthread: `n` completed frames of its queue's TX ring cleaned.
-    NapiTx { n: u32 },
+    NapiTx {
+        n: u32,
+    },
 }
 
 /// A send() in progress.
@@ -249,7 +271,8 @@ pub fn spawn_tasks(cfg: &HostConfig, ncpu: usize, streams: &RngStreams) -> (Vec<
                 if prog.is_tcp() && k.tcp_receiver == TcpReceiver::Linux {
                     // A TCP socket's buffer starts at tcp_rmem[1] unless SO_RCVBUF set it.
                     sock.rcvbuf = p.rcvbuf_bytes.unwrap_or(k.tcp_rmem[1]);
-                    sock.rwin = Some(Box::new(RcvWindow::new(rcv_window_params(k), sock.rcvbuf, p.rcvbuf_bytes.is_some())));
+                    sock.rwin =
+                        Some(Box::new(RcvWindow::new(rcv_window_params(k), sock.rcvbuf, p.rcvbuf_bytes.is_some())));
                 }
                 socks.push(sock);
             }
@@ -320,7 +343,16 @@ pub fn spawn_napi_kthreads(cfg: &HostConfig, procs: &mut Vec<Proc>, streams: &Rn
         let c = n.irq_cpus.first().copied().unwrap_or(0);
         for qi in 0..n.queues {
             let name = format!("napi/{}-{qi}", n.name);
-            let mut t = Proc::new(name.clone(), None, NONE, 0, Some(cfg.kernel.napi_rt_prio), 1u128 << c, c, streams.stream(&name));
+            let mut t = Proc::new(
+                name.clone(),
+                None,
+                NONE,
+                0,
+                Some(cfg.kernel.napi_rt_prio),
+                1u128 << c,
+                c,
+                streams.stream(&name),
+            );
             t.pinned_kthread = true;
             t.napi_q = pids.len() as u32;
             t.state = ProcState::Sleeping;

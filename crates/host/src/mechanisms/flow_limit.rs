@@ -59,7 +59,12 @@ impl SdFlowLimit {
     /// A zero-filled table of `num_buckets` (a power of two, at most 65536).
     pub fn new(num_buckets: u32) -> SdFlowLimit {
         debug_assert!(num_buckets.is_power_of_two() && num_buckets <= 1 << 16);
-        SdFlowLimit { count: 0, history_head: 0, history: [0; FLOW_LIMIT_HISTORY], buckets: vec![0; num_buckets as usize] }
+        SdFlowLimit {
+            count: 0,
+            history_head: 0,
+            history: [0; FLOW_LIMIT_HISTORY],
+            buckets: vec![0; num_buckets as usize],
+        }
     }
 
     /// The part of `skb_flow_limit` after the half-full test: record the packet's bucket and

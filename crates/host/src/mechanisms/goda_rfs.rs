@@ -28,7 +28,14 @@ impl GodaRfs {
     }
 
     /// `base` is the kernel's own placement, which this wraps.
-    pub fn select_task_rq(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize, base: &BasePlacement) -> usize {
+    pub fn select_task_rq(
+        &self,
+        h: &impl WakeView,
+        pid: Pid,
+        prev: usize,
+        waker: usize,
+        base: &BasePlacement,
+    ) -> usize {
         if self.awaiting_irq[pid as usize] && waker != prev {
             return prev;
         }

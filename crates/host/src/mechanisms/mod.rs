@@ -43,6 +43,12 @@ pub struct MechState {
 
 impl MechState {
     pub fn new(cfg: &HostConfig, streams: &RngStreams) -> MechState {
-        MechState { suppressed: 0, rng_suppress: streams.stream("irq-suppression"), xdp: Xdp::new(&cfg.kernel), xdp_last_poll: (0, 0), napi_supp: Default::default() }
+        MechState {
+            suppressed: 0,
+            rng_suppress: streams.stream("irq-suppression"),
+            xdp: Xdp::new(&cfg.kernel),
+            xdp_last_poll: (0, 0),
+            napi_supp: Default::default(),
+        }
     }
 }

@@ -76,7 +76,11 @@ mod tests {
 
     #[test]
     fn columns_and_fractions() {
-        let mut s = SinkStats { gaps: vec![0; hostsim_workload::GAP_BINS], short_gap_sizes: vec![0; SIZE_BINS], ..Default::default() };
+        let mut s = SinkStats {
+            gaps: vec![0; hostsim_workload::GAP_BINS],
+            short_gap_sizes: vec![0; SIZE_BINS],
+            ..Default::default()
+        };
         s.gaps[5] = 10; // 50 us
         s.gaps[55] = 6; // 550 us
         s.gaps[155] = 2; // 1550 us

@@ -116,8 +116,18 @@ pub struct Stats {
 }
 
 const SERIES: [&str; 12] = [
-    "offered_pps", "delivered_pps", "drops_pps", "cpu_hardirq", "cpu_softirq", "cpu_system",
-    "cpu_user", "cpu_idle", "migrations_per_s", "runnable", "backlog_len", "throttled_cpus",
+    "offered_pps",
+    "delivered_pps",
+    "drops_pps",
+    "cpu_hardirq",
+    "cpu_softirq",
+    "cpu_system",
+    "cpu_user",
+    "cpu_idle",
+    "migrations_per_s",
+    "runnable",
+    "backlog_len",
+    "throttled_cpus",
 ];
 
 impl Stats {
@@ -194,4 +204,3 @@ impl Stats {
         self.class.wakeup(pid, waker, prev, target);
     }
 }
-

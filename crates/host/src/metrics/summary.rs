@@ -63,11 +63,16 @@ impl Host {
         let dt = (now.t - prev.t) as f64 * 1e-9;
         let ncpu = self.cpus.len() as f64;
         let state = |i: usize| -> f64 {
-            let sum: u64 = now.acct.iter().zip(prev.acct.iter().chain(std::iter::repeat(&[0; N_STATES])))
-                .map(|(a, b)| a[i] - b[i]).sum();
+            let sum: u64 = now
+                .acct
+                .iter()
+                .zip(prev.acct.iter().chain(std::iter::repeat(&[0; N_STATES])))
+                .map(|(a, b)| a[i] - b[i])
+                .sum();
             sum as f64 * 1e-9 / dt / ncpu
         };
-        let runnable: usize = self.cpus.iter().map(|c| c.rq_cfs.len() + c.rq_rt.len() + usize::from(c.curr.is_some())).sum();
+        let runnable: usize =
+            self.cpus.iter().map(|c| c.rq_cfs.len() + c.rq_rt.len() + usize::from(c.curr.is_some())).sum();
         let row = [
             (now.offered - prev.offered) as f64 / dt,
             (now.delivered - prev.delivered) as f64 / dt,
@@ -291,9 +296,12 @@ impl Host {
                 rfs_flow_moves: self.stats.rfs_flow_moves,
                 fdir: self.fdir_summary(),
                 tcp_prequeued: self.cfg.kernel.tcp_prequeue.then_some(self.stats.prequeued),
-                itr_dynamic_us: self.dev.queues.iter().any(|q| q.dyn_itr.is_some()).then(|| {
-                    self.dev.queues.iter().map(|q| q.dyn_itr.map_or(0, |d| d.itr >> 2)).collect()
-                }),
+                itr_dynamic_us: self
+                    .dev
+                    .queues
+                    .iter()
+                    .any(|q| q.dyn_itr.is_some())
+                    .then(|| self.dev.queues.iter().map(|q| q.dyn_itr.map_or(0, |d| d.itr >> 2)).collect()),
                 gro_rsc: self.dev.queues.iter().any(|q| q.gro.is_some() || q.rsc.is_some()).then_some(GroRscSummary {
                     gro_merged: self.stats.gro_merged,
                     gro_aggregates: self.stats.gro_aggregates,
@@ -394,7 +402,9 @@ impl Host {
             // Per CPU: its load and where the time went (`cpu<N>_busy_frac`, `cpu<N>_<state>_frac`
             // for hard IRQ, softirq and system: kernel threads and system calls), the names the
             // live experiments use for their per-CPU columns.
-            let share = |c: usize, s: CpuState| (end.acct[c][s as usize] - warm.acct.get(c).unwrap_or(&zero)[s as usize]) as f64 * 1e-9 / window_s;
+            let share = |c: usize, s: CpuState| {
+                (end.acct[c][s as usize] - warm.acct.get(c).unwrap_or(&zero)[s as usize]) as f64 * 1e-9 / window_s
+            };
             for c in 0..online {
                 m.insert(format!("cpu{c}_busy_frac"), busy(c, true));
                 m.insert(format!("cpu{c}_hardirq_frac"), share(c, CpuState::Hardirq));

@@ -49,7 +49,13 @@ pub struct NetStack {
 impl NetStack {
     /// The stack with the sockets the tasks bound (`kernel::task::spawn_tasks`), each given the
     /// priority level of its highest-priority process.
-    pub fn new(cfg: &HostConfig, mut socks: Vec<Sock>, port_sock: Vec<u32>, procs: &[Proc], streams: &RngStreams) -> NetStack {
+    pub fn new(
+        cfg: &HostConfig,
+        mut socks: Vec<Sock>,
+        port_sock: Vec<u32>,
+        procs: &[Proc],
+        streams: &RngStreams,
+    ) -> NetStack {
         for (s, sock) in socks.iter_mut().enumerate() {
             sock.level = sock_level(procs, s as u32);
         }

@@ -23,7 +23,8 @@ fn router(xdp: XdpKind) -> Host {
     profile.costs.context_switch_ns = 1000;
     profile.mechanisms.xdp_skb_build_ns = 150;
     profile.mechanisms.cpumap_enqueue_ns = 50;
-    let kernel = KernelConfig { rx_path: RxPath::Napi, xdp, cpumap_cpu: 1, cpumap_qsize: 2048, ..KernelConfig::default() };
+    let kernel =
+        KernelConfig { rx_path: RxPath::Napi, xdp, cpumap_cpu: 1, cpumap_qsize: 2048, ..KernelConfig::default() };
     let mut nics = vec![nic("eth0", IrqRouting::Fixed), nic("eth1", IrqRouting::Fixed)];
     for n in &mut nics {
         n.rate_mbps = 100_000;

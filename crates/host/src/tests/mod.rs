@@ -5,7 +5,7 @@
 mod balance_irq;
 mod cpumap;
 mod napi_thread;
-mod packet;
 mod paced;
+mod packet;
 pub mod util;
 mod wake;

@@ -25,13 +25,24 @@ fn profile() -> Profile {
 
 fn flood(rate_pps: f64, stop_ms: Option<u64>) -> TrafficConfig {
     let stop = stop_ms.map_or(String::new(), |s| format!("\nstop_ms = {s}"));
-    toml::from_str(&format!("name = 'flood'\nkind = 'cbr'\nnic = 'eth0'\ndst_port = 9\nrate_pps = {rate_pps:.1}\nlink_mbps = 100000{stop}")).expect("traffic")
+    toml::from_str(&format!(
+        "name = 'flood'\nkind = 'cbr'\nnic = 'eth0'\ndst_port = 9\nrate_pps = {rate_pps:.1}\nlink_mbps = 100000{stop}"
+    ))
+    .expect("traffic")
 }
 
 /// A host with `kernel`, eth0's interrupts fixed on CPU 0, a sink `rx` on port 9 pinned to
 /// `sink_cpu` (nice `sink_nice`, `recv_ns` + `sink_work_ns` per datagram) and, if `hog`, a
 /// nice −19 spinner pinned to CPU 0; `traffic` into port 9; run for `ms`.
-fn run(kernel: KernelConfig, sink_cpu: u32, sink_nice: i8, sink_work_ns: u64, hog: bool, traffic: TrafficConfig, ms: u64) -> Host {
+fn run(
+    kernel: KernelConfig,
+    sink_cpu: u32,
+    sink_nice: i8,
+    sink_work_ns: u64,
+    hog: bool,
+    traffic: TrafficConfig,
+    ms: u64,
+) -> Host {
     let mut eth0 = nic("eth0", IrqRouting::Fixed);
     eth0.rate_mbps = 100_000;
     eth0.irq_cpus = vec![0];
@@ -96,11 +107,17 @@ fn the_poll_runs_in_the_kthread_as_system_time_and_it_sleeps_when_the_ring_is_em
 
 #[test]
 fn without_it_the_same_poll_runs_in_net_rx() {
-    let mut h = run(KernelConfig { napi_threaded: false, ..threaded() }, 1, 0, 0, false, flood(100_000.0, Some(60)), 100);
+    let mut h =
+        run(KernelConfig { napi_threaded: false, ..threaded() }, 1, 0, 0, false, flood(100_000.0, Some(60)), 100);
     assert!(h.procs.iter().all(|p| !p.name.starts_with("napi/")));
     assert_eq!(h.dev.queues[0].napi_thread, crate::types::NONE);
     let m = h.summary().metrics;
-    assert!(m["cpu0_softirq_frac"] > 0.08 && m["cpu0_system_frac"] == 0.0, "{} {}", m["cpu0_softirq_frac"], m["cpu0_system_frac"]);
+    assert!(
+        m["cpu0_softirq_frac"] > 0.08 && m["cpu0_system_frac"] == 0.0,
+        "{} {}",
+        m["cpu0_softirq_frac"],
+        m["cpu0_system_frac"]
+    );
 }
 
 #[test]

@@ -192,8 +192,8 @@ fn cfs6_sync_wakeup_from_a_cpu_running_one_task_pulls_across_packages() {
     let mut h = host6(0);
     busy(&mut h, 5, 1); // prev, on the other package, runs something
     busy(&mut h, 0, 2); // the softirq interrupted the only task of CPU 0
-    // wake_affine_idle: sync && nr_running == 1 -> CPU 0; select_idle_sibling: CPU 0 busy,
-    // prev not cache-sharing, no recent CPU, SIS_UTIL scans nothing: CPU 0.
+                        // wake_affine_idle: sync && nr_running == 1 -> CPU 0; select_idle_sibling: CPU 0 busy,
+                        // prev not cache-sharing, no recent CPU, SIS_UTIL scans nothing: CPU 0.
     assert_eq!(place6(&mut h, 5, 0), 0);
     // An idle prev on the other package keeps the task when the waker is idle (no pull).
     let mut h = host6(0);

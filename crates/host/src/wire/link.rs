@@ -52,21 +52,24 @@ impl Host {
             let delay = src.link_delay_ns;
             // IP forwarding: a packet no local socket takes follows the NIC's route, if any.
             let fwd = if self.net.port_sock[dst_port as usize] == NONE { nic.fwd_to } else { NONE };
-            let pkt = self.skb.alloc(Packet {
-                src: s as u32,
-                flow: e.flow,
-                seq: e.seq,
-                bytes: e.payload_bytes,
-                tcp: e.tcp,
-                dst_port,
-                hash,
-                queue,
-                rx_cpu: NONE,
-                t_sock: Time::ZERO,
-                t_nic: Time::ZERO,
-                fwd,
-                live: true,
-            }, PacketTcp { ack: e.ack, tag: e.tag, win: e.win, tx_segs: 0, flags: e.flags });
+            let pkt = self.skb.alloc(
+                Packet {
+                    src: s as u32,
+                    flow: e.flow,
+                    seq: e.seq,
+                    bytes: e.payload_bytes,
+                    tcp: e.tcp,
+                    dst_port,
+                    hash,
+                    queue,
+                    rx_cpu: NONE,
+                    t_sock: Time::ZERO,
+                    t_nic: Time::ZERO,
+                    fwd,
+                    live: true,
+                },
+                PacketTcp { ack: e.ack, tag: e.tag, win: e.win, tx_segs: 0, flags: e.flags },
+            );
             if delay == 0 {
                 self.switch_forward(pkt, nic_i, at_switch, port_ns);
             } else {

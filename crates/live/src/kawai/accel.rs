@@ -159,16 +159,23 @@ pub fn run(a: &AccelArgs) -> std::io::Result<()> {
 /// Open `n` connections to the origin and wait (≤ 10 s) until all are established.
 fn connect_all(addr: Ipv4Addr, port: u16, n: u32) -> std::io::Result<Vec<RawFd>> {
     let fds: Vec<RawFd> = (0..n).map(|_| os::connect_nb(addr, port)).collect::<Result<_, _>>()?;
-    let mut pending: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLOUT, revents: 0 }).collect();
+    let mut pending: Vec<libc::pollfd> =
+        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLOUT, revents: 0 }).collect();
     let end = Instant::now() + Duration::from_secs(10);
     while !pending.is_empty() {
         if Instant::now() > end {
-            return Err(std::io::Error::other(format!("{} of {n} origin connections not established within 10 s", pending.len())));
+            return Err(std::io::Error::other(format!(
+                "{} of {n} origin connections not established within 10 s",
+                pending.len()
+            )));
         }
         os::poll(&mut pending, 100);
         for p in &pending {
             if p.revents != 0 && os::so_error(p.fd) != 0 {
-                return Err(std::io::Error::other(format!("origin connection: {}", std::io::Error::from_raw_os_error(os::so_error(p.fd)))));
+                return Err(std::io::Error::other(format!(
+                    "origin connection: {}",
+                    std::io::Error::from_raw_os_error(os::so_error(p.fd))
+                )));
             }
         }
         pending.retain(|p| p.revents == 0);
@@ -188,7 +195,9 @@ fn listen_thread(sh: &Shared, lfd: RawFd) -> std::io::Result<()> {
                 }
             }
             Err(_) if sh.stop.load(Ordering::Relaxed) => break,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ECONNABORTED | libc::EMFILE | libc::ENFILE)) => {
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::EINTR | libc::ECONNABORTED | libc::EMFILE | libc::ENFILE)) =>
+            {
                 std::thread::sleep(Duration::from_millis(1));
             }
             Err(e) => return Err(e),
@@ -365,7 +374,13 @@ fn io_thread(sh: &Shared, ctl: Control) -> std::io::Result<()> {
 }
 
 /// The I/O on one client connection poll() reported.
-fn serve_client(sh: &Shared, ep: &Epoll, conns: &mut [Option<Client>], pf: libc::pollfd, buf: &mut [u8]) -> std::io::Result<()> {
+fn serve_client(
+    sh: &Shared,
+    ep: &Epoll,
+    conns: &mut [Option<Client>],
+    pf: libc::pollfd,
+    buf: &mut [u8],
+) -> std::io::Result<()> {
     let fd = pf.fd;
     let Some(c) = conns.get_mut(fd as usize).and_then(|c| c.as_mut()) else { return Ok(()) };
     let mut close = false;
@@ -406,7 +421,12 @@ fn requests(sh: &Shared, ep: &Epoll, fd: RawFd, c: &mut Client) -> std::io::Resu
                     c.out.extend_from_slice(http::body(r.id, r.bytes));
                 } else {
                     counters::add_proc(Proc::Misses, 1);
-                    sh.fetches.lock().unwrap_or_else(|e| e.into_inner()).push_back(Fetch { client: fd, gen: c.gen, id: r.id, bytes: r.bytes });
+                    sh.fetches.lock().unwrap_or_else(|e| e.into_inner()).push_back(Fetch {
+                        client: fd,
+                        gen: c.gen,
+                        id: r.id,
+                        bytes: r.bytes,
+                    });
                     if sh.wake {
                         os::notify(sh.efd_retrieve);
                     }
@@ -511,7 +531,9 @@ fn retrieve_thread(sh: &Shared, ctl: Control, fds: Vec<RawFd>) -> std::io::Resul
             match os::read(o.fd, &mut buf) {
                 Ok(0) => return Err(std::io::Error::other("the origin closed a connection")),
                 Ok(n) => o.inbuf.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
+                    continue
+                }
                 Err(e) => return Err(e),
             }
             if o.head.is_none() {
@@ -522,9 +544,15 @@ fn retrieve_thread(sh: &Shared, ctl: Control, fds: Vec<RawFd>) -> std::io::Resul
             if o.inbuf.len() < total {
                 continue;
             }
-            let f = o.fetch.take().ok_or_else(|| std::io::Error::other("a response from the origin nobody asked for"))?;
+            let f =
+                o.fetch.take().ok_or_else(|| std::io::Error::other("a response from the origin nobody asked for"))?;
             if h.id != f.id || o.inbuf.len() != total {
-                return Err(std::io::Error::other(format!("the origin answered id {} ({} bytes) for {}", h.id, o.inbuf.len(), f.id)));
+                return Err(std::io::Error::other(format!(
+                    "the origin answered id {} ({} bytes) for {}",
+                    h.id,
+                    o.inbuf.len(),
+                    f.id
+                )));
             }
             let response = std::mem::take(&mut o.inbuf);
             o.head = None;

@@ -52,7 +52,11 @@ static T_END: AtomicU64 = AtomicU64::new(u64::MAX);
 
 fn on_mark(phase: u32) {
     let t = os::now_ns();
-    let _ = if phase == 1 { T_START.compare_exchange(u64::MAX, t, Ordering::SeqCst, Ordering::SeqCst) } else { T_END.compare_exchange(u64::MAX, t, Ordering::SeqCst, Ordering::SeqCst) };
+    let _ = if phase == 1 {
+        T_START.compare_exchange(u64::MAX, t, Ordering::SeqCst, Ordering::SeqCst)
+    } else {
+        T_END.compare_exchange(u64::MAX, t, Ordering::SeqCst, Ordering::SeqCst)
+    };
 }
 
 #[derive(Clone, Copy)]
@@ -139,7 +143,12 @@ pub fn run(a: &ClientArgs) -> std::io::Result<()> {
     let mut buf = vec![0u8; 65536];
     let mut reqbuf = Vec::with_capacity(512);
     let deadline = Instant::now() + Duration::from_secs_f64(a.secs);
-    let open = |ep: &Epoll, conns: &mut Vec<Conn>, by_fd: &mut Vec<usize>, slot: Option<usize>, rng: &mut hostsim_engine::Rng| -> std::io::Result<()> {
+    let open = |ep: &Epoll,
+                conns: &mut Vec<Conn>,
+                by_fd: &mut Vec<usize>,
+                slot: Option<usize>,
+                rng: &mut hostsim_engine::Rng|
+     -> std::io::Result<()> {
         let fd = os::connect_nb(a.dst, a.port)?;
         ep.add(fd, IN | OUT)?;
         let uses = hostsim_workload::http::zipf(rng, a.conn_uses_zipf);
@@ -257,7 +266,11 @@ pub fn run(a: &ClientArgs) -> std::io::Result<()> {
                                 let us = ((os::now_ns() - req.at) / 1000).min(u64::from(u32::MAX)) as u32;
                                 st.completed += 1;
                                 st.resp_us.push(us);
-                                if req.hit { st.hit_us.push(us) } else { st.miss_us.push(us) }
+                                if req.hit {
+                                    st.hit_us.push(us)
+                                } else {
+                                    st.miss_us.push(us)
+                                }
                             }
                             let c = &mut conns[i];
                             c.uses_left = c.uses_left.saturating_sub(1);

@@ -29,8 +29,22 @@ pub enum Loop {
     SchedNs,
 }
 
-pub const LOOP_NAMES: [&str; 14] =
-    ["loops", "sleeps", "sleep_req_ns", "slept_ns", "yields", "polls", "poll_ns", "poll_fds", "poll_ready", "gathers", "gather_ns", "gathered", "sched_calls", "sched_ns"];
+pub const LOOP_NAMES: [&str; 14] = [
+    "loops",
+    "sleeps",
+    "sleep_req_ns",
+    "slept_ns",
+    "yields",
+    "polls",
+    "poll_ns",
+    "poll_fds",
+    "poll_ready",
+    "gathers",
+    "gather_ns",
+    "gathered",
+    "sched_calls",
+    "sched_ns",
+];
 
 /// The process's: requests and connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +63,8 @@ pub enum Proc {
     BytesOut,
 }
 
-pub const PROC_NAMES: [&str; 9] = ["requests", "hits", "misses", "fetched", "accepted", "closed", "bad", "fetch_waits", "bytes_out"];
+pub const PROC_NAMES: [&str; 9] =
+    ["requests", "hits", "misses", "fetched", "accepted", "closed", "bad", "fetch_waits", "bytes_out"];
 
 /// The two loop threads.
 pub const THREADS: [&str; 2] = ["io", "retrieve"];
@@ -95,6 +110,7 @@ fn as_json(v: &[AtomicU64; N]) -> serde_json::Value {
 
 /// `{"total": {...}, "start": {...} | null, "end": {...} | null}`.
 pub fn report() -> serde_json::Value {
-    let m = |i: usize| if MARKED[i].load(Ordering::Relaxed) == 1 { as_json(&MARKS[i]) } else { serde_json::Value::Null };
+    let m =
+        |i: usize| if MARKED[i].load(Ordering::Relaxed) == 1 { as_json(&MARKS[i]) } else { serde_json::Value::Null };
     serde_json::json!({ "total": as_json(&NOW), "start": m(0), "end": m(1) })
 }

@@ -118,7 +118,12 @@ pub struct Setup {
 /// under its parent, at most `RT_SHARE_MAX` of each period (so that, as the kernel's own 95 %
 /// throttle does for the root, a runaway FIFO loop leaves the CPU's other tasks 10 %).
 /// Returns the runtime to write, or why there is none.
-pub fn rt_budget(parent_runtime_us: i64, parent_period_us: u64, siblings: &[(i64, u64)], period_us: u64) -> Result<u64, String> {
+pub fn rt_budget(
+    parent_runtime_us: i64,
+    parent_period_us: u64,
+    siblings: &[(i64, u64)],
+    period_us: u64,
+) -> Result<u64, String> {
     // The kernel's own arithmetic (kernel/sched/rt.c `tg_rt_schedulable`, `to_ratio`):
     // ratio = runtime << 20 / period, children's ratios summed against the parent's.
     const BW_SHIFT: u32 = 20;
@@ -137,7 +142,11 @@ pub fn rt_budget(parent_runtime_us: i64, parent_period_us: u64, siblings: &[(i64
     let us = ((u128::from(free) * u128::from(period_us)) >> BW_SHIFT) as u64;
     if us == 0 {
         let f = |r: u64| r as f64 / f64::from(1u32 << BW_SHIFT);
-        return Err(format!("no real-time budget left under the parent group ({:.3} of each period, siblings use {:.3})", f(parent), f(used)));
+        return Err(format!(
+            "no real-time budget left under the parent group ({:.3} of each period, siblings use {:.3})",
+            f(parent),
+            f(used)
+        ));
     }
     Ok(us)
 }
@@ -154,12 +163,15 @@ fn give_rt_budget(group: &CpuGroup) -> Result<Option<(u64, u64)>, LiveError> {
         return Ok(None); // no RT group scheduling here: SCHED_FIFO is not limited by groups
     }
     let parent = path.parent().ok_or_else(|| failed("the CPU group has no parent"))?;
-    let pr = read_num(&parent.join("cpu.rt_runtime_us")).ok_or_else(|| failed(format!("{}: unreadable", parent.join("cpu.rt_runtime_us").display())))?;
+    let pr = read_num(&parent.join("cpu.rt_runtime_us"))
+        .ok_or_else(|| failed(format!("{}: unreadable", parent.join("cpu.rt_runtime_us").display())))?;
     let pp = read_num(&parent.join("cpu.rt_period_us")).unwrap_or(1_000_000) as u64;
     let mut sib = Vec::new();
     for e in std::fs::read_dir(parent).map_err(|e| failed(format!("{}: {e}", parent.display())))?.flatten() {
         if e.path() != path && e.path().is_dir() {
-            if let (Some(r), Some(p)) = (read_num(&e.path().join("cpu.rt_runtime_us")), read_num(&e.path().join("cpu.rt_period_us"))) {
+            if let (Some(r), Some(p)) =
+                (read_num(&e.path().join("cpu.rt_runtime_us")), read_num(&e.path().join("cpu.rt_period_us")))
+            {
                 sib.push((r, p as u64));
             }
         }
@@ -173,7 +185,9 @@ fn give_rt_budget(group: &CpuGroup) -> Result<Option<(u64, u64)>, LiveError> {
     loop {
         match std::fs::write(&file, us.to_string()) {
             Ok(()) => return Ok(Some((us, period))),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && Instant::now() < end => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
             Err(e) => {
                 return Err(failed(format!(
                     "{}: {e} (writing {us} of {period} us; the parent's budget is taken by groups not listed in {})",
@@ -190,12 +204,34 @@ fn give_rt_budget(group: &CpuGroup) -> Result<Option<(u64, u64)>, LiveError> {
 pub fn setup(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.server_cpu >= ncpu || cfg.client_cpu >= ncpu || cfg.server_cpu == cfg.client_cpu {
-        return Err(LiveError::Unsupported(format!("needs two CPUs ({} and {}); this machine has {ncpu}", cfg.server_cpu, cfg.client_cpu)));
+        return Err(LiveError::Unsupported(format!(
+            "needs two CPUs ({} and {}); this machine has {ncpu}",
+            cfg.server_cpu, cfg.client_cpu
+        )));
     }
     let (acc, cli, org) = (run.netns("acc")?, run.netns("cli")?, run.netns("org")?);
-    run.veth(&Veth { ns_a: acc.name.clone(), a: "eth0".into(), addr_a: format!("{ACC_ADDR}/24"), ns_b: cli.name.clone(), b: "eth0".into(), addr_b: "198.18.2.2/24".into() })?;
-    run.veth(&Veth { ns_a: acc.name.clone(), a: "eth1".into(), addr_a: "198.18.3.1/24".into(), ns_b: org.name.clone(), b: "eth0".into(), addr_b: format!("{ORG_ADDR}/24") })?;
-    for (ns, dev, cpu) in [(&acc, "eth0", cfg.server_cpu), (&acc, "eth1", cfg.server_cpu), (&cli, "eth0", cfg.client_cpu), (&org, "eth0", cfg.client_cpu)] {
+    run.veth(&Veth {
+        ns_a: acc.name.clone(),
+        a: "eth0".into(),
+        addr_a: format!("{ACC_ADDR}/24"),
+        ns_b: cli.name.clone(),
+        b: "eth0".into(),
+        addr_b: "198.18.2.2/24".into(),
+    })?;
+    run.veth(&Veth {
+        ns_a: acc.name.clone(),
+        a: "eth1".into(),
+        addr_a: "198.18.3.1/24".into(),
+        ns_b: org.name.clone(),
+        b: "eth0".into(),
+        addr_b: format!("{ORG_ADDR}/24"),
+    })?;
+    for (ns, dev, cpu) in [
+        (&acc, "eth0", cfg.server_cpu),
+        (&acc, "eth1", cfg.server_cpu),
+        (&cli, "eth0", cfg.client_cpu),
+        (&org, "eth0", cfg.client_cpu),
+    ] {
         run.set_rps(ns, dev, 1 << cpu)?;
     }
     // The clients close a connection after zipf(16) requests and open another: ~1,000 a second
@@ -216,10 +252,18 @@ pub fn setup(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
         None => None,
     };
     if let Some((us, p)) = rt {
-        run.set_info("rt_budget", serde_json::json!({ "group_rt_runtime_us": us, "group_rt_period_us": p, "share_max": RT_SHARE_MAX }));
+        run.set_info(
+            "rt_budget",
+            serde_json::json!({ "group_rt_runtime_us": us, "group_rt_period_us": p, "share_max": RT_SHARE_MAX }),
+        );
     }
     let group_procs = match &group {
-        Some(g) => Some(std::fs::OpenOptions::new().write(true).open(g.procs_file()).map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?),
+        Some(g) => Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(g.procs_file())
+                .map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?,
+        ),
         None => None,
     };
     Ok(Setup { acc, cli, org, group, group_procs, rt })
@@ -259,7 +303,10 @@ fn thread_ns(pid: u32) -> BTreeMap<String, u64> {
     for e in rd.flatten() {
         let p = e.path();
         let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default().trim().to_string();
-        let ns: u64 = std::fs::read_to_string(p.join("schedstat")).ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0);
+        let ns: u64 = std::fs::read_to_string(p.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
         *m.entry(comm).or_insert(0) += ns;
     }
     m
@@ -294,7 +341,14 @@ fn snap(accel: u32, soak: Option<u32>, clients: u32, origin: u32) -> Snap {
 }
 
 /// One point: the metrics of variant `variant` at `rate` (repetition `rep` seeds the draws).
-pub fn run_point(cfg: &KawaiConfig, run: &LiveRun, s: &Setup, variant: &str, rate: f64, rep: u32) -> Result<BTreeMap<String, f64>, LiveError> {
+pub fn run_point(
+    cfg: &KawaiConfig,
+    run: &LiveRun,
+    s: &Setup,
+    variant: &str,
+    rate: f64,
+    rep: u32,
+) -> Result<BTreeMap<String, f64>, LiveError> {
     let secs = cfg.ramp_ms as f64 / 1e3 + cfg.warmup_s + cfg.window_s + cfg.drain_s + 30.0; // each worker's own limit
     let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(rep) * 7919).wrapping_add(rate as u64);
     let (acc, cli, org) = (s.acc.file()?, s.cli.file()?, s.org.file()?);
@@ -304,7 +358,22 @@ pub fn run_point(cfg: &KawaiConfig, run: &LiveRun, s: &Setup, variant: &str, rat
     let mut origin = worker::spawn(
         "origin",
         &cfg.worker_exe,
-        &args(cfg, &strs(&["kawai-origin", "--port", &ORIGIN_PORT.to_string(), "--think-ms-mean", &cfg.think_ms_mean.to_string(), "--think-ms-sd", &cfg.think_ms_sd.to_string(), "--seed", &seed.to_string(), "--secs", &ss])),
+        &args(
+            cfg,
+            &strs(&[
+                "kawai-origin",
+                "--port",
+                &ORIGIN_PORT.to_string(),
+                "--think-ms-mean",
+                &cfg.think_ms_mean.to_string(),
+                "--think-ms-sd",
+                &cfg.think_ms_sd.to_string(),
+                "--seed",
+                &seed.to_string(),
+                "--secs",
+                &ss,
+            ]),
+        ),
         &place(&org, cfg.client_cpu),
     )
     .map_err(failed)?;
@@ -312,20 +381,66 @@ pub fn run_point(cfg: &KawaiConfig, run: &LiveRun, s: &Setup, variant: &str, rat
     let mut accel = worker::spawn(
         "accelerator",
         &cfg.worker_exe,
-        &args(cfg, &strs(&["kawai-accel", "--variant", variant, "--port", &HTTP_PORT.to_string(), "--origin", ORG_ADDR, "--origin-port", &ORIGIN_PORT.to_string(), "--origin-conns", &cfg.origin_conns.to_string(), "--secs", &ss])),
+        &args(
+            cfg,
+            &strs(&[
+                "kawai-accel",
+                "--variant",
+                variant,
+                "--port",
+                &HTTP_PORT.to_string(),
+                "--origin",
+                ORG_ADDR,
+                "--origin-port",
+                &ORIGIN_PORT.to_string(),
+                "--origin-conns",
+                &cfg.origin_conns.to_string(),
+                "--secs",
+                &ss,
+            ]),
+        ),
         &place(&acc, cfg.server_cpu),
     )
     .map_err(failed)?;
     wait_ready(run, &mut accel, "accel-ready", 15.0)?;
     let soak = if cfg.soak {
-        Some(worker::spawn("soaker", &cfg.worker_exe, &args(cfg, &strs(&["kawai-soak", "--secs", &ss])), &place(&acc, cfg.server_cpu)).map_err(failed)?)
+        Some(
+            worker::spawn(
+                "soaker",
+                &cfg.worker_exe,
+                &args(cfg, &strs(&["kawai-soak", "--secs", &ss])),
+                &place(&acc, cfg.server_cpu),
+            )
+            .map_err(failed)?,
+        )
     } else {
         None
     };
     let clients = worker::spawn(
         "clients",
         &cfg.worker_exe,
-        &args(cfg, &strs(&["kawai-clients", "--dst", ACC_ADDR, "--port", &HTTP_PORT.to_string(), "--conns", &cfg.conns.to_string(), "--rate-rps", &rate.to_string(), "--hit-ratio", &cfg.hit_ratio.to_string(), "--ramp-ms", &cfg.ramp_ms.to_string(), "--seed", &seed.to_string(), "--secs", &ss])),
+        &args(
+            cfg,
+            &strs(&[
+                "kawai-clients",
+                "--dst",
+                ACC_ADDR,
+                "--port",
+                &HTTP_PORT.to_string(),
+                "--conns",
+                &cfg.conns.to_string(),
+                "--rate-rps",
+                &rate.to_string(),
+                "--hit-ratio",
+                &cfg.hit_ratio.to_string(),
+                "--ramp-ms",
+                &cfg.ramp_ms.to_string(),
+                "--seed",
+                &seed.to_string(),
+                "--secs",
+                &ss,
+            ]),
+        ),
         &place(&cli, cfg.client_cpu),
     )
     .map_err(failed)?;
@@ -356,7 +471,16 @@ pub fn run_point(cfg: &KawaiConfig, run: &LiveRun, s: &Setup, variant: &str, rat
 }
 
 #[allow(clippy::too_many_arguments)]
-fn metrics(a: &Snap, b: &Snap, cj: &serde_json::Value, aj: &serde_json::Value, oj: &serde_json::Value, scpu: usize, ccpu: usize, soaked: bool) -> BTreeMap<String, f64> {
+fn metrics(
+    a: &Snap,
+    b: &Snap,
+    cj: &serde_json::Value,
+    aj: &serde_json::Value,
+    oj: &serde_json::Value,
+    scpu: usize,
+    ccpu: usize,
+    soaked: bool,
+) -> BTreeMap<String, f64> {
     let w = b.t.duration_since(a.t).as_secs_f64().max(1e-9);
     let mut m = BTreeMap::new();
     let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
@@ -367,7 +491,18 @@ fn metrics(a: &Snap, b: &Snap, cj: &serde_json::Value, aj: &serde_json::Value, o
     m.insert("clients_completed_rps".into(), c("completed") / cw);
     m.insert("clients_completed_frac".into(), c("completed") / c("offered"));
     m.insert("clients_no_conn_per_s".into(), c("no_conn") / cw);
-    for k in ["resp_ms_mean", "resp_ms_p50", "resp_ms_p90", "resp_ms_p99", "resp_hit_ms_mean", "resp_miss_ms_mean", "lag_ms_mean", "lag_ms_p99", "lag_ms_max", "conns_open"] {
+    for k in [
+        "resp_ms_mean",
+        "resp_ms_p50",
+        "resp_ms_p90",
+        "resp_ms_p99",
+        "resp_hit_ms_mean",
+        "resp_miss_ms_mean",
+        "lag_ms_mean",
+        "lag_ms_p99",
+        "lag_ms_max",
+        "conns_open",
+    ] {
         m.insert(format!("clients_{k}"), c(k));
     }
     for k in ["errors", "incomplete", "completed", "offered", "connect_errors"] {
@@ -415,7 +550,10 @@ fn metrics(a: &Snap, b: &Snap, cj: &serde_json::Value, aj: &serde_json::Value, o
         accel_total += f;
     }
     m.insert("chamomile_cpu_frac".into(), accel_total);
-    let (du, ds) = (b.accel_ticks.0.saturating_sub(a.accel_ticks.0) as f64, b.accel_ticks.1.saturating_sub(a.accel_ticks.1) as f64);
+    let (du, ds) = (
+        b.accel_ticks.0.saturating_sub(a.accel_ticks.0) as f64,
+        b.accel_ticks.1.saturating_sub(a.accel_ticks.1) as f64,
+    );
     if du + ds > 0.0 {
         m.insert("chamomile_user_frac".into(), accel_total * du / (du + ds));
         m.insert("chamomile_system_frac".into(), accel_total * ds / (du + ds));
@@ -444,7 +582,9 @@ fn metrics(a: &Snap, b: &Snap, cj: &serde_json::Value, aj: &serde_json::Value, o
     // `soak_cpu_frac`, includes those softirqs, so 1 − it would undercount.)
     let g0 = |k: &str| s0.get(k).copied().unwrap_or(f64::NAN);
     let soak_user = match (b.stat.get(scpu), a.stat.get(scpu)) {
-        (Some(x), Some(y)) if soaked => b.soak_utime.saturating_sub(a.soak_utime) as f64 / x.since(y).total().max(1) as f64,
+        (Some(x), Some(y)) if soaked => {
+            b.soak_utime.saturating_sub(a.soak_utime) as f64 / x.since(y).total().max(1) as f64
+        }
         _ => 0.0,
     };
     let util = 1.0 - g0("idle") - g0("steal") - soak_user;
@@ -474,7 +614,11 @@ pub fn run(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                 run.check()?;
                 let metrics = run_point(cfg, run, &s, v, rate, rep)?;
                 let p = Point {
-                    keys: vec![("variant".into(), v.clone()), (RATE_KEY.into(), format!("{rate}")), ("rep".into(), rep.to_string())],
+                    keys: vec![
+                        ("variant".into(), v.clone()),
+                        (RATE_KEY.into(), format!("{rate}")),
+                        ("rep".into(), rep.to_string()),
+                    ],
                     metrics,
                 };
                 run.progress(point_line(&p));

@@ -55,7 +55,13 @@ const RESPONSE_PAD: usize = 250;
 /// Append a request for object `id` of `bytes`, a hit or not, padded to ~300 bytes.
 pub fn write_request(out: &mut Vec<u8>, id: u64, bytes: u32, hit: bool) {
     let start = out.len();
-    out.extend_from_slice(format!("GET /o/{bytes}/{}/{id} HTTP/1.1\r\nHost: accelerator\r\nUser-Agent: hostsim-live\r\nX-Pad: ", if hit { 'h' } else { 'm' }).as_bytes());
+    out.extend_from_slice(
+        format!(
+            "GET /o/{bytes}/{}/{id} HTTP/1.1\r\nHost: accelerator\r\nUser-Agent: hostsim-live\r\nX-Pad: ",
+            if hit { 'h' } else { 'm' }
+        )
+        .as_bytes(),
+    );
     while out.len() - start < REQUEST_PAD - 4 {
         out.push(b'p');
     }
@@ -88,7 +94,11 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<Request>, String> {
     }
     let path = req.path.unwrap_or("");
     let mut p = path.strip_prefix("/o/").ok_or_else(|| format!("path {path}"))?.split('/');
-    let bytes: u32 = p.next().and_then(|s| s.parse().ok()).filter(|&b| b <= OBJECT_BYTES_MAX).ok_or_else(|| format!("path {path}"))?;
+    let bytes: u32 = p
+        .next()
+        .and_then(|s| s.parse().ok())
+        .filter(|&b| b <= OBJECT_BYTES_MAX)
+        .ok_or_else(|| format!("path {path}"))?;
     let hit = match p.next() {
         Some("h") => true,
         Some("m") => false,
@@ -122,9 +132,13 @@ pub fn parse_response_head(buf: &[u8]) -> Result<Option<ResponseHead>, String> {
         return Err(format!("status {:?}", resp.code));
     }
     let num = |name: &str| -> Option<u64> {
-        resp.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
+        resp.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
     };
-    let bytes = num("content-length").filter(|&b| b <= u64::from(OBJECT_BYTES_MAX)).ok_or("no valid Content-Length")? as u32;
+    let bytes =
+        num("content-length").filter(|&b| b <= u64::from(OBJECT_BYTES_MAX)).ok_or("no valid Content-Length")? as u32;
     let id = num("x-id").ok_or("no X-Id")?;
     Ok(Some(ResponseHead { id, bytes, len }))
 }

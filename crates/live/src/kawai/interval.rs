@@ -53,7 +53,9 @@ impl Control {
     /// The variant called `name`: `none`, `none-fifo`, `static-N` (N ms), `dynamic-Kx`, each
     /// controlled one optionally followed by `-nofifo` or `-hzH`.
     pub fn parse(name: &str) -> Result<Control, String> {
-        let bad = || format!("variant `{name}`: expected none, none-fifo, static-<ms>[-nofifo|-hz<HZ>] or dynamic-<k>x[-nofifo|-hz<HZ>]");
+        let bad = || {
+            format!("variant `{name}`: expected none, none-fifo, static-<ms>[-nofifo|-hz<HZ>] or dynamic-<k>x[-nofifo|-hz<HZ>]")
+        };
         let mut parts = name.split('-');
         let kind = parts.next().ok_or_else(bad)?;
         let (policy, rest): (IntervalPolicy, Vec<&str>) = match kind {
@@ -67,11 +69,17 @@ impl Control {
                 return Ok(Control { policy: policy(IntervalControl::None, 0, 0.0), fifo, quantise_hz: None });
             }
             "static" => {
-                let ms: u64 = parts.next().and_then(|s| s.parse().ok()).filter(|&m| (1..=1000).contains(&m)).ok_or_else(bad)?;
+                let ms: u64 =
+                    parts.next().and_then(|s| s.parse().ok()).filter(|&m| (1..=1000).contains(&m)).ok_or_else(bad)?;
                 (policy(IntervalControl::Static, ms * 1_000_000, 0.0), parts.collect())
             }
             "dynamic" => {
-                let k: u32 = parts.next().and_then(|s| s.strip_suffix('x')).and_then(|s| s.parse().ok()).filter(|&k| (1..=100).contains(&k)).ok_or_else(bad)?;
+                let k: u32 = parts
+                    .next()
+                    .and_then(|s| s.strip_suffix('x'))
+                    .and_then(|s| s.parse().ok())
+                    .filter(|&k| (1..=100).contains(&k))
+                    .ok_or_else(bad)?;
                 (policy(IntervalControl::Dynamic, 0, f64::from(k - 1)), parts.collect())
             }
             _ => return Err(bad()),
@@ -81,7 +89,11 @@ impl Control {
             [] => {}
             ["nofifo"] => c.fifo = false,
             [hz] => {
-                let h: u32 = hz.strip_prefix("hz").and_then(|s| s.parse().ok()).filter(|&h| (10..=10_000).contains(&h)).ok_or_else(bad)?;
+                let h: u32 = hz
+                    .strip_prefix("hz")
+                    .and_then(|s| s.parse().ok())
+                    .filter(|&h| (10..=10_000).contains(&h))
+                    .ok_or_else(bad)?;
                 c.quantise_hz = Some(h);
             }
             _ => return Err(bad()),
@@ -194,7 +206,18 @@ mod tests {
         for v in VARIANTS {
             assert!(Control::parse(v).is_ok(), "{v}");
         }
-        for bad in ["", "static", "static-0", "static-x", "dynamic-2", "dynamic-0x", "none-nofifo", "static-10-hz", "static-10-fast", "old-20"] {
+        for bad in [
+            "",
+            "static",
+            "static-0",
+            "static-x",
+            "dynamic-2",
+            "dynamic-0x",
+            "none-nofifo",
+            "static-10-hz",
+            "static-10-fast",
+            "old-20",
+        ] {
             assert!(Control::parse(bad).is_err(), "{bad} accepted");
         }
     }

@@ -58,7 +58,14 @@ fn check_range(name: &str, v: f64, lo: f64, hi: f64) -> io::Result<()> {
 }
 
 /// `hostsim live-worker kawai-accel`: arguments checked, then [`accel::run`].
-pub fn worker_accel(variant: &str, port: u16, origin: Ipv4Addr, origin_port: u16, origin_conns: u32, secs: f64) -> io::Result<()> {
+pub fn worker_accel(
+    variant: &str,
+    port: u16,
+    origin: Ipv4Addr,
+    origin_port: u16,
+    origin_conns: u32,
+    secs: f64,
+) -> io::Result<()> {
     check_range("secs", secs, 0.0, crate::worker::SECS_MAX)?;
     check_range("origin-conns", f64::from(origin_conns), 1.0, 10_000.0)?;
     let control = interval::Control::parse(variant).map_err(invalid)?;
@@ -75,13 +82,32 @@ pub fn worker_origin(port: u16, think_ms_mean: f64, think_ms_sd: f64, seed: u64,
 
 /// `hostsim live-worker kawai-clients`.
 #[allow(clippy::too_many_arguments)]
-pub fn worker_clients(dst: Ipv4Addr, port: u16, conns: u32, rate_rps: f64, hit_ratio: f64, ramp_ms: u64, seed: u64, secs: f64) -> io::Result<()> {
+pub fn worker_clients(
+    dst: Ipv4Addr,
+    port: u16,
+    conns: u32,
+    rate_rps: f64,
+    hit_ratio: f64,
+    ramp_ms: u64,
+    seed: u64,
+    secs: f64,
+) -> io::Result<()> {
     check_range("secs", secs, 0.0, crate::worker::SECS_MAX)?;
     check_range("conns", f64::from(conns), 1.0, 30_000.0)?;
     check_range("rate-rps", rate_rps, 0.001, 1e6)?;
     check_range("hit-ratio", hit_ratio, 0.0, 1.0)?;
     check_range("ramp-ms", ramp_ms as f64, 0.0, 60_000.0)?;
-    clients::run(&clients::ClientArgs { dst, port, conns, rate_rps, hit_ratio, ramp_ms, seed, secs, conn_uses_zipf: 16 })
+    clients::run(&clients::ClientArgs {
+        dst,
+        port,
+        conns,
+        rate_rps,
+        hit_ratio,
+        ramp_ms,
+        seed,
+        secs,
+        conn_uses_zipf: 16,
+    })
 }
 
 /// `hostsim live-worker kawai-soak`.

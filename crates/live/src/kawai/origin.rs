@@ -82,7 +82,8 @@ pub fn run(a: &OriginArgs) -> std::io::Result<()> {
                         gens.resize(i + 1, 0);
                     }
                     gens[i] = gens[i].wrapping_add(1);
-                    conns[i] = Some(Conn { gen: gens[i], inbuf: Vec::new(), out: Vec::new(), out_off: 0, want_out: false });
+                    conns[i] =
+                        Some(Conn { gen: gens[i], inbuf: Vec::new(), out: Vec::new(), out_off: 0, want_out: false });
                     os::set_nodelay(c);
                     ep.add(c, libc::EPOLLIN as u32)?;
                 }
@@ -103,7 +104,9 @@ pub fn run(a: &OriginArgs) -> std::io::Result<()> {
                             match http::parse_request(&c.inbuf[used..]) {
                                 Ok(Some(r)) => {
                                     used += r.len;
-                                    let think = (a.think_ms_mean + a.think_ms_sd * hostsim_workload::http::normal(&mut rng)).max(0.0);
+                                    let think = (a.think_ms_mean
+                                        + a.think_ms_sd * hostsim_workload::http::normal(&mut rng))
+                                    .max(0.0);
                                     due.push(Reverse((os::now_ns() + (think * 1e6) as u64, fd, c.gen, r.id, r.bytes)));
                                 }
                                 Ok(None) => break,

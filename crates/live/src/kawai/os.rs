@@ -71,7 +71,10 @@ pub fn raise_nofile(need: u64) -> io::Result<u64> {
     // SAFETY: valid pointer.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) }, "getrlimit(RLIMIT_NOFILE)")?;
     if r.rlim_max < need {
-        return Err(io::Error::other(format!("{need} descriptors needed; the hard RLIMIT_NOFILE is {} (ulimit -Hn)", r.rlim_max)));
+        return Err(io::Error::other(format!(
+            "{need} descriptors needed; the hard RLIMIT_NOFILE is {} (ulimit -Hn)",
+            r.rlim_max
+        )));
     }
     if r.rlim_cur < need {
         r.rlim_cur = r.rlim_max;
@@ -179,7 +182,15 @@ impl Epoll {
         let t = timespec(timeout_ns);
         // SAFETY: the buffer holds events.len() entries; a valid timespec; no signal mask.
         let n = unsafe {
-            libc::syscall(libc::SYS_epoll_pwait2, self.fd, self.events.as_mut_ptr(), self.events.len() as libc::c_int, &t as *const libc::timespec, std::ptr::null::<libc::sigset_t>(), 0usize)
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                self.fd,
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                &t as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
         };
         for ev in &self.events[..n.max(0) as usize] {
             out.push((ev.u64 as RawFd, ev.events));
@@ -213,21 +224,33 @@ pub fn listen(port: u16, backlog: i32) -> io::Result<RawFd> {
 /// accept() blocking; the new descriptor non-blocking.
 pub fn accept(lfd: RawFd) -> io::Result<RawFd> {
     // SAFETY: null address pointers are allowed.
-    cvt(unsafe { libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) }, "accept4")
+    cvt(
+        unsafe {
+            libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+        },
+        "accept4",
+    )
 }
 
 /// A non-blocking TCP connect to `addr:port`: the descriptor (connecting; writable once done).
 pub fn connect_nb(addr: std::net::Ipv4Addr, port: u16) -> io::Result<RawFd> {
     // SAFETY: plain system calls on our own socket.
     unsafe {
-        let fd = cvt(libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0), "socket")?;
+        let fd = cvt(
+            libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0),
+            "socket",
+        )?;
         let sa = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: port.to_be(),
             sin_addr: libc::in_addr { s_addr: u32::from(addr).to_be() },
             sin_zero: [0; 8],
         };
-        let r = libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as u32);
+        let r = libc::connect(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        );
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EINPROGRESS) {

@@ -73,9 +73,9 @@ pub struct Cubic {
 /// `cubic_root`: a table lookup and one Newton-Raphson step (average error ~0.2%).
 fn cubic_root(a: u64) -> u32 {
     const V: [u8; 64] = [
-        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176, 179,
-        181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224, 225, 227,
-        229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
+        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176,
+        179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224,
+        225, 227, 229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
     ];
     let fls = 64 - a.leading_zeros();
     if fls < 7 {
@@ -187,8 +187,11 @@ impl Cubic {
         let t = t as u32;
         let offs = u64::from(self.bic_k.abs_diff(t));
         let delta = ((CUBE_RTT_SCALE * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)) as u32;
-        let bic_target =
-            if t < self.bic_k { self.bic_origin_point.wrapping_sub(delta) } else { self.bic_origin_point.wrapping_add(delta) };
+        let bic_target = if t < self.bic_k {
+            self.bic_origin_point.wrapping_sub(delta)
+        } else {
+            self.bic_origin_point.wrapping_add(delta)
+        };
         self.cnt = if bic_target > cwnd { cwnd / (bic_target - cwnd) } else { 100 * cwnd };
         if self.last_max_cwnd == 0 && self.cnt > 20 {
             self.cnt = 20; // increase cwnd 5% per RTT

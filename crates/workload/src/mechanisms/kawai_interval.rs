@@ -178,7 +178,17 @@ impl LoopControl {
     /// rule (Fig. 2) and ignores `fifo`.
     pub fn with_fifo(policy: IntervalPolicy, fifo_priority: u8, fifo: bool) -> LoopControl {
         let fifo = fifo && policy.kind != IntervalControl::Old;
-        LoopControl { policy, fifo_priority, fifo, step: ControlStep::Start, prev_ns: 0, slept: false, sleep_ns: 0, sleeps: 0, yields: 0 }
+        LoopControl {
+            policy,
+            fifo_priority,
+            fifo,
+            step: ControlStep::Start,
+            prev_ns: 0,
+            slept: false,
+            sleep_ns: 0,
+            sleeps: 0,
+            yields: 0,
+        }
     }
 
     /// The thread starts: a SCHED_FIFO loop (static/dynamic as the paper's) is raised, then

@@ -31,9 +31,11 @@ pub const NET_DIM_PARAMS_NUM_PROFILES: usize = 5;
 /// `DIM_NEVENTS`: interrupts between decisions.
 pub const DIM_NEVENTS: u32 = 64;
 /// (usec, pkts) of `NET_DIM_RX_CQE_PROFILES`.
-pub const RX_CQE_PROFILES: [(u32, u32); NET_DIM_PARAMS_NUM_PROFILES] = [(2, 256), (8, 128), (16, 64), (32, 64), (64, 64)];
+pub const RX_CQE_PROFILES: [(u32, u32); NET_DIM_PARAMS_NUM_PROFILES] =
+    [(2, 256), (8, 128), (16, 64), (32, 64), (64, 64)];
 /// (usec, pkts) of `NET_DIM_RX_EQE_PROFILES`.
-pub const RX_EQE_PROFILES: [(u32, u32); NET_DIM_PARAMS_NUM_PROFILES] = [(1, 256), (8, 256), (64, 256), (128, 256), (256, 256)];
+pub const RX_EQE_PROFILES: [(u32, u32); NET_DIM_PARAMS_NUM_PROFILES] =
+    [(1, 256), (8, 256), (64, 256), (128, 256), (256, 256)];
 pub const NET_DIM_DEF_PROFILE: usize = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

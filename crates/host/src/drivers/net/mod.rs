@@ -21,13 +21,13 @@ pub mod txring;
 
 use crate::config::HostConfig;
 use crate::config::{ItrMode, NicConfig};
-use crate::drivers::net::fdir::Fdir;
 use crate::drivers::net::dim::NetDim;
+use crate::drivers::net::fdir::Fdir;
 use crate::drivers::net::itr::DynItr;
 use crate::drivers::net::rsc::Rsc;
-use crate::net::core::gro::GroList;
 use crate::drivers::net::txring::TxQueue;
 use crate::kernel::irq::route::IrqRouter;
+use crate::net::core::gro::GroList;
 use crate::types::{Pid, PktId, NONE};
 use hostsim_engine::{Rng, Time, Timer};
 use std::collections::VecDeque;
@@ -135,11 +135,7 @@ impl NetDevs {
                     tx_polled: false,
                     last_irq: Time::ZERO,
                     router,
-                    rflow: if cfg.kernel.rfs {
-                        vec![(NONE, 0); cfg.kernel.rfs_entries as usize]
-                    } else {
-                        Vec::new()
-                    },
+                    rflow: if cfg.kernel.rfs { vec![(NONE, 0); cfg.kernel.rfs_entries as usize] } else { Vec::new() },
                     itr_ns: match n.itr_mode {
                         ItrMode::Fixed if n.itr_ints_per_s > 0 => 1_000_000_000 / u64::from(n.itr_ints_per_s),
                         ItrMode::Fixed => 0,

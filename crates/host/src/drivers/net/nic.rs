@@ -34,7 +34,9 @@ impl Host {
                 // RSC (`rsc.rs`): a data segment without SYN/FIN may join its flow's open aggregate.
                 let t = &self.skb.pkts_tcp[pkt as usize];
                 let eligible = t.ack.is_none() && t.flags == 0;
-                if r.arrive(pkt, (p.src, p.flow), p.seq, p.bytes, eligible, &mut self.skb.frag_next) == RscArrive::Joined {
+                if r.arrive(pkt, (p.src, p.flow), p.seq, p.bytes, eligible, &mut self.skb.frag_next)
+                    == RscArrive::Joined
+                {
                     nq.rsc_desc += 1;
                     self.stats.rsc_joined += 1;
                     nq.since_irq += 1;
@@ -147,7 +149,12 @@ impl Host {
         // `IDLE_ENOUGH` looks only at `current` (the idle task or not), never at the interrupt
         // work a CPU is doing: `kernel/irq/route.rs` `idle_enough`.
         let idle_enough = |c: usize| {
-            crate::kernel::irq::route::idle_enough(test, cpus[c].curr.is_none(), now.ns() / tick, cpus[c].idle_since.ns() / tick)
+            crate::kernel::irq::route::idle_enough(
+                test,
+                cpus[c].curr.is_none(),
+                now.ns() / tick,
+                cpus[c].idle_since.ns() / tick,
+            )
         };
         let nic = self.dev.queues[q].nic as usize;
         let interval = match self.dev.nics[nic].cfg.balance_irq_interval_us {

@@ -64,7 +64,15 @@ impl Rsc {
     }
 
     /// A TCP frame of flow `key` arrives; `eligible`: a data segment without SYN/FIN/RST.
-    pub fn arrive(&mut self, pkt: PktId, key: (u32, u32), seq: u64, len: u32, eligible: bool, next: &mut Vec<PktId>) -> RscArrive {
+    pub fn arrive(
+        &mut self,
+        pkt: PktId,
+        key: (u32, u32),
+        seq: u64,
+        len: u32,
+        eligible: bool,
+        next: &mut Vec<PktId>,
+    ) -> RscArrive {
         if let Some(i) = self.open.iter().position(|c| c.key == key) {
             let c = self.open[i];
             if eligible && len > 0 && seq == c.next_seq && c.desc < self.max_desc {

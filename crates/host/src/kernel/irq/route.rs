@@ -38,8 +38,7 @@ pub struct IrqRouter {
 
 impl IrqRouter {
     pub fn new(nic: &NicConfig, queue: u32, ncpu: usize) -> IrqRouter {
-        let cpus: Vec<u32> =
-            if nic.irq_cpus.is_empty() { (0..ncpu as u32).collect() } else { nic.irq_cpus.clone() };
+        let cpus: Vec<u32> = if nic.irq_cpus.is_empty() { (0..ncpu as u32).collect() } else { nic.irq_cpus.clone() };
         let (allowed, cpu) = match nic.irq_routing {
             IrqRouting::Fixed => (1u128 << cpus[0], cpus[0] as usize),
             IrqRouting::Msix => {

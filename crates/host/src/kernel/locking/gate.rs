@@ -32,7 +32,8 @@ impl Host {
             Level::Hardirq | Level::Softirq => Context::Kernel,
             Level::Process => {
                 if f.work == Work::ProcUnit {
-                    let exchange = self.cpus[cpu].curr.is_some_and(|p| self.procs[p as usize].pending == Pending::Exchange);
+                    let exchange =
+                        self.cpus[cpu].curr.is_some_and(|p| self.procs[p as usize].pending == Pending::Exchange);
                     if exchange {
                         return Context::Exchange;
                     }

@@ -128,7 +128,13 @@ impl Host {
                 let p = &self.procs[rq[i] as usize];
                 !p.pinned_kthread
                     && p.allowed & (1u128 << cpu) != 0
-                    && crate::kernel::sched::cfs6::can_migrate_hot(p.left_cpu_at.ns(), now, mig, failed, CACHE_NICE_TRIES[level])
+                    && crate::kernel::sched::cfs6::can_migrate_hot(
+                        p.left_cpu_at.ns(),
+                        now,
+                        mig,
+                        failed,
+                        CACHE_NICE_TRIES[level],
+                    )
             })
             .min_by_key(|&i| (self.procs[rq[i] as usize].left_cpu_at, rq[i]))
             .map(|i| (busiest, i))
@@ -298,7 +304,13 @@ impl Host {
                     !p.pinned_kthread
                         && p.allowed & (1u128 << cpu) != 0
                         && this_load + p.weight <= bl - p.weight
-                        && crate::kernel::sched::cfs6::can_migrate_hot(p.left_cpu_at.ns(), now, mig, failed, CACHE_NICE_TRIES[level])
+                        && crate::kernel::sched::cfs6::can_migrate_hot(
+                            p.left_cpu_at.ns(),
+                            now,
+                            mig,
+                            failed,
+                            CACHE_NICE_TRIES[level],
+                        )
                 });
                 Some(pick.map(|i| (busiest, i)))
             }

@@ -252,7 +252,14 @@ fn wrap_runs(cpus: u128, start: usize) -> [u128; 2] {
 
 /// `select_idle_cpu(p, sd_llc, has_idle_core, target)` on bitmasks: `cpus` is the LLC's span
 /// and `p`'s affinity, visited from `target + 1` around.
-fn select_idle_cpu(h: &impl WakeView, cpus: u128, idle: u128, tpc: usize, has_idle_core: bool, target: usize) -> Option<usize> {
+fn select_idle_cpu(
+    h: &impl WakeView,
+    cpus: u128,
+    idle: u128,
+    tpc: usize,
+    has_idle_core: bool,
+    target: usize,
+) -> Option<usize> {
     let runs = wrap_runs(cpus, target + 1);
     if has_idle_core {
         // select_idle_core on each core as first met: the met CPU of the first core whose
@@ -397,7 +404,13 @@ impl Cfs6Balance {
 
 /// `can_migrate_task`'s cache test: `task_hot` (it last ran less than the migration cost ago)
 /// lifted once the domain's balancing failed more than its `cache_nice_tries` times in a row.
-pub fn can_migrate_hot(last_ran_ns: u64, now_ns: u64, migration_cost_ns: u64, nr_balance_failed: u32, cache_nice_tries: u32) -> bool {
+pub fn can_migrate_hot(
+    last_ran_ns: u64,
+    now_ns: u64,
+    migration_cost_ns: u64,
+    nr_balance_failed: u32,
+    cache_nice_tries: u32,
+) -> bool {
     let hot = migration_cost_ns > 0 && now_ns.saturating_sub(last_ran_ns) < migration_cost_ns;
     !hot || nr_balance_failed > cache_nice_tries
 }

@@ -6,8 +6,8 @@
 
 use crate::kernel::cpu::{Frame, Work};
 use crate::kernel::sched::o1::{BalanceView, O1Balance, Queued};
-use crate::kernel::task::ProcState;
 use crate::kernel::task::sock_level;
+use crate::kernel::task::ProcState;
 use crate::policies::Balancer;
 use crate::sim::*;
 use crate::types::*;
@@ -70,11 +70,17 @@ impl Host {
         let latency = self.cfg.kernel.sched_latency_us * 1000;
         let minv = self.cpus[cpu].min_vruntime;
         debug_assert!(
-            self.cpus[cpu].curr != Some(pid) && !self.cpus[cpu].rq_cfs.contains(&pid) && !self.cpus[cpu].rq_rt.contains(&pid),
+            self.cpus[cpu].curr != Some(pid)
+                && !self.cpus[cpu].rq_cfs.contains(&pid)
+                && !self.cpus[cpu].rq_rt.contains(&pid),
             "task {pid} queued twice on cpu {cpu} (seed {})",
             self.cfg.seed
         );
-        let o1 = self.cfg.kernel.o1_runqueue.then(|| (self.now.ns() / self.tick_ns, self.cfg.kernel.hz, self.cpus[cpu].o1_active));
+        let o1 = self
+            .cfg
+            .kernel
+            .o1_runqueue
+            .then(|| (self.now.ns() / self.tick_ns, self.cfg.kernel.hz, self.cpus[cpu].o1_active));
         let p = &mut self.procs[pid as usize];
         p.enq_seq = seq;
         p.cpu = cpu as u32;
@@ -154,7 +160,10 @@ impl Host {
     /// `try_to_wake_up`: place the task with the wake policy, queue it, maybe preempt.
     pub fn wake_up(&mut self, pid: Pid, waker: usize, _kthread: bool) {
         let st = self.procs[pid as usize].state;
-        if !matches!(st, ProcState::BlockedRecv | ProcState::BlockedSend | ProcState::Sleeping | ProcState::KsoftirqdIdle) {
+        if !matches!(
+            st,
+            ProcState::BlockedRecv | ProcState::BlockedSend | ProcState::Sleeping | ProcState::KsoftirqdIdle
+        ) {
             return;
         }
         if !self.speed_admit(pid, true) {
@@ -423,12 +432,8 @@ impl Host {
                 let total = self.cpu_load(cpu).max(1);
                 let slice = (period * p.weight / total).max(min_gran);
                 let ran = self.now.since(self.cpus[cpu].curr_since).ns();
-                let leftmost = self.cpus[cpu]
-                    .rq_cfs
-                    .iter()
-                    .map(|&q| self.procs[q as usize].vruntime)
-                    .min()
-                    .unwrap_or(u64::MAX);
+                let leftmost =
+                    self.cpus[cpu].rq_cfs.iter().map(|&q| self.procs[q as usize].vruntime).min().unwrap_or(u64::MAX);
                 if ran > slice || p.vruntime.saturating_sub(leftmost) > slice {
                     self.cpus[cpu].need_resched = true;
                 }
@@ -469,8 +474,15 @@ impl Host {
             return;
         }
         let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
-        let starving = crate::kernel::sched::o1_rq::expired_starving(self.cpus[cpu].o1_expired_ts, jiffies, BalanceView::nr_running(self, cpu), hz);
-        if let crate::kernel::sched::o1_rq::Tick::Expired { to_expired } = self.procs[cur as usize].o1.tick(starving, hz) {
+        let starving = crate::kernel::sched::o1_rq::expired_starving(
+            self.cpus[cpu].o1_expired_ts,
+            jiffies,
+            BalanceView::nr_running(self, cpu),
+            hz,
+        );
+        if let crate::kernel::sched::o1_rq::Tick::Expired { to_expired } =
+            self.procs[cur as usize].o1.tick(starving, hz)
+        {
             self.cpus[cpu].need_resched = true;
             if to_expired {
                 if self.cpus[cpu].o1_expired_ts == 0 {
@@ -539,7 +551,12 @@ impl crate::kernel::sched::wake::WakeView for Host {
         Host::cpu_load(self, cpu)
     }
     fn cpu_idle(&self, cpu: usize) -> bool {
-        debug_assert_eq!(self.sched.masks.idle >> cpu & 1 != 0, Host::cpu_idle(self, cpu), "idle mask of cpu {cpu} (seed {})", self.cfg.seed);
+        debug_assert_eq!(
+            self.sched.masks.idle >> cpu & 1 != 0,
+            Host::cpu_idle(self, cpu),
+            "idle mask of cpu {cpu} (seed {})",
+            self.cfg.seed
+        );
         self.sched.masks.idle >> cpu & 1 != 0
     }
     fn idle_mask(&self) -> u128 {
@@ -622,7 +639,11 @@ impl BalanceView for Host {
                 Queued {
                     pid,
                     // MAX_RT_PRIO - 1 - rt_priority for RT tasks, 120 + nice otherwise.
-                    prio: p.rt.map_or(if self.cfg.kernel.o1_runqueue { p.o1.prio } else { 120 + i32::from(p.nice) }, |r| 99 - i32::from(r)),
+                    prio: p
+                        .rt
+                        .map_or(if self.cfg.kernel.o1_runqueue { p.o1.prio } else { 120 + i32::from(p.nice) }, |r| {
+                            99 - i32::from(r)
+                        }),
                     expired: self.cfg.kernel.o1_runqueue && p.rt.is_none() && p.o1.array != c.o1_active,
                     enq_seq: p.enq_seq,
                     sleep_jiffy: p.left_cpu_at.ns() / self.tick_ns,

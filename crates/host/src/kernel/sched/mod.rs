@@ -45,7 +45,10 @@ impl SchedState {
         SchedState {
             wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, nprocs, ncpu),
             balancer: Balancer::new(&cfg.kernel, ncpu, cpus.iter().map(|c| c.llc as usize + 1).max().unwrap_or(1)),
-            masks: SchedMasks::new(&cpus.iter().map(|c| c.llc).collect::<Vec<_>>(), cfg.profile.topology.threads_per_core as usize),
+            masks: SchedMasks::new(
+                &cpus.iter().map(|c| c.llc).collect::<Vec<_>>(),
+                cfg.profile.topology.threads_per_core as usize,
+            ),
             enq_seq: 0,
         }
     }

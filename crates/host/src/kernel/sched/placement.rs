@@ -57,7 +57,8 @@ impl SchedMasks {
     /// `llc_ids[c]`: CPU c's last-level-cache domain. Every CPU starts idle.
     pub fn new(llc_ids: &[u32], threads_per_core: usize) -> SchedMasks {
         let n = llc_ids.len();
-        let llc: Vec<u128> = (0..n).map(|c| (0..n).filter(|&d| llc_ids[d] == llc_ids[c]).fold(0u128, |m, d| m | 1u128 << d)).collect();
+        let llc: Vec<u128> =
+            (0..n).map(|c| (0..n).filter(|&d| llc_ids[d] == llc_ids[c]).fold(0u128, |m, d| m | 1u128 << d)).collect();
         let core_firsts = (0..n).step_by(threads_per_core.max(1)).fold(0u128, |m, c| m | 1u128 << c);
         let idle = (0..n).fold(0u128, |m, c| m | 1u128 << c);
         let domains = (0..n).map(|c| SchedDomains::build(c, n, threads_per_core, core_firsts, &llc)).collect();

@@ -112,7 +112,11 @@ mod tests {
         // Two processes share port 7 (nice 5 and nice 10); one has port 8 (nice 19).
         let mut h = host(2, k, vec![], vec![sink("a", 7, 5), sink("b", 7, 10), sink("c", 8, 19)]);
         let level = |h: &crate::sim::Host, port: usize| h.net.socks[h.net.port_sock[port] as usize].level;
-        assert_eq!(level(&h, 7), crate::types::level_of_nice(5), "bind: the highest priority of the socket's processes");
+        assert_eq!(
+            level(&h, 7),
+            crate::types::level_of_nice(5),
+            "bind: the highest priority of the socket's processes"
+        );
         assert_eq!(level(&h, 8), 0);
         h.set_nice(0, 15); // a becomes less important than b
         assert_eq!(level(&h, 7), crate::types::level_of_nice(10));

@@ -142,7 +142,8 @@ impl Detector {
         }
         let lowest = o.arrivals.iter().position(|&a| a > 0);
         let top = o.arrivals.iter().rposition(|&a| a > 0);
-        let over_capacity = self.cfg.capacity_pps > 0.0 && self.rate_pps >= self.cfg.capacity_frac * self.cfg.capacity_pps;
+        let over_capacity =
+            self.cfg.capacity_pps > 0.0 && self.rate_pps >= self.cfg.capacity_frac * self.cfg.capacity_pps;
         let overload = o.backlog_drops > 0
             || o.backlog_len_max >= self.cfg.backlog_len_high
             || o.top_socket_drops > 0

@@ -44,7 +44,13 @@ impl Host {
             self.speed_arm_end(pid, k);
             return true;
         }
-        let from = if now.ns() < plan.origin { 0 } else if in_slot { k + 1 } else { k };
+        let from = if now.ns() < plan.origin {
+            0
+        } else if in_slot {
+            k + 1
+        } else {
+            k
+        };
         let next = plan.next_allocated(from);
         self.procs[pid as usize].state = ProcState::Throttled;
         let gen = self.procs[pid as usize].slot_timer.arm();

@@ -88,7 +88,14 @@ pub struct Symbiose {
 }
 
 impl Symbiose {
-    pub fn new(ncpu: usize, driver_cpu: usize, ip_cpu: usize, period_ns: u64, pool_buffers: u32, lock: SpinLock) -> Symbiose {
+    pub fn new(
+        ncpu: usize,
+        driver_cpu: usize,
+        ip_cpu: usize,
+        period_ns: u64,
+        pool_buffers: u32,
+        lock: SpinLock,
+    ) -> Symbiose {
         let q = || (0..ncpu).map(|_| VecDeque::with_capacity(1024)).collect::<Vec<_>>();
         Symbiose {
             driver_cpu,

@@ -53,10 +53,13 @@ impl Host {
         };
         let remote = {
             let last = self.skb.pkts[pkt as usize].rx_cpu;
-            if last != NONE && last as usize != cpu { self.cfg.profile.cache.remote_packet_ns } else { 0 }
+            if last != NONE && last as usize != cpu {
+                self.cfg.profile.cache.remote_packet_ns
+            } else {
+                0
+            }
         };
         let cost = self.cfg.profile.mechanisms.xdp_skb_build_ns + remote + self.proto_cost(pkt);
         self.kthread_unit(cpu, pid, Pending::CpumapFrame { pkt }, cost)
     }
 }
-

@@ -107,11 +107,7 @@ impl GroList {
     pub fn receive(&mut self, s: GroSeg, next: &mut Vec<PktId>, out: &mut Vec<PktId>) -> GroResult {
         if let Some(i) = self.held.iter().position(|h| h.key == s.key) {
             let h = self.held[i];
-            let joins = !s.chained
-                && s.seq == h.next_seq
-                && s.len <= h.mss
-                && s.len > 0
-                && h.len + s.len < GRO_MAX_LEN;
+            let joins = !s.chained && s.seq == h.next_seq && s.len <= h.mss && s.len > 0 && h.len + s.len < GRO_MAX_LEN;
             if joins {
                 link(next, h.tail, s.pkt);
                 let h = &mut self.held[i];
@@ -136,7 +132,15 @@ impl GroList {
         }
         self.held.insert(
             0,
-            Held { key: s.key, head: s.pkt, tail: s.pkt, next_seq: s.seq + u64::from(s.len), mss: s.len, len: GRO_HDR_LEN + s.len, segs: 1 },
+            Held {
+                key: s.key,
+                head: s.pkt,
+                tail: s.pkt,
+                next_seq: s.seq + u64::from(s.len),
+                mss: s.len,
+                len: GRO_HDR_LEN + s.len,
+                segs: 1,
+            },
         );
         GroResult::Held
     }

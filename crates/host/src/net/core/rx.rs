@@ -520,7 +520,12 @@ impl Host {
         }
         if let Some(d) = &mut nq.net_dim {
             // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
-            let s = crate::drivers::net::dim::Sample { time_ns: self.now.ns(), events: d.events, pkts: d.pkts, bytes: d.bytes };
+            let s = crate::drivers::net::dim::Sample {
+                time_ns: self.now.ns(),
+                events: d.events,
+                pkts: d.pkts,
+                bytes: d.bytes,
+            };
             d.dim.sample(s);
         }
         if nq.tx.has_done(self.now) {

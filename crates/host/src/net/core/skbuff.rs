@@ -61,7 +61,12 @@ pub struct PacketSlab {
 
 impl PacketSlab {
     pub fn new() -> PacketSlab {
-        PacketSlab { pkts: Vec::with_capacity(4096), pkts_tcp: Vec::new(), free_pkts: Vec::with_capacity(4096), frag_next: Vec::new() }
+        PacketSlab {
+            pkts: Vec::with_capacity(4096),
+            pkts_tcp: Vec::new(),
+            free_pkts: Vec::with_capacity(4096),
+            frag_next: Vec::new(),
+        }
     }
 }
 
@@ -111,7 +116,8 @@ impl PacketSlab {
 
     /// Payload bytes and segments of the aggregate starting at `head`.
     pub fn agg_size(&self, head: PktId) -> (u32, u32) {
-        crate::net::core::gro::chain(&self.frag_next, head).fold((0, 0), |(b, n), p| (b + self.pkts[p as usize].bytes, n + 1))
+        crate::net::core::gro::chain(&self.frag_next, head)
+            .fold((0, 0), |(b, n), p| (b + self.pkts[p as usize].bytes, n + 1))
     }
 
     pub fn in_flight(&self) -> u64 {

@@ -98,7 +98,6 @@ impl Sock {
     }
 }
 
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EpKind {
     /// Accepted from a listening socket (a client's connection).
@@ -265,4 +264,3 @@ impl Endpoints {
         id
     }
 }
-

@@ -81,26 +81,34 @@ impl Host {
         let sys = self.cfg.profile.syscalls.as_ref();
         let child = sys.map_or(0, |s| s.tcp_child_ns);
         let bytes = self.skb.pkts[pkt as usize].bytes;
-        Some(c.tcp_rx_ns
-            + match seg {
-                Seg::Syn(_) => c.tcp_ack_send_ns + c.driver_tx_frame_ns,
-                Seg::Handshake(l) => {
-                    child + if self.net.eps.listeners[l as usize].waiter != NONE { c.wakeup_ns } else { 0 }
-                }
-                Seg::Fin(ep) => if self.set_waiting(ep) { c.wakeup_ns } else { 0 },
-                Seg::Data(ep) => {
-                    let e = &self.net.eps.eps[ep as usize];
-                    let mut x = (f64::from(bytes) * c.rx_per_byte_ns).round() as u64;
-                    if e.kind == EpKind::Connected && e.unacked + 1 >= 2 {
-                        x += c.tcp_ack_send_ns + c.driver_tx_frame_ns;
+        Some(
+            c.tcp_rx_ns
+                + match seg {
+                    Seg::Syn(_) => c.tcp_ack_send_ns + c.driver_tx_frame_ns,
+                    Seg::Handshake(l) => {
+                        child + if self.net.eps.listeners[l as usize].waiter != NONE { c.wakeup_ns } else { 0 }
                     }
-                    if self.set_waiting(ep) {
-                        x += c.wakeup_ns;
+                    Seg::Fin(ep) => {
+                        if self.set_waiting(ep) {
+                            c.wakeup_ns
+                        } else {
+                            0
+                        }
                     }
-                    x
-                }
-                Seg::Stray => 0,
-            })
+                    Seg::Data(ep) => {
+                        let e = &self.net.eps.eps[ep as usize];
+                        let mut x = (f64::from(bytes) * c.rx_per_byte_ns).round() as u64;
+                        if e.kind == EpKind::Connected && e.unacked + 1 >= 2 {
+                            x += c.tcp_ack_send_ns + c.driver_tx_frame_ns;
+                        }
+                        if self.set_waiting(ep) {
+                            x += c.wakeup_ns;
+                        }
+                        x
+                    }
+                    Seg::Stray => 0,
+                },
+        )
     }
 
     /// Softirq protocol processing of a segment for an event-driven program's socket is done

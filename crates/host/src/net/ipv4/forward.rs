@@ -55,6 +55,9 @@ impl Host {
             self.stats.forward_latency.record(latency);
         }
         self.skb.free(pkt);
-        self.dev_queue_xmit_sel(TxFrame { dst, payload: bytes, tcp: false, fb: Feedback::Forwarded { flow, seq } }, sel);
+        self.dev_queue_xmit_sel(
+            TxFrame { dst, payload: bytes, tcp: false, fb: Feedback::Forwarded { flow, seq } },
+            sel,
+        );
     }
 }

@@ -52,7 +52,16 @@ impl Host {
         };
         let rwnd = u64::from(self.wire.srcs[dst as usize].src.config().window_bytes);
         let snd = TcpSnd::new(k.tcp_mss_bytes, sndbuf, k.skb_overhead_bytes, seg, nodelay, rwnd);
-        let conn = Conn { snd, dst, flow, writer: NONE, timer: Timer::new(), timer_cpu: 0, pending: VecDeque::new(), tx_bytes: 0 };
+        let conn = Conn {
+            snd,
+            dst,
+            flow,
+            writer: NONE,
+            timer: Timer::new(),
+            timer_cpu: 0,
+            pending: VecDeque::new(),
+            tx_bytes: 0,
+        };
         let id = match self.net.free_conns.pop() {
             Some(id) => {
                 // A reused slot keeps its timer's generation, so a stale expiry cannot fire.
@@ -99,7 +108,12 @@ impl Host {
             let (dst, flow) = (c.dst, c.flow);
             // The application's label of a message ending in this segment (`net/ipv4/endpoint.rs`).
             let tag = self.ep_segment_tag(conn, seg.seq, seg.len);
-            let f = TxFrame { dst, payload: seg.len, tcp: true, fb: Feedback::Data { flow, seq: seg.seq, len: seg.len, frame_bytes, tag } };
+            let f = TxFrame {
+                dst,
+                payload: seg.len,
+                tcp: true,
+                fb: Feedback::Data { flow, seq: seg.seq, len: seg.len, frame_bytes, tag },
+            };
             // A frame the device drops is lost like one lost on the wire: the retransmission
             // timer or duplicate ACKs recover it (2.4 treats NET_XMIT_DROP as congestion).
             self.dev_queue_xmit(f);
