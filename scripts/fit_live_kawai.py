@@ -47,11 +47,10 @@ def live_targets(path, rates):
         if r["variant"] != "none" or float(r[KEY]) not in rates:
             continue
         x = float(r[KEY])
-        f = lambda k: float(r[k])
-        acc[x]["offered"].append(f("clients_offered_rps"))
-        acc[x]["irq"].append(f("cpu_softirq_frac") + f("cpu_hardirq_frac"))
-        acc[x]["system"].append(f("cpu_system_frac"))
-        acc[x]["user"].append(f("cpu_user_frac"))
+        acc[x]["offered"].append(float(r["clients_offered_rps"]))
+        acc[x]["irq"].append(float(r["cpu_softirq_frac"]) + float(r["cpu_hardirq_frac"]))
+        acc[x]["system"].append(float(r["cpu_system_frac"]))
+        acc[x]["user"].append(float(r["cpu_user_frac"]))
     return {x: {k: sum(v) / len(v) for k, v in d.items()} for x, d in sorted(acc.items())}
 
 

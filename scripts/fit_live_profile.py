@@ -40,7 +40,7 @@ import tempfile
 import tomllib
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -141,12 +141,12 @@ def main():
     pool = ThreadPoolExecutor(a.jobs)
 
     def run_all(x, pts=targets):
-        sets = {p["key"]: v for p, v in zip(params, x)}
+        sets = {p["key"]: v for p, v in zip(params, x, strict=True)}
         return list(pool.map(lambda t: model(a.hostsim, t, sets, variant), pts.values()))
 
     def loss(x):
         ms = run_all(x)
-        return sum(((m[k] - t[k]) / t[k]) ** 2 for m, t in zip(ms, targets.values()) for k in TARGETS)
+        return sum(((m[k] - t[k]) / t[k]) ** 2 for m, t in zip(ms, targets.values(), strict=True) for k in TARGETS)
 
     before = loss(x0)
     # Nelder-Mead on the costs scaled to their bounds (0..1), so that one simplex step means
@@ -166,16 +166,16 @@ def main():
         f"fitted on {Path(a.live_csv).name}, placement {a.placement}, variant off, {len(targets)} points; "
         f"objective {before:.3f} at the start -> {after:.3f} ({res.nfev} evaluations)"
     )
-    for p, v in zip(params, x):
+    for p, v in zip(params, x, strict=True):
         lines.append(f"  {p['name']:<20} = {v:>6.0f} ns  (bounds {p['min']}..{p['max']})")
     lines.append("  residuals per point (model vs live CPU ns per packet):")
-    for (rate, t), m in zip(shown.items(), ms):
+    for (rate, t), m in zip(shown.items(), ms, strict=True):
         cells = "; ".join(f"{k} {m[k]:.0f} vs {t[k]:.0f} ({(m[k] - t[k]) / max(t[k], 1e-9):+.0%})" for k in TARGETS)
         lines.append(
             f"  {rate:>9,.0f} (sent {t['flood_pps']:,.0f}){'' if rate in targets else ' [not fitted]'}: {cells}"
         )
     print("\n".join(lines))
-    values = {p["name"]: int(v) for p, v in zip(params, x)}
+    values = {p["name"]: int(v) for p, v in zip(params, x, strict=True)}
     print(json.dumps(values))
     if a.write:
         hdr = "\n".join("# " + ln for ln in lines)
@@ -185,7 +185,7 @@ def main():
             "# (mechanism off, placement rps; see the script's doc and the scenario's [[calibrate]]).\n"
             f"{hdr}\n\n[values]\n"
             + "".join(f"{k} = {v}\n" for k, v in values.items())
-            + f'\n[fit]\ndate = "{datetime.now(timezone.utc).replace(microsecond=0).isoformat()}"\n'
+            + f'\n[fit]\ndate = "{datetime.now(UTC).replace(microsecond=0).isoformat()}"\n'
             f'command = ".venv/bin/python scripts/fit_live_profile.py --write"\n'
             'method = "bounded Nelder-Mead (scipy) on the costs scaled to their bounds; objective: sum of squared relative gaps of three CPU times per packet at each point"\n'
             'scenarios = ["live-ozaki-pbq"]\n'

@@ -42,7 +42,7 @@ def main() -> None:
                 else:
                     walk(a[k], b[k], f"{where}.{k}")
         elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b)):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
                 walk(x, y, f"{where}[{i}]")
         else:
             n += 1

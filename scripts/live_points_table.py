@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-
 from hostsim import report
 
 

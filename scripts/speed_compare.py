@@ -99,7 +99,7 @@ def _common(a, b):
         ks = sorted(set(a) & set(b))
         return {k: _common(a[k], b[k])[0] for k in ks}, {k: _common(a[k], b[k])[1] for k in ks}
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        pairs = [_common(x, y) for x, y in zip(a, b)]
+        pairs = [_common(x, y) for x, y in zip(a, b, strict=True)]
         return [p[0] for p in pairs], [p[1] for p in pairs]
     return a, b
 

@@ -123,11 +123,14 @@ def main():
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     by_speed = defaultdict(list)
-    for (u, v, s), rows in live.items():
+    for (_u, v, s), rows in live.items():
         by_speed[(v, s)].extend(rows)
     for v, s in sorted(by_speed, key=lambda k: (k[0] != "off", k[1])):
         rows = by_speed[(v, s)]
-        f = lambda k: mean_sd(rows, k)[0]
+
+        def f(k, rows=rows):
+            return mean_sd(rows, k)[0]
+
         mx = max((val(r, "regulator_late_us_max") for r in rows), default=float("nan"))
         errs = sum(val(r, "regulator_schedule_errors") for r in rows) if v == "regulated" else float("nan")
         la = [val(r, "loadavg_1m") for r in rows]

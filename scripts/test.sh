@@ -3,8 +3,8 @@
 # system packages (scripts/deps.sh: clang, libelf, zlib, iproute2, bpftool and the IPAex Gothic
 # font the report embeds, from apt), Debian's chromium (the report is checked in a headless
 # browser, python/tests/browser.py), the Python side (scripts/setup.sh:
-# .venv from PyPI, hostsim built with maturin); then runs cargo clippy (warnings are errors),
-# cargo test and pytest. As root, the
+# .venv from PyPI, hostsim built with maturin); then checks the format (cargo fmt, ruff format) and
+# lints (cargo clippy with warnings as errors, ruff check) and runs cargo test and pytest. As root, the
 # live tests (crates/cli/tests/live.rs, crates/live/tests/) run on this kernel in namespaces
 # they create; elsewhere they print why they skip.
 set -euo pipefail
@@ -21,9 +21,16 @@ fi
 bash scripts/setup.sh
 cargo build --release --locked -p hostsim-cli
 status=0
-# Lints: the workspace, tests included, warning-free (a failure fails the run; the tests still run).
+# Format and lints (a failure fails the run; the tests still run): rustfmt.toml's format on the
+# workspace and the fuzz workspace, clippy warning-free on the workspace with its tests
+# ([workspace.lints] in Cargo.toml), ruff's lint and format on the Python (pyproject.toml).
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo fmt --all -- --check 2>&1 || { status=$?; echo "test: cargo fmt --check failed: run cargo fmt --all" >&2; }
+(cd fuzz && cargo fmt -- --check) 2>&1 || { status=$?; echo "test: the fuzz workspace is not formatted: cd fuzz && cargo fmt" >&2; }
 cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1 || status=$?
+.venv/bin/ruff check . 2>&1 || status=$?
+.venv/bin/ruff format --check . 2>&1 || { status=$?; echo "test: ruff format --check failed: run .venv/bin/ruff format ." >&2; }
 cargo test --workspace --locked 2>&1 || status=$?
 HOSTSIM_BIN="$PWD/target/release/hostsim" .venv/bin/python -m pytest -p no:cacheprovider python/tests 2>&1 || status=$?
 exit "$status"

@@ -62,7 +62,6 @@ def slices_from_perfetto(path):
     with open(path, "rb") as f:
         data = f.read()
     names, cats, tracks = {}, {}, {}
-    open_slices = {}
     events = []  # (track, kind, ts, name, cat) in file order
     for f, _, packet in _fields(data):
         if f != 1:
@@ -152,7 +151,7 @@ def main():
         if a == b:
             print(f"same   {name}/trace (timeline of {len(a)} segments)")
             return 0
-        diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        diff = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         print(
             f"DIFFER {name}/trace: {len(a)} vs {len(b)} segments; first difference at #{diff}: "
             f"{a[diff] if diff < len(a) else None} vs {b[diff] if diff < len(b) else None}"

@@ -27,9 +27,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -56,8 +57,8 @@ def _errors(f):
     return wrapped
 
 
+from . import plot as plot  # noqa: E402  (hostsim.plot.figure)
 from ._sweep import sweep as _sweep_impl  # noqa: E402
-from . import plot  # noqa: E402  (hostsim.plot.figure)
 
 sweep = _errors(_sweep_impl)
 

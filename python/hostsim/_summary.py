@@ -41,7 +41,7 @@ class Tally:
     not_applicable: int = 0
 
     @classmethod
-    def of(cls, claims: list[dict]) -> "Tally":
+    def of(cls, claims: list[dict]) -> Tally:
         t = cls()
         for c in claims:
             v = verdict_of(c)

@@ -21,8 +21,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -145,7 +146,8 @@ def sweep(
     holds ``expectations`` (the claims' verdicts), ``computed`` (runs computed by this call) and
     ``csv`` (the exact results.csv text).
     """
-    from . import scenario as _scenario, _max_runs, DEFAULT_MAX_RUNS, HostsimError
+    from . import DEFAULT_MAX_RUNS, HostsimError, _max_runs
+    from . import scenario as _scenario
 
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise HostsimError(f"jobs: expected a whole number >= 1, not {jobs!r}")

@@ -33,9 +33,10 @@ import math
 import os
 import shlex
 import sys
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from . import _native
 
@@ -55,14 +56,14 @@ class _Problem:
         self.infos = [json.loads(_native.scenario_info(p, sets=list(self.base_sets))) for p in self.paths]
         names = {(i["calibration"] or {}).get("name") for i in self.infos}
         if None in names or not all(i["calibrate"] for i in self.infos):
-            bad = [p for p, i in zip(self.paths, self.infos) if not i["calibrate"] or not i["calibration"]]
+            bad = [p for p, i in zip(self.paths, self.infos, strict=True) if not i["calibrate"] or not i["calibration"]]
             raise ValueError(f"{', '.join(bad)}: no [[calibrate]] parameters / calibration overlay to fit")
         if len(names) != 1:
             raise ValueError(f"the scenarios name different calibration overlays: {sorted(names)}")
         self.overlay_name = names.pop()
         self.overlay_path = Path(self.infos[0]["calibration"]["path"])
         self.params: dict[str, dict] = {}
-        for path, inf in zip(self.paths, self.infos):
+        for path, inf in zip(self.paths, self.infos, strict=True):
             for p in inf["calibrate"]:
                 q = self.params.setdefault(p["name"], dict(p, start=p["value"]))
                 if (q["min"], q["max"], q["integer"]) != (p["min"], p["max"], p["integer"]):
@@ -77,7 +78,7 @@ class _Problem:
 
     def to_values(self, u: Sequence[float]) -> dict[str, float]:
         out = {}
-        for n, x in zip(self.names, u):
+        for n, x in zip(self.names, u, strict=True):
             p = self.params[n]
             v = p["min"] + min(max(float(x), 0.0), 1.0) * (p["max"] - p["min"])
             out[n] = float(round(v)) if p["integer"] else v
@@ -171,13 +172,13 @@ def calibrate(
         summaries = run_all(tasks)
         claims, loss = [], 0.0
         for k, path in enumerate(prob.paths):
-            mine = [sm for sm, o in zip(summaries, owners) if o == k]
+            mine = [sm for sm, o in zip(summaries, owners, strict=True) if o == k]
             if not prob.runs[k]:
                 continue
             r = json.loads(_native.evaluate_calibration(path, prob.runs[k], mine, sets=prob.sets_for(k, values)))
             loss += r["objective"]
-            for c, l in zip(r["claims"], r["loss"]):
-                claims.append(dict(c, loss=l))
+            for c, claim_loss in zip(r["claims"], r["loss"], strict=True):
+                claims.append(dict(c, loss=claim_loss))
         res = {"values": values, "objective": loss, "claims": claims}
         cache[key] = res
         shown = ", ".join(f"{n}={values[n]:g}" for n in prob.names)
@@ -224,7 +225,7 @@ def calibrate(
         close()
 
     fit = {
-        "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "date": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "command": "hostsim calibrate "
         + " ".join(shlex.quote(p) for p in prob.paths)
         + (f" --seeds {seeds}" if seeds else "")

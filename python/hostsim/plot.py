@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import matplotlib
 

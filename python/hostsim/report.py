@@ -30,9 +30,13 @@ matplotlib.rcParams["svg.hashsalt"] = "hostsim"  # stable ids: equal results, eq
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import _fonts, _native, _summary  # noqa: E402
-from . import plot  # noqa: E402
-from ._summary import VERDICT_MARK, Tally, verdict_of  # noqa: E402
+from . import (  # noqa: E402
+    _fonts,
+    _native,
+    _summary,
+    plot,  # noqa: E402
+)
+from ._summary import Tally, verdict_of  # noqa: E402
 from .papers import PAPERS, paper_of  # noqa: E402
 
 CSS = """

@@ -6,7 +6,6 @@ work; the calibration claim says the server is 50% busy, so the fitted mean work
 near 10 us (rho = lambda x work). A prediction claim that would pull the fit elsewhere is ignored.
 """
 
-import json
 import os
 import sys
 

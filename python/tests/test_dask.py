@@ -10,9 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import hostsim
+import pytest
 from conftest import LIVELOCK, ROOT, cli
 
 DASK = [sys.executable, "-m", "dask"]

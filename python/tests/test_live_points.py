@@ -7,7 +7,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-
 from hostsim import plot, report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +75,7 @@ def test_model_beside_each_live_point_is_read_at_the_achieved_rate():
     t = plot.measured_vs_model(model, live, KEY, "floodclients_sent_pps", ["bw_rx_pps", "not_a_metric"])
     assert "not_a_metric" not in t and "not_a_metric_model" not in t
     # One row per (variant the model has, live rate); the live variants without a model form are left out.
-    assert sorted(zip(t["variant"], t[KEY])) == sorted(
+    assert sorted(zip(t["variant"], t[KEY], strict=True)) == sorted(
         (v, r) for v in ("rps-off", "rps-on", "threaded-off") for r in (1000, 600000)
     )
     r = t[(t["variant"] == "threaded-off") & (t[KEY] == 600000)].iloc[0]

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-
 from hostsim import plot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,13 +10,12 @@ import json
 import re
 from pathlib import Path
 
+import hostsim
 import pandas as pd
 import pytest
-
-import hostsim
-from hostsim import _summary, papers, plot, report
 from browser import Browser
 from conftest import ROOT, cli
+from hostsim import _summary, papers, plot, report
 
 WINDOW = (1366, 768)
 
@@ -157,7 +156,7 @@ def _figure_specs(out):
 
 
 def test_figures_cannot_mislead(reproduced):
-    for d, inf, df, k, spec in _figure_specs(reproduced):
+    for d, _inf, df, k, spec in _figure_specs(reproduced):
         s = dict(spec)
         meas = d / Path(s["measured"]).name if s.get("measured") else None
         s["measured"] = pd.read_csv(meas) if meas is not None and meas.exists() else None
@@ -189,7 +188,7 @@ def test_figures_cannot_mislead(reproduced):
         for i, a in enumerate(sims):
             for b in sims[:i]:
                 same = len(a.get_ydata()) == len(b.get_ydata()) and all(
-                    (x == y) or (x != x and y != y) for x, y in zip(a.get_ydata(), b.get_ydata())
+                    (x == y) or (x != x and y != y) for x, y in zip(a.get_ydata(), b.get_ydata(), strict=True)
                 )
                 if same:
                     assert "same as" in a.get_label(), f"{where}: {a.get_label()} hides {b.get_label()}"

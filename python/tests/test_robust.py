@@ -4,13 +4,11 @@ outputs and damaged resume files raise hostsim.HostsimError (an Exception) with 
 fingerprint, model-source id or content hash); traces stream to disk."""
 
 import json
-import os
 import subprocess
 import sys
 
-import pytest
-
 import hostsim
+import pytest
 from conftest import LIVELOCK
 
 SHORT = {"duration_ms": 30, "warmup_ms": 0}

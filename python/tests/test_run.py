@@ -2,10 +2,9 @@
 
 import threading
 
+import hostsim
 import pandas as pd
 import pytest
-
-import hostsim
 from conftest import LIVELOCK, cli
 
 

@@ -2,9 +2,8 @@
 
 import json
 
-import pytest
-
 import hostsim
+import pytest
 from conftest import LIVELOCK, cli
 
 

@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import LIVELOCK, cli
 
 # 2,000 pkt/s for 60 s: ~1 M slices, ~40 MB of trace (an in-memory trace would be ~30 MB of RSS).

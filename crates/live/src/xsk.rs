@@ -75,7 +75,8 @@ impl Umem {
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn frame(&self, addr: u64, len: u32) -> &mut [u8] {
         assert!(addr as usize + len as usize <= self.len, "descriptor outside the UMEM");
-        std::slice::from_raw_parts_mut(self.area.add(addr as usize), len as usize)
+        // SAFETY: in bounds (asserted above), and the caller owns these bytes (this fn's contract).
+        unsafe { std::slice::from_raw_parts_mut(self.area.add(addr as usize), len as usize) }
     }
 }
 
