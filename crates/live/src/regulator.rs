@@ -102,6 +102,11 @@ pub struct SlotRecord {
 pub struct Regulation {
     /// CLOCK_MONOTONIC ns of slot 0's start.
     pub origin_ns: u64,
+    /// The gate's state when the regulator took the target over (before slot 0's record).
+    pub open_at_start: bool,
+    /// The target's CPU time when the regulator took it over, ns: what it ran between then and
+    /// the first record counts against the gate's state at the start.
+    pub runtime_start_ns: u64,
     pub slots: Vec<SlotRecord>,
     pub gate_errors: u64,
 }
@@ -149,7 +154,8 @@ pub fn become_regulator(cfg: &RegulatorConfig) -> io::Result<()> {
 /// Regulate process `target` through `gate` from `origin_ns` (a CLOCK_MONOTONIC instant on the
 /// slot grid) until `stop` is set or `cfg.slots_max` slots have passed. Runs in the calling
 /// thread (which it pins and makes SCHED_FIFO: call it from a thread of its own, which ends
-/// with it, so nothing of the policy outlives the run). The gate is left open at the end.
+/// with it, so nothing of the policy outlives the run). The gate is open at the start and left
+/// open at the end.
 pub fn regulate(
     cfg: &RegulatorConfig,
     gate: &mut dyn Gate,
@@ -158,24 +164,33 @@ pub fn regulate(
     stop: &AtomicBool,
 ) -> Result<Regulation, String> {
     become_regulator(cfg).map_err(|e| format!("regulator thread: {e}"))?;
-    regulate_slots(cfg, gate, target, origin_ns, stop)
+    regulate_slots(cfg, gate, target, origin_ns, true, stop)
 }
 
 /// [`regulate`]'s slot loop, for a thread that has already called [`become_regulator`] (the
 /// live experiment makes its regulator before it starts the target, so that the regulator is
-/// in place when the target's first slot begins).
+/// in place when the target's first slot begins). `open_at_start` is the gate's state as the
+/// caller left it: a target handed over behind a closed gate runs only once the regulator has
+/// opened it, so a regulator that comes late costs the target slots and never lets it run
+/// unregulated.
 pub fn regulate_slots(
     cfg: &RegulatorConfig,
     gate: &mut dyn Gate,
     target: u32,
     origin_ns: u64,
+    open_at_start: bool,
     stop: &AtomicBool,
 ) -> Result<Regulation, String> {
     let plan = cfg.plan();
     let clock = cpu_clock(target).map_err(|e| format!("CPU clock of pid {target}: {e}"))?;
-    let mut reg =
-        Regulation { origin_ns, slots: Vec::with_capacity(cfg.slots_max.min(1 << 20) as usize), gate_errors: 0 };
-    let mut open = true;
+    let mut reg = Regulation {
+        origin_ns,
+        open_at_start,
+        runtime_start_ns: read_clock(clock).unwrap_or(0),
+        slots: Vec::with_capacity(cfg.slots_max.min(1 << 20) as usize),
+        gate_errors: 0,
+    };
+    let mut open = open_at_start;
     for k in 0..cfg.slots_max {
         let target_ns = origin_ns + k * cfg.slot_ns;
         sleep_until(target_ns);
@@ -236,13 +251,22 @@ fn quantile(sorted: &[u64], q: f64) -> f64 {
 }
 
 /// Check `reg` against `plan` and summarise it. Runtime between two consecutive wake-ups is
-/// charged to the state the first one left the gate in.
+/// charged to the state the first one left the gate in, and runtime before the first wake-up
+/// to the gate's state at the start.
 pub fn accuracy(reg: &Regulation, plan: &SlotPlan) -> Accuracy {
     let mut a = Accuracy { slots: reg.slots.len() as u64, ..Default::default() };
     let mut late: Vec<u64> = reg.slots.iter().map(|s| s.late_ns).collect();
     late.sort_unstable();
     let mut sw: Vec<u64> = Vec::new();
-    let mut prev_state = true;
+    let mut prev_state = reg.open_at_start;
+    if let Some(first) = reg.slots.first().filter(|f| f.runtime_ns != u64::MAX) {
+        let d = first.runtime_ns.saturating_sub(reg.runtime_start_ns);
+        if reg.open_at_start {
+            a.runtime_in_ns += d;
+        } else {
+            a.runtime_out_ns += d;
+        }
+    }
     for (i, s) in reg.slots.iter().enumerate() {
         a.allocated += u64::from(s.allocated);
         if s.allocated != plan.allocated(s.k) {
@@ -341,15 +365,48 @@ mod tests {
     #[test]
     fn runtime_is_charged_to_the_state_of_the_slot_it_ran_in() {
         let s = |k, allocated, runtime_ns| SlotRecord { k, allocated, late_ns: 10_000, done_ns: 12_000, runtime_ns };
-        let reg = Regulation {
-            origin_ns: 0,
-            slots: vec![s(0, true, 0), s(1, false, 900), s(2, true, 950), s(3, true, 1950)],
-            gate_errors: 0,
-        };
+        let slots = vec![s(0, true, 0), s(1, false, 900), s(2, true, 950), s(3, true, 1950)];
+        let reg = Regulation { origin_ns: 0, open_at_start: true, runtime_start_ns: 0, slots, gate_errors: 0 };
         let plan = SlotPlan::new(50, 1, 4, 0); // slots 0 and 2 of 4
         let a = accuracy(&reg, &plan);
         assert_eq!((a.runtime_in_ns, a.runtime_out_ns), (900 + 1000, 50));
         assert_eq!(a.schedule_errors, 1); // slot 3 is not allocated at 50 %
         assert_eq!(a.allocated, 3);
+    }
+
+    /// A target handed over behind a closed gate: what it ran before the regulator's first
+    /// wake-up (a regulator that came late) counts as run outside its slots, and opening the
+    /// gate at slot 0 is a switch.
+    #[test]
+    fn runtime_before_the_first_wake_up_counts_against_a_closed_gate() {
+        let s = |k, allocated, runtime_ns| SlotRecord { k, allocated, late_ns: 10_000, done_ns: 12_000, runtime_ns };
+        let slots = vec![s(0, true, 700), s(1, false, 1600), s(2, true, 1650)];
+        let reg = Regulation { origin_ns: 0, open_at_start: false, runtime_start_ns: 200, slots, gate_errors: 0 };
+        let a = accuracy(&reg, &SlotPlan::new(50, 1, 4, 0));
+        assert_eq!((a.runtime_in_ns, a.runtime_out_ns), (900, 500 + 50));
+        assert_eq!(a.switch_us_p50, 12.0, "the switches at slots 0, 1 and 2 each took 12 us");
+    }
+
+    /// The gate closed at the start stays closed until the regulator's first allocated slot,
+    /// and the regulator's first write opens it.
+    #[test]
+    fn a_gate_closed_at_the_start_is_opened_by_the_first_allocated_slot() {
+        let cfg = RegulatorConfig {
+            speed_pct: 50,
+            slot_ns: 1_000_000,
+            block_ns: 10_000_000,
+            cpu: None,
+            fifo_prio: None,
+            slots_max: 4,
+        };
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut gate = LogGate(Arc::clone(&log));
+        let origin = (monotonic_ns() / 1_000_000 + 2) * 1_000_000;
+        let reg = regulate_slots(&cfg, &mut gate, std::process::id(), origin, false, &AtomicBool::new(false)).unwrap();
+        assert!(!reg.open_at_start);
+        let runs: Vec<bool> = log.lock().unwrap().iter().map(|l| l.1).collect();
+        // 50 % of 10 slots: 0 and 2 run, 1 and 3 do not; the gate is opened once more at the end.
+        assert_eq!(runs, [true, false, true, false, true]);
+        assert!(log.lock().unwrap()[0].0 >= origin, "opened before slot 0 began");
     }
 }
