@@ -71,7 +71,7 @@ impl Topo {
     /// The XDP program on `v0`, if any (read in the server namespace).
     fn xdp(&self) -> Option<(u32, &'static str)> {
         let ns = File::open(format!("/run/netns/{}", self.srv)).unwrap();
-        hostsim_live::sys::in_netns(&ns, || hostsim_live::xdp::xdp_attached(hostsim_live::sys::ifindex("v0")?)).unwrap()
+        hostsim_live::sys::in_netns(&ns, || hostsim_live::bpf::xdp_attached(hostsim_live::sys::ifindex("v0")?)).unwrap()
     }
 }
 

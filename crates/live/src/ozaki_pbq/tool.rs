@@ -18,33 +18,79 @@
 //! refuses a device that already has an XDP program (the kernel would refuse too, EBUSY): it
 //! never replaces or removes a program it did not attach.
 
-use crate::agent::{Agent, AgentConfig, PortSource};
+use super::agent::{Agent, AgentConfig, PortSource, Ports};
+use super::xdp::{XdpMode, LEVELS};
+use crate::command::{f64_in, positive_up_to};
 use crate::harness::{failed, LiveError, LiveRun, Netns};
-use crate::xdp::{XdpMode, LEVELS};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The tool's options.
-#[derive(Clone, Debug)]
-pub struct PbqToolConfig {
+/// The ozaki-pbq agent on an existing interface: the XDP priority drop for a real server.
+///
+/// It attaches the
+/// priority-drop XDP program to IFACE (refusing one that already has an XDP program), gives
+/// ports the priority of the servers that bind them (bind hooks on a cgroup2 group it creates,
+/// or `--ports proc`), counts only unless `--drop`, prints what it protects and the detector's
+/// state, and detaches everything on exit and on SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Options {
+    /// The interface to attach to.
+    #[arg(long, value_name = "IFACE", value_parser = iface_name)]
     pub dev: String,
-    /// A namespace under /run/netns (None: the namespace `hostsim` runs in).
+    /// The network namespace (a name under /run/netns) the interface is in (default: this
+    /// process's).
+    #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
-    /// Shed low priorities under high load (default: count only).
+    /// Shed low priorities under high load (default: count only, never drop).
+    #[arg(long)]
     pub drop: bool,
+    /// XDP mode.
+    #[arg(long, value_enum, default_value = "auto")]
     pub mode: XdpMode,
-    /// Port levels from the bind hooks (true) or the `/proc` scan.
-    pub hooks: bool,
-    /// The receiver's capacity for the detector, pkt/s (None: only the top socket's drops
-    /// start high load).
+    /// Where ports' priorities come from: the bind hooks on a cgroup2 group the agent creates,
+    /// or a scan of /proc, for servers already running.
+    #[arg(long, value_enum, default_value = "hooks")]
+    pub ports: Ports,
+    /// The receiver's capacity, pkt/s: arrivals at 90% of it start high load (default: only
+    /// drops at a top-priority socket do).
+    #[arg(long, value_parser = positive_up_to(5e7, "pkt/s"))]
     pub capacity_pps: Option<f64>,
-    /// None: until a stop signal.
-    pub duration: Option<Duration>,
-    /// How often the state is printed.
-    pub interval: Duration,
+    /// Stop after this many seconds (default: run until a stop signal).
+    #[arg(long = "duration", value_name = "S", value_parser = f64_in(0.0, 1e7, "s"))]
+    pub duration_s: Option<f64>,
+    /// Seconds between two prints of the state.
+    #[arg(long = "interval", value_name = "S", default_value_t = 1.0, value_parser = f64_in(0.05, 1e7, "s"))]
+    pub interval_s: f64,
+    #[arg(skip)]
     pub agent: AgentConfig,
+}
+
+/// `--dev`: an interface's name as the kernel takes it (IFNAMSIZ − 1 bytes, no `/`).
+fn iface_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 15 || s.contains('/') || s.contains(char::is_whitespace) {
+        return Err(format!("`{s}` is not an interface name"));
+    }
+    Ok(s.to_string())
+}
+
+/// `hostsim live pbq --dev IFACE`: the agent through the live harness's ledger and signals
+/// (no output directory: it prints its state on stdout).
+pub fn main(o: &Options) -> Result<(), LiveError> {
+    let run = LiveRun::start_tool("pbq")?;
+    let outcome = self::run(o, &run);
+    run.finish(outcome)
+}
+
+impl Options {
+    fn duration(&self) -> Option<Duration> {
+        self.duration_s.map(Duration::from_secs_f64)
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_secs_f64(self.interval_s)
+    }
 }
 
 /// A line on stdout; a closed or broken stdout loses the line and nothing else.
@@ -54,7 +100,7 @@ fn say(line: impl std::fmt::Display) {
 
 /// Run the agent until `--duration` or a stop signal. The caller ends `run`
 /// ([`LiveRun::finish`]), which undoes the ledger.
-pub fn run(cfg: &PbqToolConfig, run: &LiveRun) -> Result<(), LiveError> {
+pub fn run(cfg: &Options, run: &LiveRun) -> Result<(), LiveError> {
     let (ns_file, ns) = match &cfg.netns {
         Some(n) => {
             let p = format!("/run/netns/{n}");
@@ -67,7 +113,7 @@ pub fn run(cfg: &PbqToolConfig, run: &LiveRun) -> Result<(), LiveError> {
     // EBUSY; this says which program).
     let present = crate::sys::in_netns(&ns_file, || {
         let idx = crate::sys::ifindex(&cfg.dev)?;
-        crate::xdp::xdp_attached(idx)
+        crate::bpf::xdp_attached(idx)
     })
     .map_err(|e| failed(format!("--dev {}{where_}: {e}", cfg.dev)))?;
     if let Some((id, mode)) = present {
@@ -79,7 +125,7 @@ pub fn run(cfg: &PbqToolConfig, run: &LiveRun) -> Result<(), LiveError> {
     let mut acfg = cfg.agent.clone();
     acfg.xdp_mode = cfg.mode;
     let mut group: Option<PathBuf> = None;
-    if cfg.hooks {
+    if cfg.ports == Ports::Hooks {
         let g = run.server_group("servers", "for the bind hooks; `--ports proc` runs without")?;
         acfg.ports = PortSource::Hooks { cgroup: g.clone(), netns_only: true };
         group = Some(g);
@@ -123,13 +169,7 @@ pub fn run(cfg: &PbqToolConfig, run: &LiveRun) -> Result<(), LiveError> {
     outcome
 }
 
-fn watch(
-    cfg: &PbqToolConfig,
-    run: &LiveRun,
-    agent: &Agent,
-    group: Option<&Path>,
-    where_: &str,
-) -> Result<(), LiveError> {
+fn watch(cfg: &Options, run: &LiveRun, agent: &Agent, group: Option<&Path>, where_: &str) -> Result<(), LiveError> {
     for a in agent.attachments() {
         say(format!(
             "hostsim live pbq ({}): XDP program id {} attached to {}{where_} in {} mode (bpf_link {})",
@@ -160,17 +200,17 @@ fn watch(
             "when arrivals reach {:.0}% of {c:.0} pkt/s or a top-priority socket drops packets",
             cfg.agent.detector.capacity_frac * 100.0
         )),
-        cfg.duration.map_or("until a stop signal".to_string(), |d| format!("for {:.1} s", d.as_secs_f64())),
+        cfg.duration().map_or("until a stop signal".to_string(), |d| format!("for {:.1} s", d.as_secs_f64())),
         if group.is_some() { " and the hooks and removes the group" } else { "" }
     ));
     let t0 = Instant::now();
     let mut prev = agent.snapshot();
     loop {
-        let left = cfg.duration.map(|d| d.saturating_sub(t0.elapsed()));
+        let left = cfg.duration().map(|d| d.saturating_sub(t0.elapsed()));
         if left == Some(Duration::ZERO) {
             return Ok(());
         }
-        run.sleep(left.map_or(cfg.interval, |l| l.min(cfg.interval)))?;
+        run.sleep(left.map_or(cfg.interval(), |l| l.min(cfg.interval())))?;
         let now = agent.snapshot();
         say(status_lines(t0.elapsed(), &prev, &now));
         prev = now;
@@ -178,7 +218,7 @@ fn watch(
 }
 
 /// The state at one print: detector, per-level rates since the last print, ports.
-fn status_lines(t: Duration, a: &crate::agent::Snapshot, b: &crate::agent::Snapshot) -> String {
+fn status_lines(t: Duration, a: &super::agent::Snapshot, b: &super::agent::Snapshot) -> String {
     let secs = match (a.t, b.t) {
         (Some(x), Some(y)) => y.duration_since(x).as_secs_f64().max(1e-9),
         _ => 1.0,
@@ -215,7 +255,7 @@ fn status_lines(t: Duration, a: &crate::agent::Snapshot, b: &crate::agent::Snaps
 }
 
 /// The program's totals, one line per level with traffic: `counters: level L rx N drop D`.
-pub fn counters_line(s: &crate::agent::Snapshot) -> String {
+pub fn counters_line(s: &super::agent::Snapshot) -> String {
     let mut v = Vec::new();
     for (l, x) in s.xdp.iter().enumerate() {
         if x.rx > 0 {

@@ -32,32 +32,19 @@
 
 use std::time::Instant;
 
-/// Which half of the rule a change stands for (module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Knob {
-    Affinity,
-    Priority,
-    Both,
+crate::named_values! {
+    /// Which half of the rule a change stands for (module doc).
+    pub enum Knob {
+        /// The NAPI kthreads moved off the server's CPU (the IRQ affinity write).
+        Affinity = "affinity",
+        /// SCHED_FIFO to SCHED_OTHER on the server's CPU (no interrupt while the process runs).
+        Priority = "priority",
+        /// Both.
+        Both = "both",
+    }
 }
 
 impl Knob {
-    pub fn name(self) -> &'static str {
-        match self {
-            Knob::Affinity => "affinity",
-            Knob::Priority => "priority",
-            Knob::Both => "both",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Knob> {
-        match s {
-            "affinity" => Some(Knob::Affinity),
-            "priority" => Some(Knob::Priority),
-            "both" => Some(Knob::Both),
-            _ => None,
-        }
-    }
-
     fn moves(self) -> bool {
         matches!(self, Knob::Affinity | Knob::Both)
     }

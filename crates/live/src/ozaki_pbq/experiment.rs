@@ -45,19 +45,19 @@
 //! so an `on` point's threshold never depends on how `on` points turn out. `--capacity-pps`
 //! fixes it instead.
 
-use crate::agent::{Agent, AgentConfig, PortSource, Snapshot};
+use super::agent::{Agent, PortSource, Ports, Snapshot};
+use super::suppress::SuppressConfig;
+use super::xdp::{level_of_nice, LEVELS};
+use super::Options;
 use crate::cgroup::CpuGroup;
 use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
-use crate::harness::{failed, LiveRun, Netns, Point};
+use crate::harness::{failed, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
 use crate::procfs::{self, CpuTimes};
-use crate::suppress::{Knob, SuppressConfig};
 use crate::worker::{self, Placement, Worker, WorkerReport};
-use crate::xdp::{level_of_nice, LEVELS};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The swept key, named as in the model scenario so the two overlay.
@@ -73,194 +73,38 @@ pub const FLOOD_NICE: i32 = 19;
 /// paper's server had this receive limit.
 pub const RCVBUF_2_4_BYTES: u32 = 65_535;
 
-/// Where the server veths' receive work runs (module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RxPlacement {
-    Rps,
-    Threaded,
-}
-
-impl RxPlacement {
-    pub fn name(self) -> &'static str {
-        match self {
-            RxPlacement::Rps => "rps",
-            RxPlacement::Threaded => "threaded",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RxPlacement> {
-        match s {
-            "rps" => Some(RxPlacement::Rps),
-            "threaded" => Some(RxPlacement::Threaded),
-            _ => None,
-        }
+crate::named_values! {
+    /// Where the server veths' receive work runs (module doc).
+    pub enum RxPlacement {
+        /// NAPI (and the program) on the generator's CPU, RPS to the server's CPU.
+        Rps = "rps",
+        /// NAPI kthreads on the server's CPU at SCHED_FIFO.
+        Threaded = "threaded",
     }
 }
 
-#[derive(Clone, Debug)]
-pub struct OzakiConfig {
-    /// Total flood rate of the four flows, per point.
-    pub rates_pps: Vec<f64>,
-    pub reps: u32,
-    /// The variants to run at each point ([`Variant`]); `supp` and `both` only in the
-    /// `threaded` placement (in `rps` no kthread carries the receive work to move).
-    pub variants: Vec<Variant>,
-    /// Interrupt suppression's knob and poll period (`suppress.rs`).
-    pub supp_knob: Knob,
-    pub supp_check_ms: u64,
-    pub placements: Vec<RxPlacement>,
-    pub bw_rate_pps: f64,
-    /// UDP payload (at least 8: the sequence number).
-    pub payload_bytes: usize,
-    /// The sinks' socket receive limit (`sk_rcvbuf`; None, the default: this machine's
-    /// `rmem_default`); the sinks ask SO_RCVBUF for half of it, which the kernel doubles. Not
-    /// the paper's era's 65,535 bytes ([`RCVBUF_2_4_BYTES`]) by default: module doc, "The
-    /// overload".
-    pub rcvbuf_bytes: Option<u32>,
-    pub warmup_s: f64,
-    pub window_s: f64,
-    pub server_cpu: usize,
-    pub client_cpu: usize,
-    /// The generator thread's SCHED_FIFO priority (None: normal), and the threaded NAPI
-    /// kthreads' (placement `threaded`).
-    pub gen_fifo_prio: Option<i32>,
-    pub napi_fifo_prio: i32,
-    /// The flood stream's quantum and the generator's batch (`Pacing::quantum_us`,
-    /// `Pacing::batch_max`; bw's stream keeps [`BW_QUANTUM_US`]). A
-    /// server veth's ring holds 256 frames (`VETH_RING_SIZE`, drivers/net/veth.c, 6.18), and a
-    /// batch is handed to it whole (`xdp_test_run_batch`): with 256-frame batches a woken
-    /// threaded-NAPI kthread found its ring full and the rest of the batch dropped while it was
-    /// busy with less than all of its CPU (threaded `off` at 1,000,000 pkt/s: CPU 0 ~50 %
-    /// system, 540,000 pkt/s lost at the ring, bw unharmed), so the ring, not the receiver's CPU,
-    /// was the bottleneck. So the generator hands the ring 32-frame batches, as the
-    /// takeuchi-symbiose run found for the same ring (symbiose.rs). The quantum stays 1 ms: two
-    /// streams in 500 µs quanta made ~4,000 calls a second, and after ~1 min of a sweep (load
-    /// 6) every other call failed with ENOSPC (the page-pool pitfall, gen.rs).
-    pub gen_quantum_us: f64,
-    pub gen_batch: u32,
-    /// Spread each of the flood's calls over this fraction of its quantum (`Stream::spread`;
-    /// None: back to back, as 32-frame batches). With its calls back to back, a 1 ms quantum of
-    /// 2,000,000 pkt/s reached the server veth's ring in ~0.5 ms, the threaded-NAPI kthread
-    /// emptied it ~0.3 ms later and slept for the rest of the millisecond, so bw read between
-    /// bursts and the `off` loss sat at the edge of the set-up check (1-7 % at 2.0-2.4 Mpkt/s).
-    /// Spread, the frames come as a NIC's do, evenly at `rate / frac` for that part of each
-    /// quantum; the quantum's last ~256 frames wait in the ring for the gap. Calls per second
-    /// do not change (the page-pool pitfall, gen.rs); the generator's CPU spins for the slots.
-    pub gen_spread: Option<f64>,
-    /// The generator's largest call (`Pacing::call_frames_max`): 4,096 frames, so that a
-    /// stream's 1 ms quantum is one call up to 4,096,000 pkt/s. With 1,024, a flood of
-    /// 2,100,000–2,400,000 pkt/s took 3 calls a quantum (~4,000 calls a second with bw's), and
-    /// in the second minute of the sweep a third of the calls failed with ENOSPC (the page-pool
-    /// pitfall, gen.rs; the flood sinks at nice 19 hold their frames' pages in full sockets).
-    pub gen_call_frames_max: u32,
-    /// bw's EEVDF slice (`worker::Placement::slice_ns`; None: the kernel's base slice). The
-    /// default, 100 µs (the shortest the kernel grants), makes bw's wake-up preempt whatever
-    /// else runs on its CPU, as a nice -19 process's wake-up did on 2.4 (`reschedule_idle`:
-    /// `preemption_goodness` > 0 sets `need_resched`). With the base slice, bw lost 2–3 % of
-    /// its frames at 1,000 pkt/s of flood, mechanism off or on, to compilers at nice 10 on its
-    /// CPU (its socket holds ~1.3 ms of its frames): the machine's neighbours, not the flood.
-    pub bw_slice_ns: Option<u64>,
-    /// A point is valid when each stream achieved at least this fraction of its rate.
-    pub valid_frac: f64,
-    /// The detector's capacity, fixed (None: measured on the `off` points, module doc).
-    pub capacity_pps: Option<f64>,
-    pub agent: AgentConfig,
-    /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
-    pub cgroup: bool,
-    /// Ports' levels from the program's bind/release hooks on a cgroup2 group of the run that
-    /// the sinks join (`hooks.rs`); false: the agent's `/proc` scan (the fallback).
-    pub hooks: bool,
-    /// The program to run as a worker (`hostsim`) and the arguments before the worker's own.
-    pub worker_exe: PathBuf,
-    pub worker_args: Vec<String>,
-}
-
-impl OzakiConfig {
-    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> OzakiConfig {
-        OzakiConfig {
-            rates_pps: vec![200_000.0, 500_000.0, 800_000.0, 1_000_000.0],
-            reps: 3,
-            variants: vec![Variant::Off, Variant::On, Variant::Supp, Variant::Both],
-            supp_knob: Knob::Affinity,
-            supp_check_ms: 1,
-            placements: vec![RxPlacement::Rps, RxPlacement::Threaded],
-            bw_rate_pps: 34_000.0,
-            payload_bytes: 18,
-            rcvbuf_bytes: None,
-            warmup_s: 0.5,
-            window_s: 2.0,
-            server_cpu: 0,
-            client_cpu: 1,
-            gen_fifo_prio: Some(50),
-            napi_fifo_prio: 50,
-            gen_quantum_us: 1000.0,
-            gen_batch: 32,
-            gen_spread: None,
-            gen_call_frames_max: 4096,
-            bw_slice_ns: Some(100_000),
-            valid_frac: 0.98,
-            capacity_pps: None,
-            agent: AgentConfig::default(),
-            cgroup: true,
-            hooks: true,
-            worker_exe,
-            worker_args,
-        }
+crate::named_values! {
+    /// The mechanism's variants, as the model's `ozaki-pbq-throughput` has them (original, pbq,
+    /// suppression, proposed); `on` keeps its earlier name (the priority drop only).
+    pub enum Variant {
+        /// The program attached, counting only: the baseline.
+        Off = "off",
+        /// The priority drop (PBQ's stand-in) only.
+        On = "on",
+        /// Interrupt suppression only (`suppress.rs`).
+        Supp = "supp",
+        /// Both, as the paper's proposal.
+        Both = "both",
     }
-}
-
-/// One row of results.csv: the point, the variant and the metrics.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub rate_pps: f64,
-    pub variant: Variant,
-    pub placement: RxPlacement,
-    pub rep: u32,
-    pub metrics: BTreeMap<String, f64>,
-}
-
-/// The mechanism's variants, as the model's `ozaki-pbq-throughput` has them (original, pbq,
-/// suppression, proposed); `on` keeps its earlier name (the priority drop only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Variant {
-    /// The program attached, counting only: the baseline.
-    Off,
-    /// The priority drop (PBQ's stand-in) only.
-    On,
-    /// Interrupt suppression only (`suppress.rs`).
-    Supp,
-    /// Both, as the paper's proposal.
-    Both,
 }
 
 impl Variant {
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Off => "off",
-            Variant::On => "on",
-            Variant::Supp => "supp",
-            Variant::Both => "both",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Variant> {
-        [Variant::Off, Variant::On, Variant::Supp, Variant::Both].into_iter().find(|v| v.name() == s)
-    }
-
     pub fn drops(self) -> bool {
         matches!(self, Variant::On | Variant::Both)
     }
 
     pub fn suppresses(self) -> bool {
         matches!(self, Variant::Supp | Variant::Both)
-    }
-}
-
-pub fn variant_name(on: bool) -> &'static str {
-    if on {
-        Variant::On.name()
-    } else {
-        Variant::Off.name()
     }
 }
 
@@ -275,7 +119,7 @@ pub struct Setup {
     pub group: Option<CpuGroup>,
     /// The group's `cgroup.procs`, open for the workers to join.
     group_procs: Option<File>,
-    /// The hooks' cgroup2 group's `cgroup.procs` (with `OzakiConfig::hooks`).
+    /// The hooks' cgroup2 group's `cgroup.procs` (with `Options::hooks`).
     hook_procs: Option<File>,
     /// The two streams' template frames (bw, flood).
     frames: (Vec<u8>, Vec<u8>),
@@ -287,7 +131,7 @@ pub struct Setup {
 
 /// Create the namespaces and veths, start the agent (loading and attaching the program) and
 /// load the generator, all through `run` (recorded in its ledger).
-pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
+pub fn setup(cfg: &Options, run: &LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.server_cpu >= ncpu || cfg.client_cpu >= ncpu {
         return Err(LiveError::Unsupported(format!(
@@ -316,7 +160,7 @@ pub fn setup(cfg: &OzakiConfig, run: &LiveRun) -> Result<Setup, LiveError> {
     let tasks = group.as_ref().map(|g| g.path().join("tasks"));
     let mut acfg = cfg.agent.clone();
     let mut hook_procs = None;
-    if cfg.hooks {
+    if cfg.ports == Ports::Hooks {
         // The sinks join this group before they exec, so the hooks see their binds, and only
         // theirs (and only in the server namespace).
         let path = run.v2_group("hooks", "for the bind hooks; `--ports proc` runs without")?;
@@ -365,7 +209,7 @@ fn set_threaded(s: &Setup, dev: &str, on: bool) -> Result<(), LiveError> {
 
 /// Put the server veths' receive work where `p` says (every change to something the run did
 /// not create recorded in the ledger: the kthreads' affinity and policy).
-fn place_rx(cfg: &OzakiConfig, run: &LiveRun, s: &mut Setup, p: RxPlacement) -> Result<(), LiveError> {
+fn place_rx(cfg: &Options, run: &LiveRun, s: &mut Setup, p: RxPlacement) -> Result<(), LiveError> {
     s.agent.suppress(None);
     if s.placed == Some(p) {
         // Already so (one placement, several repetitions): writing `threaded` = 1 again
@@ -472,15 +316,10 @@ fn snap(agent: &Agent, sinks: &[Worker], (t, gen_seq): (Instant, Vec<u64>)) -> S
     }
 }
 
-fn sink_args(cfg: &OzakiConfig, port: u16, secs: f64, seq: (u64, u64)) -> Vec<String> {
-    let mut a = cfg.worker_args.clone();
-    a.extend(["sink".into(), "--port".into(), port.to_string(), "--secs".into(), format!("{secs}")]);
-    a.extend(["--seq-lo".into(), seq.0.to_string(), "--seq-hi".into(), seq.1.to_string()]);
-    if let Some(b) = cfg.rcvbuf_bytes {
-        // SO_RCVBUF is doubled by the kernel (net/core/sock.c, sk_setsockopt): ask for half.
-        a.extend(["--rcvbuf".into(), (b / 2).max(1).to_string()]);
-    }
-    a
+fn sink_args(cfg: &Options, port: u16, secs: f64, seq: (u64, u64)) -> Vec<String> {
+    // SO_RCVBUF is doubled by the kernel (net/core/sock.c, sk_setsockopt): ask for half.
+    let rcvbuf = (cfg.rcvbuf_bytes > 0).then(|| (cfg.rcvbuf_bytes / 2).max(1) as i32);
+    worker::args("sink", &worker::SinkArgs { port, secs, seq_lo: Some(seq.0), seq_hi: Some(seq.1), rcvbuf })
 }
 
 /// Wait until the agent's table holds every server port at its owner's level (≤ 10 s: a
@@ -502,7 +341,7 @@ fn wait_ports_mapped(run: &LiveRun, agent: &Agent) -> Result<(), LiveError> {
 }
 
 /// The sequence numbers of a stream's window: frames built in `warmup_s..warmup_s + window_s`.
-fn seq_window(cfg: &OzakiConfig, rate_pps: f64) -> (u64, u64) {
+fn seq_window(cfg: &Options, rate_pps: f64) -> (u64, u64) {
     ((cfg.warmup_s * rate_pps).round() as u64, ((cfg.warmup_s + cfg.window_s) * rate_pps).round() as u64)
 }
 
@@ -515,7 +354,7 @@ fn loadavg_1m() -> f64 {
 
 /// One point: returns its metrics. `capacity_pps` is the detector's (0: unknown).
 pub fn run_point(
-    cfg: &OzakiConfig,
+    cfg: &Options,
     run: &LiveRun,
     s: &Setup,
     rate_pps: f64,
@@ -563,16 +402,16 @@ pub fn run_point(
     sinks.push(
         worker::spawn(
             "bw",
-            &cfg.worker_exe,
+            &cfg.worker,
             &sink_args(cfg, BW_PORT, secs, bw_win),
-            &on_server(BW_NICE, cfg.bw_slice_ns),
+            &on_server(BW_NICE, cfg.bw_slice_ns()),
         )
         .map_err(failed)?,
     );
     for (i, &p) in FLOOD_PORTS.iter().enumerate() {
         let w = worker::spawn(
             &format!("flood-{i}"),
-            &cfg.worker_exe,
+            &cfg.worker,
             &sink_args(cfg, p, secs, flood_win),
             &on_server(FLOOD_NICE, None),
         )
@@ -589,9 +428,10 @@ pub fn run_point(
             let flood = Stream::new("flood", "eth1", s.frames.1.clone(), rate_pps)
                 .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec())
                 .seq_at(gen::UDP4_PAYLOAD_OFF);
-            match cfg.gen_spread {
-                Some(f) => flood.spread(f),
-                None => flood,
+            if cfg.gen_spread > 0.0 {
+                flood.spread(cfg.gen_spread)
+            } else {
+                flood
             }
         },
     ];
@@ -660,7 +500,7 @@ pub fn run_point(
     m.insert("gen_errors".into(), errors as f64);
     // The flood stream's spreading (0: back to back) and the generator's time inside its calls
     // over the whole run (a spread stream's includes the spin): its CPU's share.
-    m.insert("gen_spread".into(), cfg.gen_spread.unwrap_or(0.0));
+    m.insert("gen_spread".into(), cfg.gen_spread);
     m.insert("gen_call_frac".into(), report.streams.iter().map(|r| r.call_s).sum::<f64>() / report.elapsed_s.max(1e-9));
     m.insert("valid".into(), if valid { 1.0 } else { 0.0 });
     // bw's loss over the window's frames, exact (sequence numbers).
@@ -694,7 +534,7 @@ pub fn run_point(
 }
 
 fn metrics(
-    cfg: &OzakiConfig,
+    cfg: &Options,
     a: &Snap,
     b: &Snap,
     got: &BTreeMap<String, WorkerReport>,
@@ -717,7 +557,7 @@ fn metrics(
     m.insert("drop_nic_ring_pps".into(), d(&ring("eth0")) + d(&ring("eth1")));
     m.insert("bw_drop_nic_ring_pps".into(), d(&ring("eth0")));
     let lvl =
-        |l: u8, f: fn(&crate::xdp::LevelStats) -> u64| d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f));
+        |l: u8, f: fn(&super::xdp::LevelStats) -> u64| d(&move |s: &Snap| s.agent.xdp.get(l as usize).map_or(0, f));
     let (bw_l, fl_l) = (level_of_nice(BW_NICE), level_of_nice(FLOOD_NICE));
     m.insert("bw_drop_xdp_pps".into(), lvl(bw_l, |x| x.drop));
     m.insert("flood_drop_xdp_pps".into(), lvl(fl_l, |x| x.drop));
@@ -780,7 +620,7 @@ fn metrics(
 
 /// The capacity an `off` point shows (module doc): its delivered rate if it was valid and its
 /// receiver lost packets, else None.
-pub fn capacity_of(cfg: &OzakiConfig, m: &BTreeMap<String, f64>) -> Option<f64> {
+pub fn capacity_of(cfg: &Options, m: &BTreeMap<String, f64>) -> Option<f64> {
     let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
     (g("valid") == 1.0 && g("delivered_pps") < cfg.valid_frac * g("offered_pps")).then(|| g("delivered_pps"))
 }
@@ -789,7 +629,7 @@ pub fn capacity_of(cfg: &OzakiConfig, m: &BTreeMap<String, f64>) -> Option<f64> 
 /// then placements, then every rate `off` before every rate `on` (so the detector's capacity
 /// comes from `off` points only), each point written to `results.csv` as it is measured. The
 /// caller ends `run` ([`LiveRun::finish`]).
-pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
+pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let mut s = setup(cfg, run)?;
     // Native or generic, as the kernel reports it: the program runs inside the veth's NAPI
     // poll only in native mode (README, the rps-on anomaly).
@@ -797,13 +637,10 @@ pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
         s.agent.attachments().iter().map(|a| serde_json::json!({ "iface": a.iface, "mode": a.mode })).collect();
     run.set_info("xdp_attachments", modes.into());
     let mut capacity: BTreeMap<RxPlacement, f64> = BTreeMap::new();
-    let mut variants = cfg.variants.clone();
-    variants.sort(); // off first
-    variants.dedup();
-    for rep in 1..=cfg.reps {
+    for rep in 1..=cfg.common.reps {
         for &placement in &cfg.placements {
             place_rx(cfg, run, &mut s, placement)?;
-            for &variant in variants.iter().filter(|v| placement == RxPlacement::Threaded || !v.suppresses()) {
+            for variant in cfg.variants_in(placement) {
                 for &rate in &cfg.rates_pps {
                     run.check()?;
                     let cap = cfg.capacity_pps.unwrap_or_else(|| capacity.get(&placement).copied().unwrap_or(0.0));
@@ -814,9 +651,9 @@ pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                             *e = e.max(c);
                         }
                     }
-                    let row = Row { rate_pps: rate, variant, placement, rep, metrics };
-                    run.progress(row_line(&row));
-                    run.push(row.point())?;
+                    let p = point(variant, placement, rate, rep, metrics);
+                    run.progress(p.line(SHOWN));
+                    run.push(p)?;
                 }
             }
         }
@@ -825,46 +662,33 @@ pub fn run(cfg: &OzakiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
     Ok(())
 }
 
-impl Row {
-    /// As a point of results.csv: `variant`, `placement`, the swept key, `rep`, then every metric.
-    pub fn point(&self) -> Point {
-        Point {
-            keys: vec![
-                ("variant".into(), self.variant.name().into()),
-                ("placement".into(), self.placement.name().into()),
-                (RATE_KEY.into(), format!("{}", self.rate_pps)),
-                ("rep".into(), self.rep.to_string()),
-            ],
-            metrics: self.metrics.clone(),
-        }
-    }
+/// A point of results.csv: `variant`, `placement`, the swept key, `rep`, then every metric.
+pub fn point(variant: Variant, placement: RxPlacement, rate_pps: f64, rep: u32, m: BTreeMap<String, f64>) -> Point {
+    let keys = [
+        ("variant", variant.name().to_string()),
+        ("placement", placement.name().to_string()),
+        (RATE_KEY, format!("{rate_pps}")),
+        ("rep", rep.to_string()),
+    ];
+    Point::new(&keys, m)
 }
 
-/// One point as a line of progress.
-pub fn row_line(r: &Row) -> String {
-    let g = |k: &str| r.metrics.get(k).copied().unwrap_or(f64::NAN);
-    format!(
-        "rep {} {:>8} flood {:>7.0} {:>4}: achieved {:>7.0}+{:>5.0} ({:.3}{})  bw loss {:>6.2}%  flood rx {:>7.0}  drops xdp {:>7.0} ring {:>6.0} socket {:>6.0}  cpu0 softirq {:.2} idle {:.2} steal {:.2}  high load {:.2} (capacity {:.0})  supp {:.2}  bw wait {:.0} us  load {:.1}",
-        r.rep,
-        r.placement.name(),
-        r.rate_pps,
-        r.variant.name(),
-        g("floodclients_sent_pps"),
-        g("bwclient_sent_pps"),
-        g("achieved_frac"),
-        if g("valid") == 1.0 { "" } else { " INVALID" },
-        100.0 * g("bw_loss_frac"),
-        g("flood_rx_pps"),
-        g("drop_xdp_pps"),
-        g("drop_nic_ring_pps"),
-        g("drop_socket_pps"),
-        g("cpu0_softirq_frac"),
-        g("cpu0_idle_frac"),
-        g("cpu_steal_frac"),
-        g("high_load_frac"),
-        g("capacity_pps"),
-        g("supp_frac"),
-        g("bw_wait_us_mean"),
-        g("loadavg_1m_start"),
-    )
-}
+/// What a point's progress line shows.
+const SHOWN: &[Shown] = &[
+    ("flood sent", "floodclients_sent_pps", 0),
+    ("bw sent", "bwclient_sent_pps", 0),
+    ("achieved", "achieved_frac", 3),
+    ("bw loss", "bw_loss_frac", 4),
+    ("flood rx", "flood_rx_pps", 0),
+    ("drops xdp", "drop_xdp_pps", 0),
+    ("ring", "drop_nic_ring_pps", 0),
+    ("socket", "drop_socket_pps", 0),
+    ("cpu0 softirq", "cpu0_softirq_frac", 2),
+    ("idle", "cpu0_idle_frac", 2),
+    ("steal", "cpu_steal_frac", 2),
+    ("high load", "high_load_frac", 2),
+    ("capacity", "capacity_pps", 0),
+    ("supp", "supp_frac", 2),
+    ("bw wait us", "bw_wait_us_mean", 0),
+    ("load", "loadavg_1m_start", 1),
+];

@@ -5,6 +5,7 @@
 //! so that they write the port → level map the XDP program reads): attach them to a cgroup,
 //! read and refresh what they recorded (see `hooks.rs`).
 
+use crate::bpf::Unsupported;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
@@ -56,25 +57,19 @@ pub struct LevelStats {
     pub share_pass: u64,
 }
 
-/// Why the live side cannot run here.
-#[derive(Debug)]
-pub struct Unsupported(pub String);
-
-impl std::fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+crate::named_values! {
+    /// How the program is attached to a device: the driver's own XDP (`native`, XDP_FLAGS_DRV_MODE),
+    /// the kernel's generic XDP after the skb is built (`generic`, XDP_FLAGS_SKB_MODE), or whichever
+    /// the kernel picks (`Auto`: native where the driver has `ndo_bpf`, as `dev_xdp_mode()` in
+    /// net/core/dev.c, Linux 6.x).
+    pub enum XdpMode {
+        /// Native where the driver supports it.
+        Auto = "auto",
+        /// The driver's own XDP.
+        Native = "native",
+        /// After the skb is built.
+        Generic = "generic",
     }
-}
-
-/// How the program is attached to a device: the driver's own XDP (`native`, XDP_FLAGS_DRV_MODE),
-/// the kernel's generic XDP after the skb is built (`generic`, XDP_FLAGS_SKB_MODE), or whichever
-/// the kernel picks (`Auto`: native where the driver has `ndo_bpf`, as `dev_xdp_mode()` in
-/// net/core/dev.c, Linux 6.x).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum XdpMode {
-    Auto,
-    Native,
-    Generic,
 }
 
 impl XdpMode {
@@ -85,28 +80,6 @@ impl XdpMode {
             XdpMode::Generic => libbpf_sys::XDP_FLAGS_SKB_MODE,
         }
     }
-}
-
-/// The XDP program attached to interface `ifindex` of the calling thread's network namespace,
-/// if any: (program id, mode: `native`, `generic`, `offloaded` or `several`).
-pub fn xdp_attached(ifindex: u32) -> std::io::Result<Option<(u32, &'static str)>> {
-    // SAFETY: plain data, filled by libbpf.
-    let mut o: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
-    o.sz = std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
-    // SAFETY: a valid options struct of its declared size.
-    let r = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut o) };
-    if r < 0 {
-        return Err(std::io::Error::from_raw_os_error(-r));
-    }
-    let mode = match u32::from(o.attach_mode) {
-        0 => return Ok(None),
-        libbpf_sys::XDP_ATTACHED_DRV => "native",
-        libbpf_sys::XDP_ATTACHED_SKB => "generic",
-        libbpf_sys::XDP_ATTACHED_HW => "offloaded",
-        _ => "several",
-    };
-    let id = [o.prog_id, o.drv_prog_id, o.skb_prog_id, o.hw_prog_id].into_iter().find(|&i| i != 0).unwrap_or(0);
-    Ok(Some((id, mode)))
 }
 
 /// The loaded program with its maps, and the links that attach it (XDP on devices by ifindex;
@@ -380,27 +353,6 @@ impl Bound {
         v[18] = self.protocol;
         v[BOUND_LEVEL] = self.level;
         v
-    }
-}
-
-/// The cookie of the calling thread's network namespace (`SO_NETNS_COOKIE`, Linux 5.14+), as
-/// `bpf_get_netns_cookie()` returns it to the hooks.
-pub fn netns_cookie() -> std::io::Result<u64> {
-    const SO_NETNS_COOKIE: libc::c_int = 71; // include/uapi/asm-generic/socket.h
-                                             // SAFETY: a socket we own, closed below; getsockopt fills a u64.
-    unsafe {
-        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if s < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let s = OwnedFd::from_raw_fd(s);
-        let mut c = 0u64;
-        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-        if libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, SO_NETNS_COOKIE, (&mut c as *mut u64).cast(), &mut len) < 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(c)
     }
 }
 

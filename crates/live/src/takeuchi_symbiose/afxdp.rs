@@ -1,7 +1,7 @@
 //! takeuchi-symbiose's `split-afxdp` router: paper 003's functional split as the paper built it,
 //! a **driver thread** and an **IP thread** on two CPUs exchanging buffers in bulk every 5 ms
 //! (「各OSに5msごとに周期駆動する一括送信スレッド及びポーリングスレッドを配置する」), in user
-//! space over AF_XDP (crate::xsk) on this kernel's veths.
+//! space over AF_XDP (super::xsk) on this kernel's veths.
 //!
 //! ```text
 //!  in0 (rtr) ─ XDP symb_rtr: redirect to the XSKMAP entry of queue 0
@@ -32,7 +32,7 @@
 //! already in the ledger. The sockets, the UMEM and the threads are the process's own and die
 //! with it; the XSKMAP entry is the socket's (removed when it closes).
 
-use crate::xsk::{Desc, RingSizes, Umem, Xsk};
+use super::xsk::{Desc, RingSizes, Umem, Xsk};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -47,23 +47,9 @@ pub struct AfxdpConfig {
     pub driver_cpu: usize,
     pub ip_cpu: usize,
     pub fifo_prio: i32,
-    /// UMEM chunks (2 KiB each) and ring sizes: a period of frames at 1.2 Mpkt/s is 6,000, so
-    /// the RX, TX, fill and completion rings hold 16,384 and the UMEM 65,536 (128 MiB).
+    /// UMEM chunks (2 KiB each) and ring sizes (the experiment's `umem_frames`, `ring_entries`).
     pub frames: u32,
     pub ring: u32,
-}
-
-impl Default for AfxdpConfig {
-    fn default() -> AfxdpConfig {
-        AfxdpConfig {
-            period: Duration::from_millis(5),
-            driver_cpu: 0,
-            ip_cpu: 1,
-            fifo_prio: 50,
-            frames: 65_536,
-            ring: 16_384,
-        }
-    }
 }
 
 /// The router's output: frames to `net`/`prefix` leave with these MACs (out0's, the sink's).

@@ -4,7 +4,7 @@
 //! ([`PortSource`]). `Hooks` (the default of the experiment and of `hostsim live pbq`): the
 //! program's own `cgroup/post_bind4/6` and `cgroup/sock_release` hooks on a cgroup2 group of the
 //! run set a port's level at bind() and close(), and a rescan of the processes they recorded
-//! picks up nice changes (see [`crate::hooks`]). `Proc`, the fallback, finds the same from
+//! picks up nice changes (see [`super::hooks`]). `Proc`, the fallback, finds the same from
 //! what bind() and nice() leave behind:
 //! the sockets bound in the server's namespace (`/proc/thread-self/net/{udp,udp6,tcp,tcp6}`:
 //! UDP sockets and TCP listeners, by inode), the processes of that namespace that hold them
@@ -40,16 +40,17 @@
 //! highest active level, which is never shed. Every shed level keeps its minimum share (the
 //! program's per-window allowance, smaller for lower levels).
 //!
-//! **Interrupt suppression** (§3.3, [`crate::suppress`]), when the experiment hands the agent
+//! **Interrupt suppression** (§3.3, [`super::suppress`]), when the experiment hands the agent
 //! the threaded-NAPI kthreads ([`Agent::suppress`]): every `check_ms` it compares the detector's
 //! high load and the bytes waiting on the top-level sockets with the rule and moves or lowers
 //! the kthreads; the detector itself still polls every `poll_ms`.
 
-use crate::hooks;
+use super::hooks;
+use super::suppress::{self, SuppressConfig, Suppressor};
+use super::xdp::{level_of_nice, Ctl, HookStats, LevelStats, PbqXdp, XdpMode, LEVELS};
+use crate::bpf::Unsupported;
 use crate::procfs;
-use crate::suppress::{self, SuppressConfig, Suppressor};
 use crate::sys;
-use crate::xdp::{level_of_nice, Ctl, HookStats, LevelStats, PbqXdp, Unsupported, XdpMode, LEVELS};
 use hostsim_host::mechanisms::ozaki_pbq::xdp::{Detector, DetectorConfig, Observation};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -58,7 +59,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use crate::hooks::PortOwner;
+pub use super::hooks::PortOwner;
 
 /// Inode of a network namespace file (`/run/netns/NAME`, `/proc/PID/ns/net`).
 pub fn netns_inode(f: &File) -> std::io::Result<u64> {
@@ -127,6 +128,16 @@ impl PortSource {
             PortSource::Proc => "proc",
             PortSource::Hooks { .. } => "hooks",
         }
+    }
+}
+
+crate::named_values! {
+    /// Where ports' priorities come from.
+    pub enum Ports {
+        /// The program's bind hooks on a cgroup2 group the sinks join.
+        Hooks = "hooks",
+        /// The agent's scan of /proc (the fallback).
+        Proc = "proc",
     }
 }
 
@@ -323,12 +334,12 @@ fn agent_thread(
         for i in &ifaces {
             let idx = sys::ifindex(i).map_err(|e| Unsupported(e.to_string()))?;
             x.attach_mode(idx, cfg.xdp_mode)?;
-            let mode = crate::xdp::xdp_attached(idx).ok().flatten().map_or("unknown", |(_, m)| m);
+            let mode = crate::bpf::xdp_attached(idx).ok().flatten().map_or("unknown", |(_, m)| m);
             modes.push(mode);
         }
         if let PortSource::Hooks { cgroup, netns_only } = &cfg.ports {
             if *netns_only {
-                let c = crate::xdp::netns_cookie()
+                let c = crate::bpf::netns_cookie()
                     .map_err(|e| Unsupported(format!("the namespace's cookie (SO_NETNS_COOKIE, Linux 5.14+): {e}")))?;
                 x.set_hook_netns(c);
             }

@@ -31,76 +31,26 @@
 //! of the largest weight holding the workers (removed); the workers (they die with the run and
 //! stop by themselves after their time limit). No sysctl, RPS mask or affinity is written.
 
+use super::wake::{Recorder, Tracker};
+use super::Options;
 use crate::cgroup::CpuGroup;
 pub use crate::harness::LiveError;
-use crate::harness::{failed, LiveRun, Netns, Point};
+use crate::harness::{failed, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
-use crate::wake::{Recorder, Tracker};
+use crate::tcp_worker::{SendSpec, SinkArgs};
 use crate::worker::{self, Placement};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::PathBuf;
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 /// The swept key, named as in `scenarios/live-goda-wakeups.toml`.
 pub const FLOWS_KEY: &str = "process.reader.instances";
 pub const PORT_BASE: u16 = 5001;
-pub const SENDER_ADDR: &str = "198.18.6.1";
-pub const READER_ADDR: &str = "198.18.6.2";
+pub const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 6, 1);
+pub const READER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 6, 2);
 /// The most flows a point may have (each is two processes on a 2-CPU machine).
 pub const FLOWS_MAX: u32 = 64;
-
-#[derive(Clone, Debug)]
-pub struct WakeupsConfig {
-    pub flows: Vec<u32>,
-    pub reps: u32,
-    pub warmup_s: f64,
-    pub window_s: f64,
-    /// All flows together, Mbit/s of payload: each sender paces at rate / flows
-    /// (`SO_MAX_PACING_RATE`), so that the readers keep up and sleep between arrivals, as
-    /// paper 001's 512 iperf readers sharing 10 GbE did; unpaced, two bulk flows over a veth
-    /// keep their readers busy without a single wake-up (the first quick run: 11 Gbit/s, no
-    /// wake-up in the window).
-    pub rate_mbit: f64,
-    /// send() size of the senders (iperf's TCP default length is 128 KB in iperf 3, 8 KB in 2).
-    pub unit_bytes: usize,
-    /// SO_SNDBUF of the senders (bounded by net.core.wmem_max; the kernel doubles it).
-    pub sndbuf_bytes: i32,
-    /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
-    pub cgroup: bool,
-    pub worker_exe: PathBuf,
-    pub worker_args: Vec<String>,
-}
-
-impl WakeupsConfig {
-    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> WakeupsConfig {
-        WakeupsConfig {
-            flows: vec![1, 2, 4, 8],
-            reps: 3,
-            warmup_s: 1.0,
-            window_s: 3.0,
-            rate_mbit: 400.0,
-            unit_bytes: 65536,
-            sndbuf_bytes: 212_992,
-            cgroup: true,
-            worker_exe,
-            worker_args,
-        }
-    }
-
-    pub fn check(&self) -> Result<(), String> {
-        if self.flows.is_empty() || self.flows.iter().any(|&n| !(1..=FLOWS_MAX).contains(&n)) {
-            return Err(format!("--flows: each flow count must be in 1..={FLOWS_MAX}"));
-        }
-        if !(0.0..=30.0).contains(&self.warmup_s) || !(0.2..=60.0).contains(&self.window_s) {
-            return Err("warm-up 0..=30 s and window 0.2..=60 s".into());
-        }
-        if !(1.0..=20_000.0).contains(&self.rate_mbit) {
-            return Err("--rate-mbit: expected 1..=20,000 Mbit/s".into());
-        }
-        Ok(())
-    }
-}
 
 /// The namespaces, recorder and group of one run.
 pub struct Setup {
@@ -118,7 +68,7 @@ fn read_in(ns: &Netns, path: &str) -> String {
 
 /// Create the namespaces and the veth, load and attach the recorder, create the group, all
 /// through `run` (recorded in its ledger).
-pub fn setup(cfg: &WakeupsConfig, run: &LiveRun) -> Result<Setup, LiveError> {
+pub fn setup(cfg: &Options, run: &LiveRun) -> Result<Setup, LiveError> {
     let (cli, srv) = (run.netns("cli")?, run.netns("srv")?);
     run.veth(&Veth {
         ns_a: cli.name.clone(),
@@ -181,12 +131,7 @@ fn cpu_busy_ticks() -> Vec<u64> {
 
 /// One point: `flows` sender → reader pairs for warm-up + window; the readers' wake-ups over
 /// the window, classified.
-pub fn run_point(
-    cfg: &WakeupsConfig,
-    run: &LiveRun,
-    s: &Setup,
-    flows: u32,
-) -> Result<BTreeMap<String, f64>, LiveError> {
+pub fn run_point(cfg: &Options, run: &LiveRun, s: &Setup, flows: u32) -> Result<BTreeMap<String, f64>, LiveError> {
     let secs = cfg.warmup_s + cfg.window_s;
     let lost0 = s.recorder.lost();
     let _ = s.recorder.drain().map_err(failed)?;
@@ -195,11 +140,10 @@ pub fn run_point(
     let mut readers = Vec::new();
     for f in 0..flows {
         let port = PORT_BASE + f as u16;
-        let mut args = cfg.worker_args.clone();
-        args.extend(["tcp-sink".into(), "--port".into(), port.to_string(), "--secs".into(), format!("{}", secs + 5.0)]);
+        let args = worker::args("tcp-sink", &SinkArgs { port, secs: secs + 5.0 });
         let w = worker::spawn(
             &format!("reader{f}"),
-            &cfg.worker_exe,
+            &cfg.worker,
             &args,
             &Placement { netns: &srv, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
         )
@@ -207,33 +151,24 @@ pub fn run_point(
         s.recorder.watch(w.pid()).map_err(failed)?;
         readers.push(w);
     }
-    let start_ns = crate::regulator::monotonic_ns() + 200_000_000;
+    let start_ns = crate::sys::monotonic_ns() + 200_000_000;
     let mut senders = Vec::new();
     for f in 0..flows {
         let port = PORT_BASE + f as u16;
-        let mut args = cfg.worker_args.clone();
-        args.extend([
-            "tcp-send".into(),
-            "--dst".into(),
-            READER_ADDR.into(),
-            "--port".into(),
-            port.to_string(),
-            "--unit".into(),
-            cfg.unit_bytes.to_string(),
-            "--total".into(),
-            crate::tcp_worker::TOTAL_MAX.to_string(),
-            "--sndbuf".into(),
-            cfg.sndbuf_bytes.to_string(),
-            "--start-ns".into(),
-            start_ns.to_string(),
-            "--secs".into(),
-            format!("{secs}"),
-            "--pacing".into(),
-            format!("{}", (cfg.rate_mbit * 1e6 / 8.0 / f64::from(flows)) as u64),
-        ]);
+        let spec = SendSpec {
+            dst: READER_ADDR,
+            port,
+            unit_bytes: cfg.unit_bytes,
+            total_bytes: crate::tcp_worker::TOTAL_MAX,
+            sndbuf_bytes: cfg.sndbuf_bytes,
+            start_ns,
+            secs,
+            pacing_bytes_per_s: Some((cfg.rate_mbit * 1e6 / 8.0 / f64::from(flows)) as u64),
+        };
+        let args = worker::args("tcp-send", &spec);
         let w = worker::spawn(
             &format!("sender{f}"),
-            &cfg.worker_exe,
+            &cfg.worker,
             &args,
             &Placement { netns: &cli, cpu: None, nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
         )
@@ -242,7 +177,7 @@ pub fn run_point(
         senders.push(w);
     }
     let mut tracker = Tracker::new();
-    let t0 = Instant::now() + Duration::from_nanos(start_ns.saturating_sub(crate::regulator::monotonic_ns()));
+    let t0 = Instant::now() + Duration::from_nanos(start_ns.saturating_sub(crate::sys::monotonic_ns()));
     let warm_end = t0 + Duration::from_secs_f64(cfg.warmup_s);
     let end = warm_end + Duration::from_secs_f64(cfg.window_s);
     let mut warm = true;
@@ -313,48 +248,44 @@ pub fn run_point(
     Ok(m)
 }
 
-/// A point's key columns: the flow count and `rep`.
-pub fn point_keys(flows: u32, rep: u32) -> Vec<(String, String)> {
-    vec![("variant".into(), "linux".into()), (FLOWS_KEY.into(), flows.to_string()), ("rep".into(), rep.to_string())]
+/// A point of results.csv: `variant` (`linux`), the flow count, `rep`, then every metric.
+pub fn point(flows: u32, rep: u32, m: BTreeMap<String, f64>) -> Point {
+    Point::new(&[("variant", "linux".to_string()), (FLOWS_KEY, flows.to_string()), ("rep", rep.to_string())], m)
 }
 
-/// One point as a line of progress.
-pub fn row_line(flows: u32, rep: u32, m: &BTreeMap<String, f64>) -> String {
-    let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
-    format!(
-        "rep {rep} flows {flows:>2}: {:>7.0} wake-ups/s (remote {:.2}, in place {:.2}; by sender {:.2} kthread {:.2} idle {:.2})  migrations/s {:>6.0} = wake-up affine {:.0} + other {:.0} + balance {:.0}; unintended {:.0}/s ({:.3}), settle mean {:.2} max {:.0}  wait p50/p90 {:.0}/{:.0} us  rx {:.0} Mbit/s  load {:.2}",
-        g("wakeups_per_s"),
-        g("wakeups_remote_frac"),
-        g("wakeups_on_rq_frac"),
-        g("wakeups_by_sender_frac"),
-        g("wakeups_by_kthread_frac"),
-        g("wakeups_by_idle_frac"),
-        g("migrations_per_s"),
-        g("migrations_wakeup_affine_per_s"),
-        g("migrations_wakeup_other_per_s"),
-        g("migrations_balance_per_s"),
-        g("migrations_unintended_per_s"),
-        g("unintended_fraction"),
-        g("settle_mean"),
-        g("settle_max"),
-        g("wakeup_wait_us_p50"),
-        g("wakeup_wait_us_p90"),
-        g("reader_rx_mbps"),
-        g("loadavg_1m"),
-    )
-}
+/// What a point's progress line shows.
+const SHOWN: &[Shown] = &[
+    ("wake-ups/s", "wakeups_per_s", 0),
+    ("remote", "wakeups_remote_frac", 2),
+    ("in place", "wakeups_on_rq_frac", 2),
+    ("by sender", "wakeups_by_sender_frac", 2),
+    ("kthread", "wakeups_by_kthread_frac", 2),
+    ("idle", "wakeups_by_idle_frac", 2),
+    ("migrations/s", "migrations_per_s", 0),
+    ("wake-up affine", "migrations_wakeup_affine_per_s", 0),
+    ("other", "migrations_wakeup_other_per_s", 0),
+    ("balance", "migrations_balance_per_s", 0),
+    ("unintended/s", "migrations_unintended_per_s", 0),
+    ("fraction", "unintended_fraction", 3),
+    ("settle mean", "settle_mean", 2),
+    ("max", "settle_max", 0),
+    ("wait p50 us", "wakeup_wait_us_p50", 0),
+    ("p90", "wakeup_wait_us_p90", 0),
+    ("rx Mbit/s", "reader_rx_mbps", 0),
+    ("load", "loadavg_1m", 2),
+];
 
 /// The whole sweep (repetitions outermost); each point is written to results.csv as measured.
-pub fn run(cfg: &WakeupsConfig, run: &mut LiveRun) -> Result<(), LiveError> {
-    cfg.check().map_err(failed)?;
+pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let s = setup(cfg, run)?;
     run.set_info("setup", s.facts.clone());
-    for rep in 1..=cfg.reps {
+    for rep in 1..=cfg.common.reps {
         for &flows in &cfg.flows {
             run.check()?;
             let m = run_point(cfg, run, &s, flows)?;
-            run.progress(row_line(flows, rep, &m));
-            run.push(Point { keys: point_keys(flows, rep), metrics: m })?;
+            let p = point(flows, rep, m);
+            run.progress(p.line(SHOWN));
+            run.push(p)?;
         }
     }
     run.check()?;

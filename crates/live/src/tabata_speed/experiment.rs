@@ -1,47 +1,18 @@
-//! `hostsim live tabata-speed`: paper 002's Fig. 1-3 and Table 1 experiment on this machine's
-//! kernel: a slot regulator (`regulator.rs`) controls a real bulk TCP sender's execution speed,
-//! and the receiver's kernel timestamps every frame (`arrivals.rs`).
-//!
-//! ```text
-//!  ns snd                                                 ns rcv
-//!  sender (CPU 1, regulated) ── eth0 ═══ veth ═══ eth0 ── tcx ingress: bpf_ktime_get_ns → ring
-//!    SO_SNDBUF, TCP_NODELAY     TSO/GSO off                 sink (CPU 0): read until EOF
-//!    tcp_timestamps 0 (MSS 1460) tbf 100 Mbit/s + 24 B/frame
-//!  regulator thread (CPU 1, SCHED_FIFO): cgroup.freeze of the sender's group, per 1 ms slot
-//! ```
-//!
-//! The paper's sender wrote 1 MB in 1024 or 2048 B units over 100 Mbit/s Ethernet and the
-//! receiver timestamped frames in its driver. Here the wire is a veth shaped to 100 Mbit/s by
-//! tbf (`overhead 24`: preamble, SFD, FCS and inter-frame gap, so a 1514 B frame takes the
-//! 123 µs it takes on Ethernet), with segmentation offloads off so that every frame is one
-//! segment of at most an MSS, as on the paper's NIC. A veth has no line rate of its own and
-//! carries 64 KB GSO packets otherwise (issue 30's probes). Per-netns `tcp_timestamps = 0` in the
-//! sender's namespace gives the paper's MSS of 1460 B.
-//!
-//! **Which side is the bottleneck.** The mechanism acts on the sender, so the receiver must not
-//! limit the transfer: the sender's `TCP_INFO` says how long the connection was limited by the
-//! receiver's window (`rwnd_limited_us`, must stay ~0) and by its own send buffer
-//! (`sndbuf_limited_us`); the sink's CPU share is reported. Unregulated, the 100 Mbit/s shaper
-//! is the limit, as the paper's Ethernet was; regulated, the sender's slots are.
-//!
-//! **What a run changes, and how it is undone** (all in the run's ledger, see `harness.rs`):
-//! two namespaces `hsl-<pid>-<n>-{snd,rcv}` holding the veth pair, its tbf qdisc, its offload
-//! settings and the sender namespace's `tcp_timestamps` (all gone with the namespaces); a tc
-//! program attached through a tcx bpf_link (gone with the run's descriptor); a cgroup v2 group
-//! `hsl-<pid>-<n>-sender` for the freezer (thawed and removed); the v1 CPU group of the largest
-//! weight (removed). The regulator's SCHED_FIFO policy and affinity belong to a thread of the run
-//! that ends with each point; the workers die with the run (PR_SET_PDEATHSIG).
+//! The experiment (see the module page, `mod.rs`): set-up, points, the sweep.
 
-use crate::arrivals::{Arrival, Recorder};
+use super::arrivals::{Arrival, Recorder};
+use super::regulator::{self, FreezeGate, Gate, Regulation, RegulatorConfig, SignalGate};
+use super::{GateKind, Options};
 use crate::cgroup::CpuGroup;
 pub use crate::harness::LiveError;
-use crate::harness::{failed, LiveRun, Netns, Point};
+use crate::harness::{failed, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
-use crate::regulator::{self, FreezeGate, Gate, Regulation, RegulatorConfig, SignalGate};
+use crate::tcp_worker::{SendSpec, SinkArgs};
 use crate::worker::{self, Placement};
 use hostsim_workload::{SinkStats, GAP_BINS, GAP_BIN_NS, SHORT_GAP_NS, SIZE_BINS};
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,8 +24,8 @@ use std::time::Duration;
 pub const SPEED_KEY: &str = "process.sender.speed_pct";
 pub const UNIT_KEY: &str = "process.sender.unit_bytes";
 pub const PORT: u16 = 5001;
-pub const SENDER_ADDR: &str = "198.18.2.1";
-pub const SINK_ADDR: &str = "198.18.2.2";
+pub const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 2, 1);
+pub const SINK_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 2, 2);
 /// Ethernet's per-frame bytes on the wire besides the frame tbf sees (skb->len): FCS 4,
 /// preamble + SFD 8, inter-frame gap 12 (IEEE 802.3).
 pub const WIRE_OVERHEAD_BYTES: u32 = 24;
@@ -66,84 +37,6 @@ pub const FCS_BYTES: u16 = 4;
 pub const RWND_LIMITED_MAX: f64 = 0.05;
 /// At most this many attempts per point.
 pub const ATTEMPTS_MAX: u32 = 3;
-
-/// How the regulator stops the sender.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GateKind {
-    /// cgroup v2 `cgroup.freeze`.
-    Freeze,
-    /// SIGSTOP / SIGCONT.
-    Signal,
-}
-
-impl GateKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            GateKind::Freeze => "freeze",
-            GateKind::Signal => "signal",
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct TabataConfig {
-    /// Regulated speeds, percent (n = speed × T / 100 slots of each block).
-    pub speeds_pct: Vec<u32>,
-    pub units_bytes: Vec<usize>,
-    pub reps: u32,
-    /// Also run the unregulated sender (variant `off`, once per unit and repetition).
-    pub off: bool,
-    /// Paper 002 §3.2: 1 MB.
-    pub total_bytes: usize,
-    /// Given to SO_SNDBUF; the kernel doubles it.
-    pub sndbuf_bytes: i32,
-    pub rate_mbit: u32,
-    pub slot_us: u64,
-    pub block_ms: u64,
-    pub sender_cpu: usize,
-    pub sink_cpu: usize,
-    pub fifo_prio: i32,
-    pub gate: GateKind,
-    /// A point's time limit (workers and regulator stop by themselves after it).
-    pub point_timeout_s: f64,
-    /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
-    pub cgroup: bool,
-    /// Write every point's frames to `frames/` in the output directory.
-    pub frames: bool,
-    pub worker_exe: PathBuf,
-    pub worker_args: Vec<String>,
-}
-
-impl TabataConfig {
-    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> TabataConfig {
-        TabataConfig {
-            speeds_pct: vec![10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
-            units_bytes: vec![1024, 2048],
-            reps: 3,
-            off: true,
-            total_bytes: 1 << 20,
-            // The smallest send buffer Linux allows (sk_sndbuf = 2 × 2304 = 4608 B =
-            // SOCK_MIN_SNDBUF, net/core/sock.c; two full segments with their skbs). A frozen
-            // sender's buffer keeps draining onto the wire (the stack transmits from softirq),
-            // so the bandwidth follows the speed only as far as the buffer drains within an
-            // unallocated slot; the model's fit of Tender's buffer found 7,093 B
-            // (calibration/tabata-speed.toml). Measured with 4096 and 8192 too (docs).
-            sndbuf_bytes: 2304,
-            rate_mbit: 100,
-            slot_us: 1000,
-            block_ms: 1000,
-            sender_cpu: 1,
-            sink_cpu: 0,
-            fifo_prio: 50,
-            gate: GateKind::Freeze,
-            point_timeout_s: 30.0,
-            cgroup: true,
-            frames: true,
-            worker_exe,
-            worker_args,
-        }
-    }
-}
 
 /// Run a command in namespace `ns` (`ip netns exec`), its stderr as the error.
 fn ns_cmd(ns: &Netns, args: &[&str]) -> Result<String, LiveError> {
@@ -179,7 +72,7 @@ pub struct Setup {
 
 /// Create the namespaces and the shaped veth, turn offloads off, attach the recorder, create the
 /// groups, all through `run` (recorded in its ledger).
-pub fn setup(cfg: &TabataConfig, run: &LiveRun) -> Result<Setup, LiveError> {
+pub fn setup(cfg: &Options, run: &LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.sender_cpu >= ncpu || cfg.sink_cpu >= ncpu {
         return Err(LiveError::Unsupported(format!(
@@ -371,7 +264,7 @@ pub struct PointResult {
 }
 
 pub fn run_point(
-    cfg: &TabataConfig,
+    cfg: &Options,
     run: &LiveRun,
     s: &Setup,
     speed_pct: Option<u32>,
@@ -384,11 +277,10 @@ pub fn run_point(
     let cg = s.group_procs.as_ref();
     let rcv = s.rcv.file()?;
     let snd = s.snd.file()?;
-    let mut args = cfg.worker_args.clone();
-    args.extend(["tcp-sink".into(), "--port".into(), PORT.to_string(), "--secs".into(), format!("{secs}")]);
+    let args = worker::args("tcp-sink", &SinkArgs { port: PORT, secs });
     let sink = worker::spawn(
         "sink",
-        &cfg.worker_exe,
+        &cfg.worker,
         &args,
         &Placement { netns: &rcv, cpu: Some(cfg.sink_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
     )
@@ -411,27 +303,20 @@ pub fn run_point(
     };
     // The regulator first (see RegThread), the sender after it.
     let mut reg = speed_pct.map(|_| RegThread::start(reg_cfg.clone(), origin));
-    let mut args = cfg.worker_args.clone();
-    args.extend([
-        "tcp-send".into(),
-        "--dst".into(),
-        SINK_ADDR.into(),
-        "--port".into(),
-        PORT.to_string(),
-        "--unit".into(),
-        unit.to_string(),
-        "--total".into(),
-        cfg.total_bytes.to_string(),
-        "--sndbuf".into(),
-        cfg.sndbuf_bytes.to_string(),
-        "--start-ns".into(),
-        start.to_string(),
-        "--secs".into(),
-        format!("{secs}"),
-    ]);
+    let spec = SendSpec {
+        dst: SINK_ADDR,
+        port: PORT,
+        unit_bytes: unit,
+        total_bytes: cfg.total_bytes,
+        sndbuf_bytes: cfg.sndbuf_bytes,
+        start_ns: start,
+        secs,
+        pacing_bytes_per_s: None,
+    };
+    let args = worker::args("tcp-send", &spec);
     let mut sender = worker::spawn(
         "sender",
-        &cfg.worker_exe,
+        &cfg.worker,
         &args,
         &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
     )
@@ -553,14 +438,15 @@ pub fn run_point(
     Ok(PointResult { metrics: m, frames, origin_ns: origin })
 }
 
-/// A point's key columns: `variant`, speed, unit, `rep` (the model's names).
-pub fn point_keys(variant: &str, speed: u32, unit: usize, rep: u32) -> Vec<(String, String)> {
-    vec![
-        ("variant".into(), variant.into()),
-        (SPEED_KEY.into(), speed.to_string()),
-        (UNIT_KEY.into(), unit.to_string()),
-        ("rep".into(), rep.to_string()),
-    ]
+/// A point of results.csv: `variant`, speed, unit, `rep` (the model's names), then its metrics.
+pub fn point(variant: &str, speed: u32, unit: usize, rep: u32, m: BTreeMap<String, f64>) -> Point {
+    let keys = [
+        ("variant", variant.to_string()),
+        (SPEED_KEY, speed.to_string()),
+        (UNIT_KEY, unit.to_string()),
+        ("rep", rep.to_string()),
+    ];
+    Point::new(&keys, m)
 }
 
 fn frames_csv(frames: &[Arrival], origin_ns: u64) -> String {
@@ -573,17 +459,17 @@ fn frames_csv(frames: &[Arrival], origin_ns: u64) -> String {
 
 /// The whole sweep (repetitions outermost, so a drift of the machine spreads over all points);
 /// each point is written to results.csv as it is measured. The caller ends `run`.
-pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
+pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let s = setup(cfg, run)?;
     run.set_info("setup", s.facts.clone());
     let frames_dir = run.out().join("frames");
     if cfg.frames {
         std::fs::create_dir_all(&frames_dir).map_err(|e| failed(format!("{}: {e}", frames_dir.display())))?;
     }
-    for rep in 1..=cfg.reps {
+    for rep in 1..=cfg.common.reps {
         for &unit in &cfg.units_bytes {
             let mut plan: Vec<Option<u32>> = Vec::new();
-            if cfg.off {
+            if !cfg.no_off {
                 plan.push(None);
             }
             plan.extend(cfg.speeds_pct.iter().map(|&v| Some(v)));
@@ -609,10 +495,8 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                     } else {
                         "receiver-limited"
                     };
-                    run.progress(format!(
-                        "  ({why}: measured again) {}",
-                        row_line("", speed.unwrap_or(100), unit, rep, &r.metrics)
-                    ));
+                    let again = point("", speed.unwrap_or(100), unit, rep, r.metrics);
+                    run.progress(format!("  ({why}: measured again) {}", again.line(SHOWN)));
                     attempt += 1;
                 };
                 m.insert("attempts".into(), f64::from(attempt));
@@ -624,8 +508,9 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
                     crate::harness::write_atomic(&frames_dir, &name, frames_csv(&frames, origin).as_bytes())
                         .map_err(failed)?;
                 }
-                run.progress(row_line(variant, sp, unit, rep, &m));
-                run.push(Point { keys: point_keys(variant, sp, unit, rep), metrics: m })?;
+                let p = point(variant, sp, unit, rep, m);
+                run.progress(p.line(SHOWN));
+                run.push(p)?;
             }
         }
     }
@@ -636,23 +521,19 @@ pub fn run(cfg: &TabataConfig, run: &mut LiveRun) -> Result<(), LiveError> {
     Ok(())
 }
 
-/// One point as a line of progress.
-pub fn row_line(variant: &str, speed: u32, unit: usize, rep: u32, m: &BTreeMap<String, f64>) -> String {
-    let g = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
-    format!(
-        "rep {rep} {unit:>4} B {variant:>9} {speed:>3} %: {:>6.2} Mbit/s  frames {:>4.0}  gaps>=400us {:>4.0} >=1ms {:>4.0}  rwnd-lim {:.3} sndbuf-lim {:.2}  late p50/p99 {:.0}/{:.0} us  run outside slots {:.3}  load {:.2}",
-        g("bw_mbps"),
-        g("receiver_frames"),
-        g("receiver_long_gaps"),
-        g("receiver_lengthened_gaps"),
-        g("sender_rwnd_limited_frac"),
-        g("sender_sndbuf_limited_frac"),
-        g("regulator_late_us_p50"),
-        g("regulator_late_us_p99"),
-        g("sender_runtime_out_frac"),
-        g("loadavg_1m"),
-    )
-}
+/// What a point's progress line shows.
+const SHOWN: &[Shown] = &[
+    ("Mbit/s", "bw_mbps", 2),
+    ("frames", "receiver_frames", 0),
+    ("gaps>=400us", "receiver_long_gaps", 0),
+    (">=1ms", "receiver_lengthened_gaps", 0),
+    ("rwnd-lim", "sender_rwnd_limited_frac", 3),
+    ("sndbuf-lim", "sender_sndbuf_limited_frac", 2),
+    ("late p50 us", "regulator_late_us_p50", 0),
+    ("p99", "regulator_late_us_p99", 0),
+    ("run outside slots", "sender_runtime_out_frac", 3),
+    ("load", "loadavg_1m", 2),
+];
 
 /// Where the frames of a point are written.
 pub fn frames_path(out: &Path, variant: &str, unit: usize, speed: u32, rep: u32) -> PathBuf {

@@ -18,88 +18,28 @@
 //! Results use the model's metric names (`crates/host/src/metrics/app.rs`), with the accelerator
 //! named `chamomile` and the clients `clients`, as in the kawai scenarios.
 
-use super::interval::Control;
+use super::{AccelCmd, ClientsCmd, Options, OriginCmd, SoakCmd};
 use crate::cgroup::CpuGroup;
-use crate::harness::{failed, LiveError, LiveRun, Netns, Point};
+use crate::harness::{failed, LiveError, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
 use crate::procfs::{self, CpuTimes};
 use crate::worker::{self, Placement, Worker};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::net::Ipv4Addr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The swept key, named as in the model scenarios so the two overlay.
 pub const RATE_KEY: &str = "traffic.clients.http.rate_rps";
 pub const HTTP_PORT: u16 = 80;
 pub const ORIGIN_PORT: u16 = 3128;
-const ACC_ADDR: &str = "198.18.2.1";
-const ORG_ADDR: &str = "198.18.3.2";
+const ACC_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 2, 1);
+const ORG_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 3, 2);
 /// The largest share of each rt_period the run's group takes for its SCHED_FIFO threads.
 pub const RT_SHARE_MAX: f64 = 0.9;
 /// How long the RT budget write is retried while a removed group's budget is being released.
 const RT_RETRY_S: u64 = 5;
-
-#[derive(Clone, Debug)]
-pub struct KawaiConfig {
-    pub rates_rps: Vec<f64>,
-    pub reps: u32,
-    pub variants: Vec<String>,
-    /// Client connections held open (the paper's "about 7,000 sockets" with `origin_conns`).
-    pub conns: u32,
-    pub origin_conns: u32,
-    /// The model scenarios' WebAxe-4 values: hit ratio 0.72, origin think norm(300, 100) ms.
-    pub hit_ratio: f64,
-    pub think_ms_mean: f64,
-    pub think_ms_sd: f64,
-    pub ramp_ms: u64,
-    pub warmup_s: f64,
-    pub window_s: f64,
-    /// After the window: the load goes on while the window's requests finish.
-    pub drain_s: f64,
-    pub server_cpu: usize,
-    pub client_cpu: usize,
-    /// Spin a SCHED_IDLE soaker on the server's CPU (see `soak.rs`).
-    pub soak: bool,
-    pub seed: u64,
-    pub worker_exe: PathBuf,
-    pub worker_args: Vec<String>,
-}
-
-impl KawaiConfig {
-    pub fn new(worker_exe: PathBuf, worker_args: Vec<String>) -> KawaiConfig {
-        KawaiConfig {
-            // Past saturation on the 2-vCPU machine of scenarios/live/kawai-interval.csv (~14,000 req/s
-            // without control; dynamic control saturates from 6,000).
-            rates_rps: vec![2000.0, 6000.0, 10000.0, 14000.0, 17000.0],
-            reps: 3,
-            variants: super::interval::VARIANTS.iter().map(|s| s.to_string()).collect(),
-            conns: 6000,
-            origin_conns: 1000,
-            hit_ratio: 0.72,
-            think_ms_mean: 300.0,
-            think_ms_sd: 100.0,
-            ramp_ms: 1000,
-            warmup_s: 1.5,
-            window_s: 3.0,
-            drain_s: 1.0,
-            server_cpu: 0,
-            client_cpu: 1,
-            soak: true,
-            seed: 1,
-            worker_exe,
-            worker_args,
-        }
-    }
-
-    /// Every variant name parses (checked before anything is created).
-    pub fn check(&self) -> Result<(), String> {
-        for v in &self.variants {
-            Control::parse(v)?;
-        }
-        Ok(())
-    }
-}
 
 /// The namespaces and CPU group of one run (recorded in its ledger; `LiveRun::finish` removes them).
 pub struct Setup {
@@ -201,7 +141,7 @@ fn give_rt_budget(group: &CpuGroup) -> Result<Option<(u64, u64)>, LiveError> {
 
 /// Create the namespaces, veths, RPS masks, the clients' port range, and the CPU group with its
 /// real-time budget, all through `run` (recorded in its ledger).
-pub fn setup(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
+pub fn setup(cfg: &Options, run: &mut LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.server_cpu >= ncpu || cfg.client_cpu >= ncpu || cfg.server_cpu == cfg.client_cpu {
         return Err(LiveError::Unsupported(format!(
@@ -269,16 +209,6 @@ pub fn setup(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
     Ok(Setup { acc, cli, org, group, group_procs, rt })
 }
 
-fn args(cfg: &KawaiConfig, tail: &[String]) -> Vec<String> {
-    let mut a = cfg.worker_args.clone();
-    a.extend_from_slice(tail);
-    a
-}
-
-fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
 /// Wait (≤ `secs`) until process `w` names itself `name` (its set-up is done), or fail if it exits.
 fn wait_ready(run: &LiveRun, w: &mut Worker, name: &str, secs: f64) -> Result<(), LiveError> {
     let end = Instant::now() + Duration::from_secs_f64(secs);
@@ -342,7 +272,7 @@ fn snap(accel: u32, soak: Option<u32>, clients: u32, origin: u32) -> Snap {
 
 /// One point: the metrics of variant `variant` at `rate` (repetition `rep` seeds the draws).
 pub fn run_point(
-    cfg: &KawaiConfig,
+    cfg: &Options,
     run: &LiveRun,
     s: &Setup,
     variant: &str,
@@ -354,25 +284,18 @@ pub fn run_point(
     let (acc, cli, org) = (s.acc.file()?, s.cli.file()?, s.org.file()?);
     let cg = s.group_procs.as_ref();
     let place = |ns, cpu| Placement { netns: ns, cpu: Some(cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None };
-    let ss = secs.to_string();
     let mut origin = worker::spawn(
         "origin",
-        &cfg.worker_exe,
-        &args(
-            cfg,
-            &strs(&[
-                "kawai-origin",
-                "--port",
-                &ORIGIN_PORT.to_string(),
-                "--think-ms-mean",
-                &cfg.think_ms_mean.to_string(),
-                "--think-ms-sd",
-                &cfg.think_ms_sd.to_string(),
-                "--seed",
-                &seed.to_string(),
-                "--secs",
-                &ss,
-            ]),
+        &cfg.worker,
+        &worker::args(
+            "kawai-origin",
+            &OriginCmd {
+                port: ORIGIN_PORT,
+                think_ms_mean: cfg.think_ms_mean,
+                think_ms_sd: cfg.think_ms_sd,
+                seed,
+                secs,
+            },
         ),
         &place(&org, cfg.client_cpu),
     )
@@ -380,35 +303,28 @@ pub fn run_point(
     wait_ready(run, &mut origin, "origin-ready", 5.0)?;
     let mut accel = worker::spawn(
         "accelerator",
-        &cfg.worker_exe,
-        &args(
-            cfg,
-            &strs(&[
-                "kawai-accel",
-                "--variant",
-                variant,
-                "--port",
-                &HTTP_PORT.to_string(),
-                "--origin",
-                ORG_ADDR,
-                "--origin-port",
-                &ORIGIN_PORT.to_string(),
-                "--origin-conns",
-                &cfg.origin_conns.to_string(),
-                "--secs",
-                &ss,
-            ]),
+        &cfg.worker,
+        &worker::args(
+            "kawai-accel",
+            &AccelCmd {
+                variant: variant.to_string(),
+                port: HTTP_PORT,
+                origin: ORG_ADDR,
+                origin_port: ORIGIN_PORT,
+                origin_conns: cfg.origin_conns,
+                secs,
+            },
         ),
         &place(&acc, cfg.server_cpu),
     )
     .map_err(failed)?;
     wait_ready(run, &mut accel, "accel-ready", 15.0)?;
-    let soak = if cfg.soak {
+    let soak = if !cfg.no_soak {
         Some(
             worker::spawn(
                 "soaker",
-                &cfg.worker_exe,
-                &args(cfg, &strs(&["kawai-soak", "--secs", &ss])),
+                &cfg.worker,
+                &worker::args("kawai-soak", &SoakCmd { secs }),
                 &place(&acc, cfg.server_cpu),
             )
             .map_err(failed)?,
@@ -418,28 +334,19 @@ pub fn run_point(
     };
     let clients = worker::spawn(
         "clients",
-        &cfg.worker_exe,
-        &args(
-            cfg,
-            &strs(&[
-                "kawai-clients",
-                "--dst",
-                ACC_ADDR,
-                "--port",
-                &HTTP_PORT.to_string(),
-                "--conns",
-                &cfg.conns.to_string(),
-                "--rate-rps",
-                &rate.to_string(),
-                "--hit-ratio",
-                &cfg.hit_ratio.to_string(),
-                "--ramp-ms",
-                &cfg.ramp_ms.to_string(),
-                "--seed",
-                &seed.to_string(),
-                "--secs",
-                &ss,
-            ]),
+        &cfg.worker,
+        &worker::args(
+            "kawai-clients",
+            &ClientsCmd {
+                dst: ACC_ADDR,
+                port: HTTP_PORT,
+                conns: cfg.conns,
+                rate_rps: rate,
+                hit_ratio: cfg.hit_ratio,
+                ramp_ms: cfg.ramp_ms,
+                seed,
+                secs,
+            },
         ),
         &place(&cli, cfg.client_cpu),
     )
@@ -606,22 +513,27 @@ fn metrics(
 
 /// The whole sweep: repetitions outermost (a drift of the machine spreads over every point),
 /// then rates, then variants; each point written to `results.csv` as it is measured.
-pub fn run(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
+pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let s = setup(cfg, run)?;
-    for rep in 1..=cfg.reps {
+    // What the loops' sleeps and SCHED_FIFO depend on, besides the options.
+    let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    run.set_info(
+        "scheduling",
+        serde_json::json!({
+            "timer_slack_ns": read("/proc/self/timerslack_ns").and_then(|s| s.parse::<u64>().ok()),
+            "sched_rt_runtime_us": read("/proc/sys/kernel/sched_rt_runtime_us"),
+            "fifo_priority": super::interval::FIFO_PRIORITY,
+            "load_generator": "hostsim live-worker kawai-clients (open-loop Poisson, crates/live/src/kawai_interval/clients.rs)",
+        }),
+    );
+    for rep in 1..=cfg.common.reps {
         for &rate in &cfg.rates_rps {
             for v in &cfg.variants {
                 run.check()?;
                 let metrics = run_point(cfg, run, &s, v, rate, rep)?;
-                let p = Point {
-                    keys: vec![
-                        ("variant".into(), v.clone()),
-                        (RATE_KEY.into(), format!("{rate}")),
-                        ("rep".into(), rep.to_string()),
-                    ],
-                    metrics,
-                };
-                run.progress(point_line(&p));
+                let keys = [("variant", v.clone()), (RATE_KEY, format!("{rate}")), ("rep", rep.to_string())];
+                let p = Point::new(&keys, metrics);
+                run.progress(p.line(SHOWN));
                 run.push(p)?;
             }
         }
@@ -629,31 +541,23 @@ pub fn run(cfg: &KawaiConfig, run: &mut LiveRun) -> Result<(), LiveError> {
     Ok(())
 }
 
-/// One point as a line of progress.
-pub fn point_line(p: &Point) -> String {
-    let g = |k: &str| p.metrics.get(k).copied().unwrap_or(f64::NAN);
-    let key = |k: &str| p.keys.iter().find(|(n, _)| n == k).map_or("", |(_, v)| v.as_str()).to_string();
-    format!(
-        "rep {} {:>6} req/s {:<18} offered {:>7.0} done {:>7.0} ({:.3})  resp mean {:>7.2} p99 {:>8.2} ms  cpu {:.3} (kernel {:.3}, accel {:.3})  loops/s {:>6.0}  polls/s {:>6.0}  lag p99 {:.2} ms  client cpu {:.2}  errors {}  load {}",
-        key("rep"),
-        key(RATE_KEY),
-        key("variant"),
-        g("clients_offered_rps"),
-        g("clients_completed_rps"),
-        g("clients_completed_frac"),
-        g("clients_resp_ms_mean"),
-        g("clients_resp_ms_p99"),
-        g("cpu_util"),
-        g("cpu_kernel_frac"),
-        g("chamomile_cpu_frac"),
-        g("chamomile_io_loops_per_s"),
-        g("polls_per_s"),
-        g("clients_lag_ms_p99"),
-        g("clients_cpu_frac"),
-        g("clients_errors_count"),
-        g("loadavg_1m"),
-    )
-}
+/// What a point's progress line shows.
+const SHOWN: &[Shown] = &[
+    ("offered", "clients_offered_rps", 0),
+    ("done", "clients_completed_rps", 0),
+    ("frac", "clients_completed_frac", 3),
+    ("resp mean ms", "clients_resp_ms_mean", 2),
+    ("p99", "clients_resp_ms_p99", 2),
+    ("cpu", "cpu_util", 3),
+    ("kernel", "cpu_kernel_frac", 3),
+    ("accel", "chamomile_cpu_frac", 3),
+    ("loops/s", "chamomile_io_loops_per_s", 0),
+    ("polls/s", "polls_per_s", 0),
+    ("lag p99 ms", "clients_lag_ms_p99", 2),
+    ("client cpu", "clients_cpu_frac", 2),
+    ("errors", "clients_errors_count", 0),
+    ("load", "loadavg_1m", 2),
+];
 
 #[cfg(test)]
 mod tests {

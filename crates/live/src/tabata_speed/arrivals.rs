@@ -2,7 +2,7 @@
 //! at the sink veth's tcx ingress (a bpf_link: it detaches when its descriptor closes, so a
 //! killed run leaves nothing attached), and read the frames it recorded from its ring buffer.
 
-use crate::xdp::Unsupported;
+use crate::bpf::Unsupported;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use std::cell::RefCell;

@@ -1,80 +1,9 @@
-//! `hostsim live takeuchi-symbiose`: paper 003's Fig. 4 (a PC routing UDP, per-CPU load and
-//! output rate against input rate) on this machine's kernel, with the functional split that
-//! Linux can do.
-//!
-//! ```text
-//!  ns gen (CPU 1, live-frames generator,     ns rtr                                         ns snk
-//!   SCHED_FIFO 70)                            in0 ─ XDP symb_rtr ─ IP forward ─ out0 ═veth═ snk0 ─ XDP symb_sink
-//!  gen0 ══════════════════veth═════════════  (NAPI kthread napi/in0-*,                        (NAPI kthread napi/snk0-*
-//!  64-byte UDP frames, 16 flows,              CPU 0, SCHED_FIFO 50)                           CPU 1, SCHED_FIFO 60:
-//!  paced, right UDP checksums                                                                 checks checksums, counts, drops)
-//! ```
-//!
-//! **Variants** ([`Variant`]), the model's counterparts in brackets:
-//! - `kernel-1cpu` [unix-up]: the router's whole receive and forwarding path in the input
-//!   veth's NAPI kthread on CPU 0 (`symb_rtr` passes every frame; no RPS): a router of one CPU.
-//! - `kernel-rps` [unix-smp]: the same with RPS over both CPUs on the input veth: the driver half
-//!   in the NAPI kthread on CPU 0, the IP half of each flow in CPU 0's or CPU 1's backlog softirq
-//!   (an IPI per poll to CPU 1). Linux's own way of forwarding on two CPUs; it has no big lock,
-//!   so it is not the paper's UNIX dual, only its modern counterpart.
-//! - `split-cpumap` [hitactix-smp]: the functional split. `symb_rtr` redirects every frame to
-//!   the cpumap entry of CPU 1: the driver half (veth poll, the program) stays in the NAPI
-//!   kthread on CPU 0, the IP half (skb build, IP forwarding, output) runs in CPU 1's cpumap
-//!   kthread (SCHED_FIFO 50), which takes frames in bulk (8 per dequeue, `CPUMAP_BATCH`) from a
-//!   queue without a per-packet IPI.
-//! - `split-afxdp` [hitactix-smp]: paper 003's own design, a driver thread and an IP thread
-//!   exchanging buffers in bulk every 5 ms, in user space over AF_XDP (crate::afxdp): `symb_rtr`
-//!   redirects every frame to the AF_XDP socket of in0's queue 0 (copy mode: the NAPI kthread
-//!   on CPU 0 copies it into the UMEM); the driver thread (CPU 0) and the IP thread (CPU 1, TTL,
-//!   incremental checksum, MACs, TX ring of a socket on out0 and its sendto) each wake every
-//!   period and move the frames' descriptors between them in one queue operation each way.
-//!   Its `forwarded_pps` is what the IP thread forwarded (the kernel's ForwDatagrams stays 0);
-//!   its threads' runtime (`/proc/<tid>/schedstat`) is in `cpu<N>_kthread_frac` of their CPU and
-//!   apart in `xsk_driver_thread_frac` / `xsk_ip_thread_frac`.
-//!
-//! **What this machine can reproduce of Fig. 4.** It has two CPUs. The generator and the sink
-//! need one (CPU 1), so only the single-CPU router (`kernel-1cpu`) has a CPU to itself; the
-//! two-CPU variants share CPU 1 with the generator and the sink, whose cost grows with the
-//! rate, and run at a lower priority than both so that the offered load stays the one asked
-//! for. Their saturation is that of a router whose second CPU is partly taken, not of the
-//! paper's dual router.
-//!
-//! **What is measured, per point** (a warm-up, then a window; the model's names where it has
-//! them): `offered_pps` (asked) and `achieved_pps` (frames the generator built in the window:
-//! the point is `valid` when ≥ 0.98 of the rate); `rtr_rx_pps` (frames the router's input
-//! program saw); `forwarded_pps` (the router namespace's `Ip: ForwDatagrams`); `out_rx_pps`
-//! (frames the sink received with both checksums right, in the window) and `out_window_frac`
-//! (of the frames built in the window, the share that reached the sink, exact by sequence
-//! number, however late); invalid frames at the sink (`sink_invalid_count`: header or UDP
-//! checksum wrong, or missing), whole point. Drops by place: the input veth's ring
-//! (`drop_nic_ring_pps`), the cpumap queue (`drop_cpumap_pps`: redirected minus what reached IP),
-//! the backlog (`drop_backlog_pps`, machine-wide `/proc/net/softnet_stat`, reported only), the
-//! output veth's ring into the sink (`drop_out_ring_pps`).
-//!
-//! **Per-CPU load, softirq and kthread apart.** `cpu<N>_softirq_frac`: NET_RX softirq time on
-//! CPU N, from `softirq_entry`/`softirq_exit` tracepoints (exact; machine-wide NET_RX, which
-//! under the live lock is the router's: the sink and the router's input are threaded and raise
-//! none); `cpu<N>_kthread_frac`: the router's own kthreads on CPU N (the input NAPI kthread,
-//! the cpumap kthread, split-afxdp's user-space threads; `/proc/PID/schedstat`, exact) minus the NET_RX softirq that ran in their
-//! context (this kernel has no IRQ_TIME_ACCOUNTING, so a thread's runtime includes softirqs run
-//! at its `local_bh_enable`); `cpu<N>_router_frac` their sum. The generator thread and the
-//! sink's kthread: `gen_cpu_frac`, `sink_cpu_frac`. `/proc/stat`'s shares are CPU-wide (other
-//! users' work included) and reported as context only: `machine_cpu<N>_<state>_frac`, with
-//! `steal`. The model's aggregates: `online_cpus` (the router's CPUs: 1 or 2),
-//! `cpu_busy_frac` (router load per router CPU), `machine_busy_frac` (over both CPUs),
-//! `cpu_busy_max_frac`, `cpu_softirq_frac`, `cpu_kthread_frac` (means over both CPUs).
-//!
-//! **What is undone.** Three namespaces `hsl-<pid>-<n>-{gen,rtr,snk}` with two veth pairs and
-//! the generator's spare pair, `ip_forward` and RPS masks inside `rtr` (its own), the three XDP
-//! programs and two tracepoint programs (bpf_links), the NAPI and cpumap kthreads' affinity and
-//! policy: all in the run's ledger, undone on exit, error and SIGINT/SIGTERM/SIGHUP/SIGQUIT,
-//! and by `hostsim live clean` after a SIGKILL. The cpumap kthread stops with its map;
-//! split-afxdp's sockets, UMEM and threads are the process's own (gone with it, the XSKMAP
-//! entry with its socket).
+//! The experiment (see the module page, `mod.rs`): set-up, variants, points, the sweep.
 
+use super::Options;
 use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
-use crate::harness::{failed, LiveRun, Netns, Point};
+use crate::harness::{failed, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
 use crate::procfs::{self, CpuTimes, DevCounters};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -100,31 +29,21 @@ pub const DST_PORT: u16 = 9;
 /// Router kthreads whose in-context softirq is told apart (`SYMB_KTIDS_MAX`).
 const KTIDS_MAX: usize = 4;
 
-/// The forwarding variants (module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Variant {
-    Kernel1,
-    KernelRps,
-    SplitCpumap,
-    SplitAfxdp,
+crate::named_values! {
+    /// The forwarding variants (module doc).
+    pub enum Variant {
+        /// The kernel's forwarding on one CPU (the model's unix-up).
+        Kernel1 = "kernel-1cpu",
+        /// The kernel's forwarding with RPS over both CPUs (unix-smp).
+        KernelRps = "kernel-rps",
+        /// The functional split: XDP driver half, cpumap IP half (hitactix-smp).
+        SplitCpumap = "split-cpumap",
+        /// The paper's design over AF_XDP: driver and IP threads, 5 ms bulk exchange (hitactix-smp).
+        SplitAfxdp = "split-afxdp",
+    }
 }
 
 impl Variant {
-    pub const ALL: [Variant; 4] = [Variant::Kernel1, Variant::KernelRps, Variant::SplitCpumap, Variant::SplitAfxdp];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Kernel1 => "kernel-1cpu",
-            Variant::KernelRps => "kernel-rps",
-            Variant::SplitCpumap => "split-cpumap",
-            Variant::SplitAfxdp => "split-afxdp",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.name() == s)
-    }
-
     /// The model scenario's variant it stands for.
     pub fn model_variant(self) -> &'static str {
         match self {
@@ -139,78 +58,6 @@ impl Variant {
         match self {
             Variant::Kernel1 => 1,
             _ => 2,
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct SymbConfig {
-    pub rates_pps: Vec<f64>,
-    pub reps: u32,
-    pub variants: Vec<Variant>,
-    pub warmup_s: f64,
-    pub window_s: f64,
-    /// The driver half's CPU (the input veth's NAPI kthread).
-    pub driver_cpu: usize,
-    /// The other CPU: the generator, the sink, and the IP half in the two-CPU variants.
-    pub other_cpu: usize,
-    /// UDP payload bytes (18: 64-byte frames with the FCS, the model's `payload_bytes`).
-    pub payload_bytes: usize,
-    pub gen_fifo_prio: i32,
-    pub sink_fifo_prio: i32,
-    pub router_fifo_prio: i32,
-    /// The cpumap entry's queue length (frames), as the kernel's samples use.
-    pub cpumap_qsize: u32,
-    /// split-afxdp: the driver and IP threads' exchange period (the paper's 5 ms), UMEM and
-    /// ring sizes (crate::afxdp).
-    pub afxdp: crate::afxdp::AfxdpConfig,
-    /// The generator's quantum, largest call and batch (`Pacing::quantum_us`,
-    /// `call_frames_max`, `batch_max`): the input veth's ring holds 256 frames
-    /// (VETH_RING_SIZE), so a call is handed over in batches of an eighth of it, so that the
-    /// ring overflows when the router cannot keep up rather than because one call outran it
-    /// (with the default 1 ms quanta and 256-frame batches the ring overflowed at 400,000
-    /// pkt/s with the router's CPU 29 % busy); quanta of 500 us keep calls at ≤ 2,000/s (the
-    /// page-pool pitfall, gen.rs: at 4,000/s calls began to fail with ENOSPC after ~1 min of a
-    /// sweep on this machine at load 6-7).
-    pub gen_quantum_us: f64,
-    pub gen_call_frames_max: u32,
-    pub gen_batch: u32,
-    /// A point is valid when the generator achieved at least this share of the rate.
-    pub valid_frac: f64,
-}
-
-impl Default for SymbConfig {
-    fn default() -> SymbConfig {
-        SymbConfig {
-            rates_pps: vec![
-                100_000.0,
-                200_000.0,
-                300_000.0,
-                400_000.0,
-                500_000.0,
-                600_000.0,
-                700_000.0,
-                800_000.0,
-                900_000.0,
-                1_000_000.0,
-                1_200_000.0,
-            ],
-            reps: 3,
-            variants: Variant::ALL.to_vec(),
-            warmup_s: 0.5,
-            window_s: 2.0,
-            driver_cpu: 0,
-            other_cpu: 1,
-            payload_bytes: 18,
-            gen_fifo_prio: 70,
-            sink_fifo_prio: 60,
-            router_fifo_prio: 50,
-            cpumap_qsize: 2048,
-            afxdp: crate::afxdp::AfxdpConfig::default(),
-            gen_quantum_us: 500.0,
-            gen_call_frames_max: 1024,
-            gen_batch: 32,
-            valid_frac: 0.98,
         }
     }
 }
@@ -368,8 +215,8 @@ pub struct Setup {
     xdp_modes: Vec<(String, String)>,
     rps_mask: Option<u64>,
     /// split-afxdp's forwarder while that variant runs, and its output route.
-    fwd: Option<crate::afxdp::Forwarder>,
-    route: crate::afxdp::Route,
+    fwd: Option<super::afxdp::Forwarder>,
+    route: super::afxdp::Route,
 }
 
 /// Threads (any process) whose name starts with `prefix`: (tid, comm). Kthreads are processes
@@ -422,7 +269,7 @@ fn attach_xdp(run: &LiveRun, progs: &mut Progs, ns: &Netns, dev: &str, sink: boo
     let (link, mode) = crate::sys::in_netns(&ns.file()?, || {
         let idx = crate::sys::ifindex(dev)?;
         let link = p.attach_xdp(idx as i32).map_err(std::io::Error::other)?;
-        let mode = crate::xdp::xdp_attached(idx)?.map_or("none", |(_, m)| m);
+        let mode = crate::bpf::xdp_attached(idx)?.map_or("none", |(_, m)| m);
         Ok((link, mode))
     })
     .map_err(|e| LiveError::Unsupported(format!("attaching XDP to {dev} in {}: {e}", ns.name)))?;
@@ -434,7 +281,7 @@ fn attach_xdp(run: &LiveRun, progs: &mut Progs, ns: &Netns, dev: &str, sink: boo
 
 /// Create the namespaces, veths, routes; load and attach the programs; the cpumap entry; the
 /// kthreads; the generator. Everything through `run` (its ledger).
-pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
+pub fn setup(cfg: &Options, run: &mut LiveRun) -> Result<Setup, LiveError> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cfg.driver_cpu >= ncpu || cfg.other_cpu >= ncpu || cfg.driver_cpu == cfg.other_cpu {
         return Err(LiveError::Unsupported(format!(
@@ -540,24 +387,28 @@ pub fn setup(cfg: &SymbConfig, run: &mut LiveRun) -> Result<Setup, LiveError> {
         ],
     };
     let route =
-        crate::afxdp::Route { net: [198, 18, 1, 0], prefix: 24, src_mac: gen::mac_of(&rtr, "out0")?, dst_mac: snk_mac };
+        super::afxdp::Route { net: [198, 18, 1, 0], prefix: 24, src_mac: gen::mac_of(&rtr, "out0")?, dst_mac: snk_mac };
     Ok(Setup { progs, gen, gen_ns, rtr, frame, threads, xdp_modes, rps_mask: None, fwd: None, route })
 }
 
 /// split-afxdp on: the forwarder's sockets (created in the router's namespace, bound to in0's
 /// and out0's queue 0), its threads, the XSKMAP entry, then the input program's mode.
-fn afxdp_on(cfg: &SymbConfig, s: &mut Setup) -> Result<(), LiveError> {
+fn afxdp_on(cfg: &Options, s: &mut Setup) -> Result<(), LiveError> {
     if s.fwd.is_some() {
         return Ok(());
     }
-    let mut fc = cfg.afxdp.clone();
-    fc.driver_cpu = cfg.driver_cpu;
-    fc.ip_cpu = cfg.other_cpu;
-    fc.fifo_prio = cfg.router_fifo_prio;
+    let fc = super::afxdp::AfxdpConfig {
+        period: Duration::from_secs_f64(cfg.period_ms / 1e3),
+        driver_cpu: cfg.driver_cpu,
+        ip_cpu: cfg.other_cpu,
+        fifo_prio: cfg.router_fifo_prio,
+        frames: cfg.umem_frames,
+        ring: cfg.ring_entries,
+    };
     let route = s.route;
     let (fwd, fd) = crate::sys::in_netns(&s.rtr.file()?, || {
         let (i, o) = (crate::sys::ifindex("in0")?, crate::sys::ifindex("out0")?);
-        crate::afxdp::Forwarder::start(&fc, i, o, route)
+        super::afxdp::Forwarder::start(&fc, i, o, route)
     })
     .map_err(|e| LiveError::Unsupported(format!("split-afxdp: AF_XDP sockets on the router's veths: {e}")))?;
     s.progs
@@ -587,7 +438,7 @@ fn afxdp_off(s: &mut Setup) {
 }
 
 /// Put the router in variant `v`: the program's mode and the input veth's RPS mask.
-fn place(cfg: &SymbConfig, run: &LiveRun, s: &mut Setup, v: Variant) -> Result<(), LiveError> {
+fn place(cfg: &Options, run: &LiveRun, s: &mut Setup, v: Variant) -> Result<(), LiveError> {
     match v {
         Variant::SplitAfxdp => afxdp_on(cfg, s)?,
         _ => {
@@ -646,7 +497,7 @@ struct Snap {
     ip: BTreeMap<String, u64>,
     dev: BTreeMap<String, DevCounters>,
     /// split-afxdp's forwarder (zero when it is not running).
-    xsk: crate::afxdp::Counts,
+    xsk: super::afxdp::Counts,
 }
 
 fn snap(s: &Setup, rtr: &File, gen_seq: u64, gen_tid: Option<u32>) -> Snap {
@@ -689,7 +540,7 @@ pub fn seq_window(warmup_s: f64, window_s: f64, rate_pps: f64) -> (u64, u64) {
 
 /// One point's metrics.
 pub fn run_point(
-    cfg: &SymbConfig,
+    cfg: &Options,
     run: &LiveRun,
     s: &mut Setup,
     v: Variant,
@@ -895,67 +746,46 @@ fn metrics(v: Variant, a: &Snap, b: &Snap, z: &Snap, c: &Snap, s: &Setup) -> BTr
     m
 }
 
-/// One row of results.csv.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub variant: Variant,
-    pub rate_pps: f64,
-    pub rep: u32,
-    pub metrics: BTreeMap<String, f64>,
+/// A point of results.csv: `variant`, `model_variant`, the swept key, `rep`, then every metric.
+pub fn point(variant: Variant, rate_pps: f64, rep: u32, m: BTreeMap<String, f64>) -> Point {
+    let keys = [
+        ("variant", variant.name().to_string()),
+        ("model_variant", variant.model_variant().to_string()),
+        (RATE_KEY, format!("{rate_pps}")),
+        ("rep", rep.to_string()),
+    ];
+    Point::new(&keys, m)
 }
 
-impl Row {
-    /// As a point: `variant`, `model_variant`, the swept key, `rep`, then every metric.
-    pub fn point(&self) -> Point {
-        Point {
-            keys: vec![
-                ("variant".into(), self.variant.name().into()),
-                ("model_variant".into(), self.variant.model_variant().into()),
-                (RATE_KEY.into(), format!("{}", self.rate_pps)),
-                ("rep".into(), self.rep.to_string()),
-            ],
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-/// One point as a line of progress.
-pub fn row_line(r: &Row) -> String {
-    let g = |k: &str| r.metrics.get(k).copied().unwrap_or(f64::NAN);
-    format!(
-        "rep {} {:>12} in {:>8.0}: achieved {:>8.0} ({:.3}{}) rtr rx {:>8.0} fwd {:>8.0} out {:>8.0} (window {:.3}, invalid {})  drops ring {:>6.0} cpumap {:>6.0} xsk {:>6.0} backlog {:>6.0} out {:>6.0}  cpu0 sirq {:.2} kth {:.2} | cpu1 sirq {:.2} kth {:.2} | gen {:.2} sink {:.2} xsk drv {:.2} ip {:.2}  steal {:.2} load {:.1}",
-        r.rep,
-        r.variant.name(),
-        r.rate_pps,
-        g("achieved_pps"),
-        g("achieved_frac"),
-        if g("valid") == 1.0 { "" } else { " INVALID" },
-        g("rtr_rx_pps"),
-        g("forwarded_pps"),
-        g("out_rx_pps"),
-        g("out_window_frac"),
-        g("sink_invalid_count"),
-        g("drop_nic_ring_pps"),
-        g("drop_cpumap_pps"),
-        g("drop_xsk_pps"),
-        g("drop_backlog_pps"),
-        g("drop_out_ring_pps"),
-        g("cpu0_softirq_frac"),
-        g("cpu0_kthread_frac"),
-        g("cpu1_softirq_frac"),
-        g("cpu1_kthread_frac"),
-        g("gen_cpu_frac"),
-        g("sink_cpu_frac"),
-        g("xsk_driver_thread_frac"),
-        g("xsk_ip_thread_frac"),
-        g("machine_steal_frac"),
-        g("loadavg_1m_start"),
-    )
-}
+/// What a point's progress line shows.
+const SHOWN: &[Shown] = &[
+    ("achieved", "achieved_pps", 0),
+    ("frac", "achieved_frac", 3),
+    ("rtr rx", "rtr_rx_pps", 0),
+    ("fwd", "forwarded_pps", 0),
+    ("out", "out_rx_pps", 0),
+    ("window", "out_window_frac", 3),
+    ("invalid", "sink_invalid_count", 0),
+    ("drops ring", "drop_nic_ring_pps", 0),
+    ("cpumap", "drop_cpumap_pps", 0),
+    ("xsk", "drop_xsk_pps", 0),
+    ("backlog", "drop_backlog_pps", 0),
+    ("out ring", "drop_out_ring_pps", 0),
+    ("cpu0 sirq", "cpu0_softirq_frac", 2),
+    ("kth", "cpu0_kthread_frac", 2),
+    ("cpu1 sirq", "cpu1_softirq_frac", 2),
+    ("kth", "cpu1_kthread_frac", 2),
+    ("gen", "gen_cpu_frac", 2),
+    ("sink", "sink_cpu_frac", 2),
+    ("xsk drv", "xsk_driver_thread_frac", 2),
+    ("ip", "xsk_ip_thread_frac", 2),
+    ("steal", "machine_steal_frac", 2),
+    ("load", "loadavg_1m_start", 1),
+];
 
 /// The whole sweep: repetitions outermost, then variants, then rates; each point written to
 /// results.csv as it is measured. The caller ends `run` ([`LiveRun::finish`]).
-pub fn run(cfg: &SymbConfig, run: &mut LiveRun) -> Result<(), LiveError> {
+pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let mut s = setup(cfg, run)?;
     run.set_info(
         "xdp_attachments",
@@ -970,15 +800,15 @@ pub fn run(cfg: &SymbConfig, run: &mut LiveRun) -> Result<(), LiveError> {
             .collect::<Vec<_>>()
             .into(),
     );
-    for rep in 1..=cfg.reps {
+    for rep in 1..=cfg.common.reps {
         for &v in &cfg.variants {
             place(cfg, run, &mut s, v)?;
             for &rate in &cfg.rates_pps {
                 run.check()?;
                 let metrics = run_point(cfg, run, &mut s, v, rate)?;
-                let row = Row { variant: v, rate_pps: rate, rep, metrics };
-                run.progress(row_line(&row));
-                run.push(row.point())?;
+                let p = point(v, rate, rep, metrics);
+                run.progress(p.line(SHOWN));
+                run.push(p)?;
             }
         }
     }
@@ -992,7 +822,7 @@ mod tests {
 
     #[test]
     fn variants_have_names_model_counterparts_and_router_cpus() {
-        for v in Variant::ALL {
+        for &v in Variant::ALL {
             assert_eq!(Variant::parse(v.name()), Some(v));
         }
         assert_eq!(Variant::parse("unix-up"), None);
@@ -1000,7 +830,7 @@ mod tests {
         assert_eq!(Variant::SplitCpumap.model_variant(), "hitactix-smp");
         assert_eq!(Variant::SplitAfxdp.model_variant(), "hitactix-smp");
         assert_eq!(Variant::parse("split-afxdp"), Some(Variant::SplitAfxdp));
-        assert_eq!(Variant::ALL.map(Variant::router_cpus), [1, 2, 2, 2]);
+        assert_eq!(Variant::ALL.iter().map(|v| v.router_cpus()).collect::<Vec<_>>(), [1, 2, 2, 2]);
     }
 
     #[test]
@@ -1022,7 +852,7 @@ mod tests {
     fn a_row_is_keyed_by_variant_model_variant_rate_and_rep() {
         let mut metrics = BTreeMap::new();
         metrics.insert("out_rx_pps".to_string(), 1.0);
-        let p = Row { variant: Variant::KernelRps, rate_pps: 200_000.0, rep: 2, metrics }.point();
+        let p = point(Variant::KernelRps, 200_000.0, 2, metrics);
         let keys: Vec<(&str, &str)> = p.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(
             keys,

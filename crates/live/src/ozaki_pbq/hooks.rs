@@ -18,7 +18,7 @@
 //! hierarchy cgroup2 is mounted at `/sys/fs/cgroup/unified` and holds every process in its
 //! root: attached there the hooks see every bind of the machine, attached to the run's child
 //! group only the binds of its processes. As a second guard the hooks can keep only the binds of
-//! one network namespace (`bpf_get_netns_cookie`, [`crate::xdp::netns_cookie`]): the port table
+//! one network namespace (`bpf_get_netns_cookie`, [`crate::bpf::netns_cookie`]): the port table
 //! is about one namespace's ports.
 //!
 //! **Nice changes after bind()** have no hook here (below). [`Rescan`] reads, every
@@ -41,8 +41,8 @@
 //! cgroup and sees servers started before the agent, and every holder of a socket, at the cost
 //! of walking all of `/proc` every period.
 
+use super::xdp::{level_of_nice, Bound, PbqXdp};
 use crate::procfs;
-use crate::xdp::{level_of_nice, Bound, PbqXdp};
 use std::collections::BTreeMap;
 
 /// A port's owners as the hooks (or the agent's `/proc` scan) found them.

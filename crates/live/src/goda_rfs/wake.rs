@@ -18,7 +18,7 @@
 //! counted apart and not classified. A wake-up of a task that was still on its run queue
 //! (`ttwu_runnable`) has prev = chosen: no migration, as in the model.
 
-use crate::xdp::Unsupported;
+use crate::bpf::Unsupported;
 use hostsim_host::{ClassCounts, MigrationClass};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
