@@ -8,19 +8,20 @@ use hostsim_live::harness::LiveError;
 use hostsim_live::{goda_rfs, kawai_interval, ozaki_pbq, tabata_speed, takeuchi_symbiose, tcp_worker, worker};
 use std::process::ExitCode;
 
+/// The experiments' options are boxed: a large struct each (the fixed parameters ride along).
 #[derive(Subcommand)]
 pub enum LiveCmd {
     #[command(name = "ozaki-pbq")]
-    OzakiPbq(ozaki_pbq::Options),
+    OzakiPbq(Box<ozaki_pbq::Options>),
     #[command(name = "tabata-speed")]
-    TabataSpeed(tabata_speed::Options),
+    TabataSpeed(Box<tabata_speed::Options>),
     #[command(name = "takeuchi-symbiose")]
-    TakeuchiSymbiose(takeuchi_symbiose::Options),
+    TakeuchiSymbiose(Box<takeuchi_symbiose::Options>),
     #[command(name = "goda-wakeups")]
-    GodaWakeups(goda_rfs::Options),
+    GodaWakeups(Box<goda_rfs::Options>),
     #[command(name = "kawai-interval")]
-    KawaiInterval(kawai_interval::Options),
-    Pbq(ozaki_pbq::tool::Options),
+    KawaiInterval(Box<kawai_interval::Options>),
+    Pbq(Box<ozaki_pbq::tool::Options>),
     /// Undo what runs killed with SIGKILL left behind (their ledgers under /run/hostsim-live),
     /// and name `hsl-*` namespaces and cgroups no ledger records.
     Clean,
@@ -43,11 +44,11 @@ pub enum WorkerCmd {
 /// skip on it, saying why), 128 + N (stopped by signal N, everything removed).
 pub fn main(cmd: LiveCmd) -> ExitCode {
     let r = match cmd {
-        LiveCmd::OzakiPbq(o) => hostsim_live::command::run(&o),
-        LiveCmd::TabataSpeed(o) => hostsim_live::command::run(&o),
-        LiveCmd::TakeuchiSymbiose(o) => hostsim_live::command::run(&o),
-        LiveCmd::GodaWakeups(o) => hostsim_live::command::run(&o),
-        LiveCmd::KawaiInterval(o) => hostsim_live::command::run(&o),
+        LiveCmd::OzakiPbq(o) => hostsim_live::command::run(o.as_ref()),
+        LiveCmd::TabataSpeed(o) => hostsim_live::command::run(o.as_ref()),
+        LiveCmd::TakeuchiSymbiose(o) => hostsim_live::command::run(o.as_ref()),
+        LiveCmd::GodaWakeups(o) => hostsim_live::command::run(o.as_ref()),
+        LiveCmd::KawaiInterval(o) => hostsim_live::command::run(o.as_ref()),
         LiveCmd::Pbq(o) => ozaki_pbq::tool::main(&o),
         LiveCmd::Clean => match clean() {
             Ok(true) => return ExitCode::SUCCESS,

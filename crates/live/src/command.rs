@@ -203,6 +203,25 @@ pub fn parse<T: clap::Args + clap::FromArgMatches>(args: &[&str]) -> Result<T, c
     T::from_arg_matches(&m)
 }
 
+/// The experiments' option tests: parse as the command line does, after `--out d`.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// An experiment's options from `args` (after `--out d`), or clap's error as text.
+    pub fn options<T: clap::Args + clap::FromArgMatches>(args: &[&str]) -> Result<T, String> {
+        let all: Vec<&str> = ["--out", "d"].iter().chain(args).copied().collect();
+        super::parse::<T>(&all).map_err(|e| e.to_string())
+    }
+
+    /// Each command line of `bad` is refused, and the error names its first flag.
+    pub fn assert_refused<T: clap::Args + clap::FromArgMatches + std::fmt::Debug>(bad: &[&[&str]]) {
+        for args in bad {
+            let e = options::<T>(args).expect_err(&format!("{args:?} was accepted"));
+            let flag = args[0].split('=').next().unwrap_or_default();
+            assert!(e.contains(flag), "{args:?}: the error does not name {flag}: {e}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

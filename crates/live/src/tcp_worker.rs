@@ -11,6 +11,7 @@
 //! the time the connection was busy, and how much of it was limited by the receiver's window or
 //! by the send buffer — the evidence of which side limited the transfer.
 
+use crate::worker::check_secs;
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,17 +40,6 @@ fn install_stop_signals() {
 fn last_err(what: &str) -> io::Error {
     let e = io::Error::last_os_error();
     io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
-fn check_secs(secs: f64) -> io::Result<()> {
-    if secs.is_finite() && (0.0..=crate::worker::SECS_MAX).contains(&secs) {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("--secs: expected 0..={} seconds, got {secs}", crate::worker::SECS_MAX),
-        ))
-    }
 }
 
 fn setsockopt_int(fd: i32, level: i32, opt: i32, v: i32, what: &str) -> io::Result<()> {

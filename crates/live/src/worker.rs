@@ -80,16 +80,23 @@ pub const RATE_PPS_MAX: f64 = 1e8;
 /// The largest UDP payload of one unfragmented Ethernet frame.
 pub const PAYLOAD_MAX: usize = 1472;
 
-fn invalid(msg: String) -> io::Error {
+/// A worker's refusal of an argument (exit 1, `live-worker: --<flag>: ...`).
+pub(crate) fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
-fn check_secs(secs: f64) -> io::Result<()> {
-    if secs.is_finite() && (0.0..=SECS_MAX).contains(&secs) {
+/// A worker's number argument `--<name>` in `lo..=hi` (finite).
+pub(crate) fn check_range(name: &str, v: f64, lo: f64, hi: f64) -> io::Result<()> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
         Ok(())
     } else {
-        Err(invalid(format!("--secs: expected 0..={SECS_MAX} seconds, got {secs}")))
+        Err(invalid(format!("--{name}: expected {lo}..={hi}, got {v}")))
     }
+}
+
+/// Every worker's time limit, `--secs`.
+pub(crate) fn check_secs(secs: f64) -> io::Result<()> {
+    check_range("secs", secs, 0.0, SECS_MAX)
 }
 
 /// `hostsim live-worker sink`: the UDP sink ([`run_sink`]).
@@ -383,7 +390,7 @@ pub struct Placement<'a> {
     /// A cgroup's `cgroup.procs`, opened for writing: the worker joins it.
     pub cgroup: Option<&'a File>,
     /// Another hierarchy's group to join the same way (the cgroup2 group of ozaki-pbq's bind
-    /// hooks, `hooks.rs`: joined before exec, so every socket the worker creates is seen).
+    /// hooks, `ozaki_pbq/hooks.rs`: joined before exec, so every socket the worker creates is seen).
     pub cgroup2: Option<&'a File>,
 }
 

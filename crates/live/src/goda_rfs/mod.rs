@@ -86,27 +86,22 @@ impl Experiment for Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::parse;
+    use crate::command::testing::{assert_refused, options};
 
     #[test]
     fn the_options_are_the_experiments_configuration() {
-        let o: Options = parse(&["--out", "d"]).unwrap();
-        assert_eq!(
-            (o.flows.as_slice(), o.warmup_s, o.window_s, o.rate_mbit, o.points()),
-            (&[1, 2, 4, 8][..], 1.0, 3.0, 400.0, 12)
-        );
-        let q: Options = parse(&["--out", "d", "--quick"]).unwrap();
+        let o: Options = options(&[]).unwrap();
+        let got = (o.flows.as_slice(), o.warmup_s, o.window_s, o.rate_mbit, o.points());
+        assert_eq!(got, (&[1, 2, 4, 8][..], 1.0, 3.0, 400.0, 12));
+        let q: Options = options(&["--quick"]).unwrap();
         assert_eq!((q.flows.as_slice(), q.warmup_s, q.window_s, q.common.reps), (&[2][..], 0.5, 1.0, 1));
-        for bad in [
-            &["--flows", "0"][..],
+        let bad: [&[&str]; 5] = [
+            &["--flows", "0"],
             &["--flows", "65"],
             &["--warmup-s", "31"],
             &["--window-s", "0.1"],
             &["--rate-mbit", "0.5"],
-        ] {
-            let mut a = vec!["--out", "d"];
-            a.extend_from_slice(bad);
-            assert!(parse::<Options>(&a).is_err(), "{bad:?}");
-        }
+        ];
+        assert_refused::<Options>(&bad);
     }
 }

@@ -1,5 +1,5 @@
 //! Wake-ups of the run's own tasks as this kernel places them: the recorder
-//! (`src/bpf/wake_tp.bpf.c`: `tp_btf/sched_waking`, `sched_wakeup`, `sched_migrate_task`, each
+//! (`bpf/wake_tp.bpf.c`: `tp_btf/sched_waking`, `sched_wakeup`, `sched_migrate_task`, each
 //! attached through a bpf_link that goes with this process) and the pairing of its events into
 //! paper 001's Fig. 2 rows (waking CPU, previous CPU, chosen CPU), which feed the model's own
 //! classifier (`hostsim_host::MigrationClass`), so the live columns are the model's.

@@ -45,7 +45,7 @@ pub mod soak;
 
 use crate::command::{f64_in, positive_up_to, Common, Experiment};
 use crate::harness::{LiveError, LiveRun};
-use crate::worker::WorkerExe;
+use crate::worker::{check_range, check_secs, invalid, WorkerExe};
 use std::io;
 use std::net::Ipv4Addr;
 
@@ -143,18 +143,6 @@ impl Experiment for Options {
     }
 }
 
-fn invalid(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, msg)
-}
-
-fn check_range(name: &str, v: f64, lo: f64, hi: f64) -> io::Result<()> {
-    if v.is_finite() && (lo..=hi).contains(&v) {
-        Ok(())
-    } else {
-        Err(invalid(format!("--{name}: expected {lo}..={hi}, got {v}")))
-    }
-}
-
 /// `hostsim live-worker kawai-accel`: the accelerator of one point.
 #[derive(clap::Args, serde::Serialize, Clone, Debug, PartialEq)]
 pub struct AccelCmd {
@@ -217,7 +205,7 @@ pub struct SoakCmd {
 
 /// `hostsim live-worker kawai-accel`: arguments checked, then [`accel::run`].
 pub fn worker_accel(a: &AccelCmd) -> io::Result<()> {
-    check_range("secs", a.secs, 0.0, crate::worker::SECS_MAX)?;
+    check_secs(a.secs)?;
     check_range("origin-conns", f64::from(a.origin_conns), 1.0, 10_000.0)?;
     let control = interval::Control::parse(&a.variant).map_err(invalid)?;
     let AccelCmd { port, origin, origin_port, origin_conns, secs, .. } = *a;
@@ -226,7 +214,7 @@ pub fn worker_accel(a: &AccelCmd) -> io::Result<()> {
 
 /// `hostsim live-worker kawai-origin`.
 pub fn worker_origin(a: &OriginCmd) -> io::Result<()> {
-    check_range("secs", a.secs, 0.0, crate::worker::SECS_MAX)?;
+    check_secs(a.secs)?;
     check_range("think-ms-mean", a.think_ms_mean, 0.0, 60_000.0)?;
     check_range("think-ms-sd", a.think_ms_sd, 0.0, 60_000.0)?;
     let OriginCmd { port, think_ms_mean, think_ms_sd, seed, secs } = *a;
@@ -235,7 +223,7 @@ pub fn worker_origin(a: &OriginCmd) -> io::Result<()> {
 
 /// `hostsim live-worker kawai-clients`.
 pub fn worker_clients(a: &ClientsCmd) -> io::Result<()> {
-    check_range("secs", a.secs, 0.0, crate::worker::SECS_MAX)?;
+    check_secs(a.secs)?;
     check_range("conns", f64::from(a.conns), 1.0, 30_000.0)?;
     check_range("rate-rps", a.rate_rps, 0.001, 1e6)?;
     check_range("hit-ratio", a.hit_ratio, 0.0, 1.0)?;
@@ -256,31 +244,27 @@ pub fn worker_clients(a: &ClientsCmd) -> io::Result<()> {
 
 /// `hostsim live-worker kawai-soak`.
 pub fn worker_soak(a: &SoakCmd) -> io::Result<()> {
-    check_range("secs", a.secs, 0.0, crate::worker::SECS_MAX)?;
+    check_secs(a.secs)?;
     soak::run(a.secs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::parse;
+    use crate::command::testing::{assert_refused, options};
 
     #[test]
     fn the_options_are_the_experiments_configuration() {
-        let o: Options = parse(&["--out", "d"]).unwrap();
+        let o: Options = options(&[]).unwrap();
         assert_eq!((o.variants.len(), o.conns, o.origin_conns, o.points()), (17, 6000, 1000, 5 * 17 * 3));
-        let q: Options = parse(&["--out", "d", "--quick"]).unwrap();
+        let q: Options = options(&["--quick"]).unwrap();
         assert_eq!((q.rates_rps.as_slice(), q.variants.as_slice()), (&[300.0][..], &["static-20".to_string()][..]));
-        assert_eq!(
-            (q.conns, q.origin_conns, q.ramp_ms, q.warmup_s, q.window_s, q.drain_s),
-            (200, 100, 300, 0.7, 1.5, 2.0)
-        );
-        let e = parse::<Options>(&["--out", "d", "--variants", "static-20,static"]).unwrap_err().to_string();
+        let got = (q.conns, q.origin_conns, q.ramp_ms, q.warmup_s, q.window_s, q.drain_s);
+        assert_eq!(got, (200, 100, 300, 0.7, 1.5, 2.0));
+        let e = options::<Options>(&["--variants", "static-20,static"]).unwrap_err();
         assert!(e.contains("variant `static`: expected none, none-fifo"), "{e}");
-        for bad in [&["--conns", "0"][..], &["--origin-conns", "10001"], &["--rates", "0.5"], &["--window-s", "0.1"]] {
-            let mut a = vec!["--out", "d"];
-            a.extend_from_slice(bad);
-            assert!(parse::<Options>(&a).is_err(), "{bad:?}");
-        }
+        let bad: [&[&str]; 4] =
+            [&["--conns", "0"], &["--origin-conns", "10001"], &["--rates", "0.5"], &["--window-s", "0.1"]];
+        assert_refused::<Options>(&bad);
     }
 }

@@ -1,7 +1,7 @@
 //! Real bind() hooks for ozaki-pbq (issue 28, item 4): the port → level table set where a
 //! server binds, as the paper's bind() hook did (§3.4.1), instead of found by walking `/proc`.
 //!
-//! **What runs in the kernel** (`src/bpf/pbq_xdp.bpf.c`, in the same object as the XDP
+//! **What runs in the kernel** (`bpf/pbq_xdp.bpf.c`, in the same object as the XDP
 //! program, so that they write the very map it reads):
 //! - `cgroup/post_bind4` and `cgroup/post_bind6`, attached to a cgroup2 group the run creates
 //!   (`LiveRun::v2_group`, in the ledger), run after a UDP or TCP socket of a task in that group

@@ -246,51 +246,49 @@ impl Experiment for Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::parse;
+    use crate::command::testing::{assert_refused, options};
 
     #[test]
     fn the_options_are_the_experiments_configuration() {
-        let o: Options = parse(&["--out", "d"]).unwrap();
+        let o: Options = options(&[]).unwrap();
         assert_eq!(o.rates_pps, [200_000.0, 500_000.0, 800_000.0, 1_000_000.0]);
         assert_eq!(o.variants, [Variant::Off, Variant::On, Variant::Supp, Variant::Both]);
         assert_eq!((o.common.reps, o.window_s, o.warmup_s, o.ports), (3, 2.0, 0.5, Ports::Hooks));
         assert_eq!((o.bw_slice_ns(), o.gen_spread, o.rcvbuf_bytes), (Some(100_000), 0.0, 0));
         assert_eq!(o.points(), 4 * (2 + 4) * 3, "supp and both only in threaded");
-        let q: Options = parse(&["--out", "d", "--quick"]).unwrap();
+        let q: Options = options(&["--quick"]).unwrap();
         assert_eq!((q.rates_pps.as_slice(), q.placements.as_slice()), (&[400_000.0][..], &[RxPlacement::Rps][..]));
-        assert_eq!(
-            (q.variants.as_slice(), q.common.reps, q.warmup_s, q.window_s),
-            (&[Variant::Off, Variant::On][..], 1, 0.3, 0.6)
-        );
+        let got = (q.variants.as_slice(), q.common.reps, q.warmup_s, q.window_s);
+        assert_eq!(got, (&[Variant::Off, Variant::On][..], 1, 0.3, 0.6));
         assert_eq!(q.points(), 2);
         let v = serde_json::to_value(&o).unwrap();
-        assert_eq!(
-            (v["ports"].as_str(), v["supp_knob"].as_str(), v["reps"].as_u64()),
-            (Some("hooks"), Some("affinity"), Some(3))
-        );
+        let got = (v["ports"].as_str(), v["supp_knob"].as_str(), v["reps"].as_u64());
+        assert_eq!(got, (Some("hooks"), Some("affinity"), Some(3)));
         assert_eq!(v["variants"], serde_json::json!(["off", "on", "supp", "both"]));
     }
 
     #[test]
     fn ranges_and_names_are_checked_by_the_parser() {
-        let bad = |args: &[&str]| {
-            let mut a = vec!["--out", "d"];
-            a.extend_from_slice(args);
-            parse::<Options>(&a).unwrap_err().to_string()
-        };
-        for f in ["--gen-spread=-0.1", "--gen-spread=0.96", "--gen-spread=1", "--gen-spread=nan"] {
-            assert!(bad(&[f]).contains("--gen-spread"), "{f}");
-        }
-        for us in ["1", "99", "100001"] {
-            assert!(bad(&["--bw-slice-us", us]).contains("expected 0 (the kernel's base slice)"), "{us}");
-        }
-        assert!(bad(&["--ports", "procfs"]).contains("[possible values: hooks, proc]"));
-        assert!(bad(&["--variants", "on,off,fast"]).contains("possible values: off, on, supp, both"));
-        assert!(bad(&["--gen-batch", "257"]).contains("--gen-batch"));
-        assert!(bad(&["--capacity-pps", "0"]).contains("--capacity-pps"));
-        assert!(bad(&["--rates", "1e7"]).contains("--rates"));
-        let o: Options =
-            parse(&["--out", "d", "--gen-spread", "0.75", "--bw-slice-us", "0", "--ports", "proc"]).unwrap();
+        let bad: [&[&str]; 12] = [
+            &["--gen-spread=-0.1"],
+            &["--gen-spread=0.96"],
+            &["--gen-spread=1"],
+            &["--gen-spread=nan"],
+            &["--bw-slice-us", "1"],
+            &["--bw-slice-us", "99"],
+            &["--bw-slice-us", "100001"],
+            &["--ports", "procfs"],
+            &["--variants", "on,off,fast"],
+            &["--gen-batch", "257"],
+            &["--capacity-pps", "0"],
+            &["--rates", "1e7"],
+        ];
+        assert_refused::<Options>(&bad);
+        assert!(options::<Options>(&["--bw-slice-us", "99"])
+            .unwrap_err()
+            .contains("expected 0 (the kernel's base slice)"));
+        assert!(options::<Options>(&["--ports", "procfs"]).unwrap_err().contains("[possible values: hooks, proc]"));
+        let o: Options = options(&["--gen-spread", "0.75", "--bw-slice-us", "0", "--ports", "proc"]).unwrap();
         assert_eq!((o.gen_spread, o.bw_slice_ns(), o.ports), (0.75, None, Ports::Proc));
     }
 }

@@ -1,4 +1,4 @@
-//! The XDP program (`src/bpf/pbq_xdp.bpf.c`) from user space: load it through its libbpf-rs
+//! The XDP program (`bpf/pbq_xdp.bpf.c`) from user space: load it through its libbpf-rs
 //! skeleton, attach it to an interface, write its control block and port → level table, read its
 //! per-level counters, and run it on a packet with `BPF_PROG_TEST_RUN`; and its bind()/close()
 //! hooks (`cgroup/post_bind4`, `cgroup/post_bind6`, `cgroup/sock_release`, in the same object

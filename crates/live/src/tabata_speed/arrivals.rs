@@ -1,4 +1,4 @@
-//! tabata-speed's receiver clock from user space: load `src/bpf/arrivals_tc.bpf.c`, attach it
+//! tabata-speed's receiver clock from user space: load `bpf/arrivals_tc.bpf.c`, attach it
 //! at the sink veth's tcx ingress (a bpf_link: it detaches when its descriptor closes, so a
 //! killed run leaves nothing attached), and read the frames it recorded from its ring buffer.
 

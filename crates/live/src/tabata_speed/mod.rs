@@ -165,30 +165,25 @@ impl Experiment for Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::parse;
+    use crate::command::testing::{assert_refused, options};
 
     #[test]
     fn the_options_are_the_experiments_configuration() {
-        let o: Options = parse(&["--out", "d"]).unwrap();
+        let o: Options = options(&[]).unwrap();
         assert_eq!((o.speeds_pct.len(), o.units_bytes.as_slice(), o.sndbuf_bytes), (10, &[1024, 2048][..], 2304));
         assert_eq!((o.gate, o.no_off, o.points()), (GateKind::Freeze, false, 11 * 2 * 3));
-        let q: Options = parse(&["--out", "d", "--quick"]).unwrap();
-        assert_eq!(
-            (q.speeds_pct.as_slice(), q.units_bytes.as_slice(), q.common.reps),
-            (&[100, 20][..], &[1024][..], 1)
-        );
+        let q: Options = options(&["--quick"]).unwrap();
+        let got = (q.speeds_pct.as_slice(), q.units_bytes.as_slice(), q.common.reps);
+        assert_eq!(got, (&[100, 20][..], &[1024][..], 1));
         let v = serde_json::to_value(&q).unwrap();
         assert_eq!((v["gate"].as_str(), v["quick"].as_bool()), (Some("freeze"), Some(true)));
-        for bad in [
-            &["--speeds", "0"][..],
+        let bad: [&[&str]; 5] = [
+            &["--speeds", "0"],
             &["--speeds", "101"],
             &["--units", "65537"],
             &["--sndbuf", "1023"],
             &["--gate", "cfs"],
-        ] {
-            let mut a = vec!["--out", "d"];
-            a.extend_from_slice(bad);
-            assert!(parse::<Options>(&a).is_err(), "{bad:?}");
-        }
+        ];
+        assert_refused::<Options>(&bad);
     }
 }

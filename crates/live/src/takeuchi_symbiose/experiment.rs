@@ -250,7 +250,7 @@ fn new_thread(run: &LiveRun, prefix: &str, before: &BTreeSet<(u32, String)>, wha
 }
 
 /// Threaded NAPI on `dev` in `ns` (a device of the run's own namespace, gone with it: not a
-/// ledger entry, as in ozaki.rs), its new kthread pinned to `cpu` at SCHED_FIFO `prio`
+/// ledger entry, as in ozaki_pbq/experiment.rs), its new kthread pinned to `cpu` at SCHED_FIFO `prio`
 /// (recorded).
 fn threaded_napi(run: &LiveRun, ns: &Netns, dev: &str, cpu: usize, prio: i32) -> Result<u32, LiveError> {
     let prefix = format!("napi/{dev}-");

@@ -192,21 +192,24 @@ impl Experiment for Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::parse;
+    use crate::command::testing::{assert_refused, options};
 
     #[test]
     fn options_name_split_afxdp_and_its_period() {
-        let o: Options = parse(&["--out", "d"]).unwrap();
+        let o: Options = options(&[]).unwrap();
         assert_eq!((o.period_ms, o.variants.len(), o.rates_pps.len()), (5.0, 4, 11), "the paper's 5 ms by default");
-        let o: Options = parse(&["--out", "d", "--variants", "split-afxdp", "--period-ms", "1"]).unwrap();
+        let o: Options = options(&["--variants", "split-afxdp", "--period-ms", "1"]).unwrap();
         assert_eq!((o.variants.as_slice(), o.period_ms), (&[Variant::SplitAfxdp][..], 1.0));
-        for bad in ["0", "0.05", "101", "nan"] {
-            let e = parse::<Options>(&["--out", "d", "--period-ms", bad]).unwrap_err().to_string();
-            assert!(e.contains("--period-ms"), "{bad}: {e}");
-        }
-        let e = parse::<Options>(&["--out", "d", "--variants", "split-xsk"]).unwrap_err().to_string();
-        assert!(e.contains("split-afxdp"), "{e}");
-        let q: Options = parse(&["--out", "d", "--quick"]).unwrap();
+        let bad: [&[&str]; 5] = [
+            &["--period-ms", "0"],
+            &["--period-ms", "0.05"],
+            &["--period-ms", "101"],
+            &["--period-ms", "nan"],
+            &["--variants", "split-xsk"],
+        ];
+        assert_refused::<Options>(&bad);
+        assert!(options::<Options>(&["--variants", "split-xsk"]).unwrap_err().contains("split-afxdp"));
+        let q: Options = options(&["--quick"]).unwrap();
         assert_eq!((q.rates_pps.as_slice(), q.warmup_s, q.window_s, q.points()), (&[50_000.0][..], 0.3, 1.0, 4));
         let v = serde_json::to_value(&q).unwrap();
         assert_eq!(v["variants"], serde_json::json!(["kernel-1cpu", "kernel-rps", "split-cpumap", "split-afxdp"]));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* takeuchi-symbiose (paper 003) on Linux: the programs of the live router (src/symbiose.rs).
+/* takeuchi-symbiose (paper 003) on Linux: the programs of the live router (src/takeuchi_symbiose/experiment.rs).
  *
  * symb_rtr  XDP on the router's input veth, run in that veth's NAPI poll (the "driver half").
  *           Counts per CPU; passes the frame to the kernel's stack on this CPU (the kernel's

@@ -1,5 +1,5 @@
 /* Shared between takeuchi-symbiose's BPF programs (symb.bpf.c) and their user space
- * (src/symbiose.rs): control blocks and counters. Rust sees them through the skeleton's
+ * (src/takeuchi_symbiose/experiment.rs): control blocks and counters. Rust sees them through the skeleton's
  * BTF-generated types. */
 #ifndef HOSTSIM_SYMB_H
 #define HOSTSIM_SYMB_H
