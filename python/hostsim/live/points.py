@@ -1,24 +1,29 @@
-#!/usr/bin/env python3
-"""Live vs model, point by point, as a Markdown table, from a reproduce directory: for each
-measured file a twin's figures draw (e.g. `live/takeuchi-symbiose.csv`), every live point
-(valid repetitions averaged) with the model's prediction beside it: the same table as the
-report's under the figures (`hostsim.report.live_points`, `hostsim.plot.measured_vs_model`).
+"""Live vs model, point by point, as a Markdown table, from a reproduce directory: for each measured
+file a twin's figures draw (e.g. `live/takeuchi-symbiose.csv`), every live point (valid repetitions
+averaged) with the model's prediction beside it: the same table as the report's under the figures
+(`hostsim.report.live_points`, `hostsim.plot.measured_vs_model`). A live run marks a point invalid
+(`valid` = 0) when its generator achieved less than 0.98 of the rate; such repetitions are left out
+of the means and counted in the `invalid` column (`hostsim.plot.valid_rows`).
 
     target/release/hostsim reproduce live-takeuchi-symbiose --no-report --out out
-    .venv/bin/python scripts/live_points_table.py out/live-takeuchi-symbiose
-
-A live run marks a point invalid (`valid` = 0) when its generator achieved less than 0.98 of
-the rate; such repetitions are left out of the means and counted in the `invalid` column
-(`hostsim.plot.valid_rows`).
+    python -m hostsim.live points out/live-takeuchi-symbiose
 """
 
-import argparse
+from __future__ import annotations
+
 import json
 import sys
 from pathlib import Path
 
-import pandas as pd
-from hostsim import report
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "points", help="a twin's live points beside the model, from a reproduce directory", description=__doc__
+    )
+    p.add_argument(
+        "scenario_dir", type=Path, help="a reproduce output's directory of one scenario (results.csv, scenario.toml)"
+    )
+    p.set_defaults(func=main)
 
 
 def fmt(v: float) -> str:
@@ -29,18 +34,17 @@ def fmt(v: float) -> str:
     return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "scenario_dir", type=Path, help="a reproduce output's directory of one scenario (results.csv, scenario.toml)"
-    )
-    a = ap.parse_args()
+def main(a) -> None:
+    import pandas as pd
+
+    from hostsim import report
+
     d = a.scenario_dir
     df = pd.read_csv(d / "results.csv")
     figures = json.loads(report._native.scenario_info(str((d / "scenario.toml").resolve())))["figures"]
     tables = report.live_points(d, df, figures)
     if not tables:
-        sys.exit(f"no measured file beside {a.scenario_dir / 'results.csv'}")
+        sys.exit(f"no measured file beside {d / 'results.csv'}")
     for name, t in tables:
         ys = [c[: -len("_model")] for c in t.columns if c.endswith("_model")]
         key = t.columns[3]
@@ -63,7 +67,3 @@ def main() -> None:
             for y in ys:
                 cells += [fmt(r[y]), fmt(r[y + "_model"])]
             print("| " + " | ".join(cells) + " |")
-
-
-if __name__ == "__main__":
-    main()
