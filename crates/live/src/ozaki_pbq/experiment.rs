@@ -24,7 +24,7 @@
 //! capacity to livelock. The sockets keep this machine's `rmem_default`: with the paper's
 //! 65,535 bytes ([`RCVBUF_2_4_BYTES`], ~14 of this path's ~4.4 KB frames against 2.4's ~28)
 //! bw lost as much at 1,000 pkt/s of flood as at 300,000, to other processes on its CPU, so
-//! the set-up would measure the machine's neighbours, not the flood (README, results).
+//! the set-up would measure the machine's neighbours, not the flood (the docs book's ozaki-pbq page, docs/src/live/ozaki-pbq.md: results).
 //!
 //! **Variants** ([`Variant`]): `off` (the program counts only), `on` (the priority drop),
 //! `supp` (interrupt suppression, `suppress.rs`: the agent moves or lowers the threaded-NAPI
@@ -598,7 +598,7 @@ fn metrics(
         }
     }
     m.insert("flood_cpu_frac".into(), flood_cpu);
-    // How long bw waited for CPU 0 once runnable (the rps-on anomaly's evidence, README).
+    // How long bw waited for CPU 0 once runnable (the rps-on anomaly's evidence: docs/src/live/ozaki-pbq.md).
     if let (Some((d0, n0)), Some((d1, n1))) = (a.bw_sched, b.bw_sched) {
         let (d, n) = (d1.saturating_sub(d0) as f64, n1.saturating_sub(n0) as f64);
         m.insert("bw_run_delay_frac".into(), d * 1e-9 / secs);
@@ -632,7 +632,7 @@ pub fn capacity_of(cfg: &Options, m: &BTreeMap<String, f64>) -> Option<f64> {
 pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let mut s = setup(cfg, run)?;
     // Native or generic, as the kernel reports it: the program runs inside the veth's NAPI
-    // poll only in native mode (README, the rps-on anomaly).
+    // poll only in native mode (docs/src/live/ozaki-pbq.md: the rps-on anomaly).
     let modes: Vec<serde_json::Value> =
         s.agent.attachments().iter().map(|a| serde_json::json!({ "iface": a.iface, "mode": a.mode })).collect();
     run.set_info("xdp_attachments", modes.into());

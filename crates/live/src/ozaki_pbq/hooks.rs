@@ -30,11 +30,12 @@
 //! its socket lives on (passed to a child by fork or over a UNIX socket) keeps the level it
 //! last had: the hook knows only the binder, where the `/proc` scan finds every holder.
 //!
-//! **What this kernel refuses** (Linux 6.18 here; measured with the commands in the README's
-//! ozaki-pbq section): `lsm/socket_bind` and `lsm/task_setnice` (no BPF LSM: the kernel has no
-//! `/sys/kernel/security/lsm`, loading fails), and `fentry/`/`fexit/` on `__sys_bind` or
-//! `set_user_nice` (no BTF trampolines for tracing: attaching fails). So there is no hook on
-//! nice(); the rescan stands for it, and its period bounds how late a renice is seen.
+//! **What this kernel refuses** (Linux 6.18 here; measured with the commands in the docs book's
+//! ozaki-pbq page, `docs/src/live/ozaki-pbq.md`, "Bind hooks"): `lsm/socket_bind` and
+//! `lsm/task_setnice` (no BPF LSM: the kernel has no `/sys/kernel/security/lsm`, loading fails),
+//! and `fentry/`/`fexit/` on `__sys_bind` or `set_user_nice` (no BTF trampolines for tracing:
+//! attaching fails). So there is no hook on nice(); the rescan stands for it, and its period
+//! bounds how late a renice is seen.
 //!
 //! **Fallback**: the agent's `/proc` scan, `scan_ports` in agent.rs (every process of the
 //! namespace, every descriptor), kept as `PortSource::Proc` (`--ports proc`): it needs no

@@ -193,7 +193,7 @@ impl PbqXdp {
     }
 
     /// Only binds in the network namespace of this cookie are recorded (0: every bind in the
-    /// group). See [`netns_cookie`].
+    /// group). See [`crate::bpf::netns_cookie`].
     pub fn set_hook_netns(&mut self, cookie: u64) {
         let bss = self.skel.maps.bss_data.as_deref_mut().expect("the program has a .bss");
         // SAFETY: the mmapped .bss, valid while the skeleton lives.
