@@ -22,8 +22,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn hostsim() -> Command {
     Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
 }
@@ -246,7 +244,7 @@ fn assert_clean(t: &Topo, pid: u32, entries: &[Entry], when: &str) {
 
 #[test]
 fn it_refuses_a_device_that_already_has_an_xdp_program() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -278,7 +276,7 @@ fn it_refuses_a_device_that_already_has_an_xdp_program() {
 
 #[test]
 fn by_default_it_counts_and_drops_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -329,7 +327,7 @@ fn by_default_it_counts_and_drops_nothing() {
 
 #[test]
 fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -388,7 +386,7 @@ fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
 
 #[test]
 fn every_stop_signal_leaves_no_program_and_no_group() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -418,7 +416,7 @@ fn every_stop_signal_leaves_no_program_and_no_group() {
 
 #[test]
 fn after_sigkill_live_clean_removes_what_is_left() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }

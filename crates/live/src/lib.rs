@@ -209,6 +209,7 @@ pub mod symbiose;
 pub mod sys;
 pub mod tabata;
 pub mod tcp_worker;
+pub mod testing;
 pub mod wake;
 pub mod worker;
 pub mod xdp;
