@@ -14,7 +14,8 @@
 //!
 //! Every check reads the run's own ledger (`/run/hostsim-live/<run>.jsonl`): a test touches and
 //! asserts on what its run made, nothing else on the machine. The tests run one after another
-//! (a lock), since they share the machine's two CPUs.
+//! (`hostsim_live::testing::exclusive`: one live test at a time on the whole machine, whatever
+//! process runs it), since they share the machine's two CPUs and `live clean` is machine-wide.
 
 mod common;
 
@@ -24,10 +25,7 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("test", name)
@@ -134,7 +132,7 @@ fn strays(out: &Path) -> Vec<String> {
 
 #[test]
 fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -196,7 +194,7 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
 /// run recorded is undone, the exit code is 128 + the signal, run.json says so.
 #[test]
 fn every_stop_signal_undoes_everything_the_run_recorded() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -227,7 +225,7 @@ fn every_stop_signal_undoes_everything_the_run_recorded() {
 /// it completes, then cleans up.
 #[test]
 fn a_run_under_nohup_outlives_sighup() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -245,7 +243,7 @@ fn a_run_under_nohup_outlives_sighup() {
 
 #[test]
 fn sigkill_leftovers_are_removed_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -270,7 +268,7 @@ fn sigkill_leftovers_are_removed_by_live_clean() {
 /// still occupies.)
 #[test]
 fn live_clean_says_what_it_could_not_remove_and_exits_nonzero() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (cgroups, /run/hostsim-live)");
     }
@@ -320,7 +318,7 @@ fn live_clean_says_what_it_could_not_remove_and_exits_nonzero() {
 /// results.csv (and says so in run.json), with no temporary left.
 #[test]
 fn an_interrupted_run_keeps_the_points_it_measured() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -356,7 +354,7 @@ fn an_interrupted_run_keeps_the_points_it_measured() {
 /// the point already written; everything is undone.
 #[test]
 fn a_failed_write_names_the_file_and_keeps_what_was_written() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -391,7 +389,7 @@ fn a_failed_write_names_the_file_and_keeps_what_was_written() {
 /// namespace) ever existed.
 #[test]
 fn an_unwritable_output_is_refused_before_any_namespace_exists() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -432,7 +430,7 @@ fn an_unwritable_output_is_refused_before_any_namespace_exists() {
 /// it completes and writes its results.
 #[test]
 fn progress_on_a_closed_or_broken_stderr_cannot_kill_the_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -466,7 +464,7 @@ fn progress_on_a_closed_or_broken_stderr_cannot_kill_the_run() {
 /// created (not even the output directory).
 #[test]
 fn a_non_root_user_is_told_it_needs_root() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         // Already not root: the refusal itself is the test.
     }
@@ -549,7 +547,7 @@ fn alive(pid: u32) -> bool {
 /// left behind.
 #[test]
 fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, SCHED_FIFO)");
     }
@@ -606,7 +604,7 @@ fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind()
 /// origin, soaker and clients are gone.
 #[test]
 fn every_stop_signal_undoes_a_kawai_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, SCHED_FIFO)");
     }
@@ -680,7 +678,7 @@ fn every_stop_signal_undoes_a_kawai_run() {
 /// its own columns, and a SIGTERM in the middle of a suppressed point leaves nothing changed.
 #[test]
 fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP, threaded NAPI)");
     }

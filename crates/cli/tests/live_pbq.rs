@@ -24,8 +24,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn ip(args: &[&str]) -> Result<(), String> {
     let o = Command::new("ip").args(args).output().map_err(|e| e.to_string())?;
     if o.status.success() {
@@ -231,7 +229,7 @@ fn assert_clean(t: &Topo, pid: u32, entries: &[Entry], when: &str) {
 
 #[test]
 fn it_refuses_a_device_that_already_has_an_xdp_program() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -263,7 +261,7 @@ fn it_refuses_a_device_that_already_has_an_xdp_program() {
 
 #[test]
 fn by_default_it_counts_and_drops_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -314,7 +312,7 @@ fn by_default_it_counts_and_drops_nothing() {
 
 #[test]
 fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -373,7 +371,7 @@ fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
 
 #[test]
 fn every_stop_signal_leaves_no_program_and_no_group() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -403,7 +401,7 @@ fn every_stop_signal_leaves_no_program_and_no_group() {
 
 #[test]
 fn after_sigkill_live_clean_removes_what_is_left() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }

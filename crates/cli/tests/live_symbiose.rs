@@ -13,7 +13,8 @@
 //!   affinity and policy), split-afxdp's AF_XDP forwarder running when the signal comes;
 //! - after SIGKILL, `hostsim live clean` removes what is left.
 //!
-//! Every check reads the run's own ledger. The tests run one after another (a lock).
+//! Every check reads the run's own ledger. The tests run one after another, one live test at a time on the whole machine
+//! (`hostsim_live::testing::exclusive`).
 
 mod common;
 
@@ -24,10 +25,7 @@ use common::{
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("ts", name)
@@ -64,7 +62,7 @@ fn no_namespace_of(pid: u32) {
 
 #[test]
 fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -128,7 +126,7 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
 
 #[test]
 fn an_error_mid_run_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -161,7 +159,7 @@ fn an_error_mid_run_undoes_everything() {
 
 #[test]
 fn every_stop_signal_mid_sweep_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -203,7 +201,7 @@ fn every_stop_signal_mid_sweep_undoes_everything() {
 
 #[test]
 fn a_sigkilled_run_is_cleaned_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }

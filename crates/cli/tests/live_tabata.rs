@@ -11,7 +11,8 @@
 //! - after SIGKILL, `hostsim live clean` thaws and removes the frozen group and the rest.
 //!
 //! Every check reads the run's own ledger: a test asserts on what its run made, nothing else.
-//! The tests run one after another (a lock), since they share the machine's two CPUs.
+//! The tests run one after another, one live test at a time on the whole machine
+//! (`hostsim_live::testing::exclusive`), since they share the machine's two CPUs.
 
 mod common;
 
@@ -22,10 +23,7 @@ use common::{
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("tt", name)
@@ -52,7 +50,7 @@ fn can_run() -> bool {
 
 #[test]
 fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -119,7 +117,7 @@ fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
 
 #[test]
 fn every_stop_signal_mid_transfer_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -147,7 +145,7 @@ fn every_stop_signal_mid_transfer_undoes_everything() {
 
 #[test]
 fn a_sigkilled_run_with_its_sender_frozen_is_cleaned_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }

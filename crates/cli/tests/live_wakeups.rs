@@ -10,7 +10,8 @@
 //! - after SIGKILL, `hostsim live clean` removes what remains.
 //!
 //! Every check reads the run's own ledger: a test asserts on what its run made, nothing else.
-//! The tests run one after another (a lock), since they share the machine's two CPUs.
+//! The tests run one after another, one live test at a time on the whole machine
+//! (`hostsim_live::testing::exclusive`), since they share the machine's two CPUs.
 
 mod common;
 
@@ -21,10 +22,7 @@ use common::{
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("gw", name)
@@ -47,7 +45,7 @@ fn can_run() -> bool {
 
 #[test]
 fn a_short_run_records_only_its_own_readers_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -83,7 +81,7 @@ fn a_short_run_records_only_its_own_readers_and_leaves_nothing_behind() {
 
 #[test]
 fn sigterm_mid_point_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -107,7 +105,7 @@ fn sigterm_mid_point_undoes_everything() {
 
 #[test]
 fn a_sigkilled_run_is_cleaned_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }

@@ -17,6 +17,7 @@
 //!   tcp_worker.rs  the bulk TCP sender and its sink (tabata-speed, goda-rfs)
 //!   bpf.rs         what every BPF loader shares: the "unsupported" error, XDP queries, netns cookie
 //!   procfs.rs      /proc parsers          sys.rs   setns, affinity, nice, scheduling, clocks
+//!   testing.rs     for the live tests: one live test at a time on the machine
 //!   build.rs       (the crate's) compiles every src/**/bpf/*.bpf.c and generates its skeleton
 //!
 //!   ozaki_pbq/          paper 000: XDP priority drop, its agent, bind hooks, interrupt
@@ -110,6 +111,7 @@ pub mod procfs;
 pub mod signals;
 pub mod sys;
 pub mod tcp_worker;
+pub mod testing;
 pub mod worker;
 
 pub mod goda_rfs;

@@ -459,6 +459,7 @@ pub fn spawn(name: &str, exe: &WorkerExe, args: &[String], place: &Placement) ->
     let nice = place.nice;
     let slice_ns = place.slice_ns;
     let cg_fds = [place.cgroup.map(|f| f.as_raw_fd()), place.cgroup2.map(|f| f.as_raw_fd())];
+    let parent = std::process::id() as libc::pid_t;
     let mut cmd = exe.command(args)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     // SAFETY: only async-signal-safe system calls between fork and exec.
@@ -469,6 +470,11 @@ pub fn spawn(name: &str, exe: &WorkerExe, args: &[String], place: &Placement) ->
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
                 return Err(io::Error::last_os_error());
+            }
+            // A parent that died before the prctl above sends no signal: the worker would
+            // outlive the run (prctl(2)). Then its parent is another process already.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
             if let Some(c) = cpu {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();

@@ -48,6 +48,8 @@ fn kill(pid: libc::pid_t) {
 
 #[test]
 fn a_port_maps_to_the_nice_value_of_its_owner() {
+    // One live test at a time on this machine (hostsim_live::testing).
+    let _machine = hostsim_live::testing::exclusive();
     let ino = netns_inode(&File::open("/proc/self/ns/net").unwrap()).unwrap();
     let (a, pa) = child_with_socket(7);
     let (b, pb) = child_with_socket(13);

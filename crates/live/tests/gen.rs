@@ -22,6 +22,8 @@ fn root() -> bool {
 
 #[test]
 fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_cheap() {
+    // One live test at a time on this machine (hostsim_live::testing).
+    let _machine = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, BPF)");
     }
