@@ -70,6 +70,18 @@ def cell(rs: Sequence[dict], key: str, fmt: str, spread: bool = True) -> str:
     return out
 
 
+def by_variant_and(live_rows: Sequence[dict], key: str) -> list[tuple[tuple[str, float], list[dict]]]:
+    """The rows grouped by (variant, value of column `key`): variants in their order of first
+    appearance, values ascending within each."""
+    groups: dict[tuple[str, float], list[dict]] = {}
+    variants: list[str] = []
+    for r in live_rows:
+        if r["variant"] not in variants:
+            variants.append(r["variant"])
+        groups.setdefault((r["variant"], num(r, key)), []).append(r)
+    return sorted(groups.items(), key=lambda kv: (variants.index(kv[0][0]), kv[0][1]))
+
+
 def table(head: Sequence[str], body: Sequence[Sequence[str]], markdown: bool = True, right: bool = False) -> str:
     """A Markdown table, or columns padded to their widest cell."""
     if markdown:

@@ -38,7 +38,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from ._common import cell, checkout, default_hostsim, mean, num, rows, run_model, table
+from ._common import by_variant_and, cell, checkout, default_hostsim, mean, num, rows, run_model, table
 
 KEY = "traffic.clients.http.rate_rps"
 SCENARIO = "scenarios/live-kawai-interval.toml"
@@ -118,21 +118,11 @@ def add_parser(sub) -> None:
 
 def summary(live_rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """The table's head and rows: variants in their order of first appearance, rates ascending."""
-    groups = defaultdict(list)
-    variants: list[str] = []
-    for r in live_rows:
-        if r["variant"] not in variants:
-            variants.append(r["variant"])
-        groups[(r["variant"], num(r, KEY))].append(r)
     head = ["variant", "rate", "reps"] + [c[0] for c in COLS]
-    body = []
-    for v in variants:
-        for rate in sorted(k[1] for k in groups if k[0] == v):
-            g = groups[(v, rate)]
-            body.append(
-                [v, f"{rate:.0f}", str(len(g))]
-                + [cell(g, key, fmt, spread=key not in NO_SPREAD) for _, key, fmt in COLS]
-            )
+    body = [
+        [v, f"{rate:.0f}", str(len(g))] + [cell(g, key, fmt, spread=key not in NO_SPREAD) for _, key, fmt in COLS]
+        for (v, rate), g in by_variant_and(live_rows, KEY)
+    ]
     return head, body
 
 

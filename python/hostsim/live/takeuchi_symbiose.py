@@ -7,9 +7,7 @@ the sink's CPU, the load average, and the invalid frames at the sink (whole poin
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-from ._common import mean, num, rows, table
+from ._common import by_variant_and, mean, num, rows, table
 
 KEY = "traffic.load.rate_pps"
 COLS = [
@@ -38,19 +36,12 @@ def add_parser(sub) -> None:
 
 
 def summary(live_rows: list[dict]) -> tuple[list[str], list[list[str]]]:
-    groups = defaultdict(list)
-    variants: list[str] = []
-    for r in live_rows:
-        if r["variant"] not in variants:
-            variants.append(r["variant"])
-        groups[(r["variant"], num(r, KEY))].append(r)
     head = ["variant", "n", "inv"] + [c[0] for c in COLS] + ["sink invalid"]
     body = []
-    for k in sorted(groups, key=lambda k: (variants.index(k[0]), k[1])):
-        g = groups[k]
+    for (variant, _rate), g in by_variant_and(live_rows, KEY):
         ok = [r for r in g if num(r, "valid") == 1.0]
         use = ok or g
-        cells = [k[0], str(len(ok)), str(len(g) - len(ok))]
+        cells = [variant, str(len(ok)), str(len(g) - len(ok))]
         cells += [fmt.format(mean(num(r, key) for r in use)) for _, key, fmt in COLS]
         cells.append("{:.0f}".format(sum(num(r, "sink_invalid_count") for r in g)))
         body.append(cells)
