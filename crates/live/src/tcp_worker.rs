@@ -346,4 +346,26 @@ mod tests {
         assert!(i.snd_cwnd >= 1 && i.snd_cwnd <= 100, "{i:?}");
         assert_eq!(i.unacked, 0);
     }
+
+    #[test]
+    fn the_tcp_workers_arguments_round_trip() {
+        use crate::worker::{args, args_tests::round_trip};
+        let dst = Ipv4Addr::new(198, 18, 0, 1);
+        let spec = SendSpec {
+            dst,
+            port: 5001,
+            unit_bytes: 1024,
+            total_bytes: 1 << 20,
+            sndbuf_bytes: 2304,
+            start_ns: 123_456_789_012,
+            secs: 30.0,
+            pacing_bytes_per_s: Some(6_250_000),
+        };
+        round_trip("tcp-send", spec.clone());
+        round_trip("tcp-send", SendSpec { pacing_bytes_per_s: None, ..spec });
+        round_trip("tcp-sink", SinkArgs { port: 5001, secs: 35.0 });
+        let mut line = args("tcp-sink", &SinkArgs { port: 5001, secs: 35.0 });
+        line[1..].sort();
+        assert_eq!(line, ["tcp-sink", "--port", "--secs", "35.0", "5001"]);
+    }
 }

@@ -183,7 +183,8 @@ pub struct Options {
     /// A point is valid when each stream achieved at least this fraction of its rate.
     #[arg(skip = 0.98)]
     pub valid_frac: f64,
-    /// The agent's parameters (the detector's are the model's `[kernel] xdp_*` defaults).
+    /// The agent's parameters (the detector's are the model's `[kernel] xdp_*` defaults; its
+    /// port source is set from `--ports` when the run starts).
     #[arg(skip)]
     #[serde(serialize_with = "crate::command::as_debug")]
     pub agent: AgentConfig,
