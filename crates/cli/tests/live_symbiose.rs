@@ -19,8 +19,8 @@
 mod common;
 
 use common::{
-    assert_interrupted, assert_undone, csv_rows, entries_of, kill_then_clean, num, skip, start_live, stderr_of,
-    wait_exit,
+    assert_interrupted, assert_undone, cannot_run_here, csv_rows, entries_of, kill_then_clean, num, root,
+    set_immutable, skip, start_live, stderr_of, wait_exit,
 };
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
@@ -37,8 +37,7 @@ fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
 }
 
 fn can_run() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !root() {
         skip("needs root");
         return false;
     }
@@ -71,8 +70,7 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
     let (mut child, entries) = start(&out, &["--quick"]);
     let st = wait_exit(&mut child, 90);
     let err = stderr_of(&mut child);
-    if st.code() == Some(2) {
-        skip(&format!("hostsim live takeuchi-symbiose says this machine cannot run it (exit 2): {err}"));
+    if cannot_run_here(st.code(), &err) {
         return;
     }
     assert!(st.success(), "exit {st}\n{err}");
@@ -124,24 +122,6 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
     assert!(num(x, "xsk_queue_ops_per_s") <= 840.0, "{x:?}");
     assert!(num(x, "xsk_batch_mean") > 10.0, "frames were not handed over in batches: {x:?}");
     let _ = std::fs::remove_dir_all(&out);
-}
-
-/// Set FS_IMMUTABLE_FL on a directory (or clear it): nothing can be created in it, not even by root.
-fn set_immutable(dir: &Path, on: bool) -> bool {
-    use std::os::fd::AsRawFd;
-    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
-    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
-    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
-    let Ok(f) = std::fs::File::open(dir) else { return false };
-    let mut flags: libc::c_long = 0;
-    // SAFETY: the flag ioctls read and write one long.
-    unsafe {
-        if libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) < 0 {
-            return false;
-        }
-        flags = if on { flags | FS_IMMUTABLE_FL } else { flags & !FS_IMMUTABLE_FL };
-        libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &flags) == 0
-    }
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The agent maps a port to the nice value of the process that holds it (no root needed: it
 //! reads /proc in this process's own network namespace).
 
-use hostsim_live::agent::{netns_inode, scan_ports};
-use hostsim_live::xdp::level_of_nice;
+use hostsim_live::ozaki_pbq::agent::{netns_inode, scan_ports};
+use hostsim_live::ozaki_pbq::xdp::level_of_nice;
 use std::fs::File;
 
 /// Fork a child that binds a UDP socket on 127.0.0.1, sets its nice value, reports the port

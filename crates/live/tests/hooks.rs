@@ -5,8 +5,8 @@
 //! cgroup2 and BPF; elsewhere it writes why to the terminal and skips.
 
 use hostsim_live::harness::{LiveError, LiveRun};
-use hostsim_live::hooks::Rescan;
-use hostsim_live::xdp::{level_of_nice, PbqXdp};
+use hostsim_live::ozaki_pbq::hooks::Rescan;
+use hostsim_live::ozaki_pbq::xdp::{level_of_nice, PbqXdp};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
