@@ -263,6 +263,14 @@ pub struct PointResult {
     pub origin_ns: u64,
 }
 
+/// How far ahead of now a point's slot grid starts at its first attempt: time to start the sink
+/// and the sender and put the sender in its group. An attempt that could not do that in time is
+/// measured again with twice the lead.
+pub const START_LEAD_MS: u64 = 150;
+
+/// One point. `Ok(None)`: the sender could not be started and put in its group within
+/// `lead_ms` (an overloaded machine): nothing was measured; the caller measures it again with
+/// a longer lead.
 pub fn run_point(
     cfg: &Options,
     run: &LiveRun,
@@ -270,7 +278,8 @@ pub fn run_point(
     speed_pct: Option<u32>,
     unit: usize,
     rep: u32,
-) -> Result<PointResult, LiveError> {
+    lead_ms: u64,
+) -> Result<Option<PointResult>, LiveError> {
     let secs = cfg.point_timeout_s;
     let _ = s.recorder.drain().map_err(failed)?; // anything left from before: not this point's
     let lost0 = s.recorder.lost();
@@ -286,11 +295,11 @@ pub fn run_point(
     )
     .map_err(failed)?;
     let slot_ns = cfg.slot_us * 1000;
-    // The grid starts 150 ms ahead (time to start the sender and put it in its group); the
+    // The grid starts `lead_ms` ahead (time to start the sender and put it in its group); the
     // sender's first write falls at a phase of the slot that differs per repetition (the model's
     // start_jitter_us: the paper's runs differ in it).
     let now = regulator::monotonic_ns();
-    let origin = (now + 150_000_000).div_ceil(slot_ns) * slot_ns;
+    let origin = (now + lead_ms * 1_000_000).div_ceil(slot_ns) * slot_ns;
     let phase_ns = (u64::from(rep - 1) * 370_000) % slot_ns;
     let start = origin + phase_ns;
     let reg_cfg = RegulatorConfig {
@@ -347,9 +356,9 @@ pub fn run_point(
         std::fs::write(&p, pid.to_string()).map_err(|e| failed(format!("{}: {e}", p.display())))?;
     }
     if regulator::monotonic_ns() >= start {
-        return Err(failed(
-            "the sender could not be started within the 150 ms before its start (an overloaded machine)",
-        ));
+        // Its start has passed before it was behind the gate: it may have sent unregulated.
+        // Dropping the workers ends them; the next attempt starts from a clean slate.
+        return Ok(None);
     }
     // Whether the regulator was in place before the sender's start: if not, the sender lost the
     // slots before the regulator's first wake-up and the point does not measure the regulation
@@ -435,7 +444,7 @@ pub fn run_point(
     if lost > 0 {
         return Err(failed(format!("the recorder's ring buffer lost {lost} frames: the point's gaps would be wrong")));
     }
-    Ok(PointResult { metrics: m, frames, origin_ns: origin })
+    Ok(Some(PointResult { metrics: m, frames, origin_ns: origin }))
 }
 
 /// A point of results.csv: `variant`, speed, unit, `rep` (the model's names), then its metrics.
@@ -479,12 +488,27 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
                 // RWND_LIMITED_MAX of the busy time: the sink starved of CPU by other work on
                 // the machine) does not measure the sender's regulation, nor does one whose
                 // regulator was not in place before the sender's first write (a thread that a
-                // loaded machine did not run in the 150 ms it had, `regulator_ready` 0): measured
+                // loaded machine did not run in the lead it had, `regulator_ready` 0): measured
                 // again, at most ATTEMPTS_MAX times; the attempts are a column, and the last is
-                // kept.
+                // kept. A point whose sender could not even be started within its lead is
+                // measured again with twice the lead (it measured nothing).
                 let mut attempt = 1;
+                let mut lead_ms = START_LEAD_MS;
                 let PointResult { metrics: mut m, frames, origin_ns: origin } = loop {
-                    let r = run_point(cfg, run, &s, speed, unit, rep)?;
+                    let Some(r) = run_point(cfg, run, &s, speed, unit, rep, lead_ms)? else {
+                        if attempt >= ATTEMPTS_MAX {
+                            return Err(failed(format!(
+                                "the sender could not be started within the {lead_ms} ms before its start in {attempt} attempts (an overloaded machine)"
+                            )));
+                        }
+                        run.progress(format!(
+                            "  (the sender could not be started within {lead_ms} ms: measured again with {} ms)",
+                            2 * lead_ms
+                        ));
+                        lead_ms *= 2;
+                        attempt += 1;
+                        continue;
+                    };
                     let limited = r.metrics.get("sender_rwnd_limited_frac").is_some_and(|&x| x > RWND_LIMITED_MAX);
                     let late = r.metrics.get("regulator_ready").is_some_and(|&x| x < 1.0);
                     if !(limited || late) || attempt >= ATTEMPTS_MAX {
