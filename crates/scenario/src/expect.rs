@@ -17,7 +17,10 @@
 //! factor = 0.2                      # right-hand side = factor × rhs (or a literal `value`)
 //! finding = "..."                   # optional: what we found about why the model agrees or not
 //! applicable = false                # optional: the model cannot test this claim; `finding`
-//!                                   # must then say why (the report shows it, no verdict)
+//!                                   # must then say why (the report shows it, no verdict) and
+//! untestable = "not_simulated"      # which of the two reasons it is: "no_reference" (the paper
+//!                                   # gives nothing to compare with) or "not_simulated" (the model
+//!                                   # does not simulate the quantity)
 //! ```
 //!
 //! ## How a claim is judged
@@ -42,8 +45,14 @@
 //! With one seed the interval is the point itself (a deterministic verdict, as before seeds
 //! existed). A seed on which either side is NaN (a stalled measurement) fails the claim. The
 //! result also reports the mean of each side with its own interval and `held`, the fraction of
-//! seeds on which the claim holds. Claims with `applicable = false` get the verdict
-//! `not_applicable` and are shown with their `finding`.
+//! seeds on which the claim holds.
+//!
+//! **Not applicable** is only for a claim the model cannot test at all, for one of two reasons,
+//! which `untestable` names: the paper gives no reference to compare with (`no_reference`), or
+//! the quantity is one the model does not simulate (`not_simulated`; the report draws it as
+//! absent, never as 0). `applicable = false` needs both `untestable` and a `finding` saying why.
+//! Its verdict is `not_applicable` whatever the values; it is counted apart from the judged
+//! claims.
 //!
 //! `offset` is added to the target after `factor` (e.g. "1 ms longer than at 100 %": `rhs =
 //! {...}`, `offset = 1000`). With `tolerance_abs` an `approx` claim is judged on the absolute
@@ -162,6 +171,16 @@ impl Verdict {
     }
 }
 
+/// Why a claim cannot be tested (`untestable`, with `applicable = false`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Untestable {
+    /// The paper gives nothing to compare with (e.g. background it cites from another work).
+    NoReference,
+    /// The model does not simulate the quantity (the report draws it as absent, never as 0).
+    NotSimulated,
+}
+
 /// Which value(s) of a metric: a variant, sweep coordinates, and how to reduce several rows.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -199,9 +218,13 @@ pub struct Expect {
     /// `calibration` (about the baseline system; may be fitted to) or `prediction` (default).
     #[serde(default)]
     pub role: Role,
-    /// False when the model cannot test the claim; `finding` says why.
+    /// False when the model cannot test the claim; `untestable` says for which reason and
+    /// `finding` why.
     #[serde(default = "yes")]
     pub applicable: bool,
+    /// With `applicable = false`: no reference, or a quantity the model does not simulate.
+    #[serde(default)]
+    pub untestable: Option<Untestable>,
     /// What was found about the claim: why the model does not reproduce it, or why it is not
     /// applicable (at most 300 characters and two sentences; numbers as placeholders such as
     /// `{sim}`: see the `finding` module).
@@ -286,6 +309,8 @@ pub struct ExpectResult {
     pub paper_value: Option<f64>,
     pub role: Role,
     pub applicable: bool,
+    /// Why the claim cannot be tested (with `applicable = false`).
+    pub untestable: Option<Untestable>,
     /// What was found, its placeholders filled from this result.
     pub finding: String,
     /// The longer evidence, its placeholders filled.
@@ -656,6 +681,7 @@ impl Expect {
             paper_value: self.paper_value,
             role: self.role,
             applicable: self.applicable,
+            untestable: if self.applicable { None } else { self.untestable },
             finding: String::new(),
             detail: String::new(),
             finding_model: self.finding_model.clone(),
@@ -998,9 +1024,10 @@ mod tests {
 
     #[test]
     fn not_applicable_keeps_numbers_but_has_no_verdict() {
-        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=1\napplicable=false\nfinding='why'");
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=1\napplicable=false\nuntestable='not_simulated'\nfinding='why'");
         let r = e.evaluate("s", &rows());
         assert_eq!((r.verdict, r.pass, r.sim), (Verdict::NotApplicable, false, Some(5.0)));
+        assert_eq!(r.untestable, Some(Untestable::NotSimulated));
     }
 
     #[test]

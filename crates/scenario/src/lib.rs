@@ -28,7 +28,9 @@ mod validate;
 
 pub use calibrate::{CalibrateParam, Calibration, Overlay};
 pub use error::ScenarioError;
-pub use expect::{mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Verdict};
+pub use expect::{
+    mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Untestable, Verdict,
+};
 pub use figure::{Figure, FigureKind, PaperMark};
 pub use paths::{parse_value, set_path};
 

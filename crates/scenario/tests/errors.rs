@@ -136,6 +136,8 @@ const CASES: &[Case] = &[
     case("seeds_with_seed_sweep.toml", 6, "seeds", "`seeds` and a sweep over `seed` cannot be combined"),
     case("expect_bad_role.toml", 44, "expect[0].role", "unknown value `baseline`, expected `calibration` or `prediction`"),
     case("expect_not_applicable_without_finding.toml", 44, "expect[0].applicable", "needs a `finding` saying why"),
+    case("expect_not_applicable_without_untestable.toml", 45, "expect[0].applicable", "needs `untestable`: \"no_reference\""),
+    case("expect_untestable_but_applicable.toml", 44, "expect[0].untestable", "`untestable` is for a claim with `applicable = false`"),
     case("calibrate_without_calibration.toml", 50, "calibrate", "needs `calibration = \"NAME\"` at the top level"),
     case("calibrate_bad_bounds.toml", 55, "calibrate[0].max", "expected min < max, got 3000..=1000"),
     case("calibrate_bad_key.toml", 53, "calibrate[0].key", "unknown key `hzz`"),
