@@ -138,6 +138,7 @@ const CASES: &[Case] = &[
     case("expect_not_applicable_without_finding.toml", 44, "expect[0].applicable", "needs a `finding` saying why"),
     case("expect_not_applicable_without_untestable.toml", 45, "expect[0].applicable", "needs `untestable`: \"no_reference\""),
     case("expect_untestable_but_applicable.toml", 44, "expect[0].untestable", "`untestable` is for a claim with `applicable = false`"),
+    case("expect_range_without_lower_end.toml", 53, "expect[1].claim_id", "`napi's rate` is claimed 2 times: two claims of one sentence and reading are the two ends of a range"),
     case("calibrate_without_calibration.toml", 50, "calibrate", "needs `calibration = \"NAME\"` at the top level"),
     case("calibrate_bad_bounds.toml", 55, "calibrate[0].max", "expected min < max, got 3000..=1000"),
     case("calibrate_bad_key.toml", 53, "calibrate[0].key", "unknown key `hzz`"),
