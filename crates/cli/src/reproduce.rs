@@ -154,7 +154,8 @@ fn run_all(
     marker: &Marker,
 ) -> Result<Vec<ExpectResult>, String> {
     outputs::remove_stale(out, &["expectations.json", PROVENANCE])?;
-    let started = utc_now();
+    // What made the results is what ran when they started (the checkout may change meanwhile).
+    let (started, commit) = (utc_now(), crate::report::checkout_commit());
     let mut resumed = Vec::new();
     let record_path = out.join("reproduce.json");
     let fresh = Record {
@@ -223,7 +224,7 @@ fn run_all(
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
     write_file(&out.join("expectations.json"), &json)?;
-    let prov = provenance(seeds, started, resumed);
+    let prov = provenance(seeds, started, commit, resumed);
     write_file(&out.join(PROVENANCE), &(serde_json::to_string_pretty(&prov).expect("serialises") + "\n"))?;
     Ok(all)
 }
@@ -232,35 +233,28 @@ fn run_all(
 pub const PROVENANCE: &str = "provenance.json";
 
 /// What made a reproduce directory's results, for a reader of its report: which hostsim (version,
-/// the commit of the checkout it belongs to, the model-source id), run how (the command as
-/// given), when (UTC) and where (the machine). Experiments taken over from an interrupted run
-/// (`--resume`) are named: their runs are that run's.
-fn provenance(seeds: SeedChoice, started: String, resumed: Vec<String>) -> serde_json::Value {
-    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_default();
-    let os = read("/etc/os-release")
+/// the commit of the checkout it belongs to when the run started, the model-source id), run how
+/// (the command as given), when (UTC) and where (the machine: the facts a live run records, and the OS).
+/// Experiments taken over from an interrupted run (`--resume`) are named: their runs are that
+/// run's.
+fn provenance(seeds: SeedChoice, started: String, commit: Option<String>, resumed: Vec<String>) -> serde_json::Value {
+    let os = std::fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
         .unwrap_or_default();
-    let cpu_model = read("/proc/cpuinfo")
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':').map(|(_, v)| v.trim().to_string()))
-        .unwrap_or_default();
+    let mut machine = hostsim_live::harness::machine_facts();
+    machine["os"] = serde_json::Value::String(os);
     serde_json::json!({
         "hostsim": env!("CARGO_PKG_VERSION"),
         "model_source_id": hostsim_scenario::MODEL_SOURCE_ID,
-        "commit": crate::report::checkout_commit(),
+        "commit": commit,
         "command": std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
         "seeds": seeds,
         "started": started,
         "finished": utc_now(),
         "resumed": resumed,
-        "machine": {
-            "os": os,
-            "kernel": read("/proc/sys/kernel/osrelease"),
-            "cpu_model": cpu_model,
-            "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
+        "machine": machine,
     })
 }
 
