@@ -280,19 +280,6 @@ fn utc_iso(secs: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::utc_iso;
-
-    #[test]
-    fn utc_dates_as_the_calendar_has_them() {
-        assert_eq!(utc_iso(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc_iso(951_782_400), "2000-02-29T00:00:00Z", "a leap day of a century divisible by 400");
-        assert_eq!(utc_iso(1_709_251_199), "2024-02-29T23:59:59Z");
-        assert_eq!(utc_iso(4_107_542_400), "2100-03-01T00:00:00Z", "2100 is not a leap year");
-    }
-}
-
 /// An experiment's directory: results.csv, scenario.toml, its measured data, rows.json,
 /// expectations.json (rows.json last: it is what says the experiment is there, with the record).
 fn write_experiment(
@@ -338,4 +325,17 @@ fn write_experiment(
     )?;
     let rows: Vec<RowJson> = rows.iter().map(row_json).collect();
     write_file(&dir.join("rows.json"), &(serde_json::to_string(&rows).expect("serialises") + "\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_iso;
+
+    #[test]
+    fn utc_dates_as_the_calendar_has_them() {
+        assert_eq!(utc_iso(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso(951_782_400), "2000-02-29T00:00:00Z", "a leap day of a century divisible by 400");
+        assert_eq!(utc_iso(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(utc_iso(4_107_542_400), "2100-03-01T00:00:00Z", "2100 is not a leap year");
+    }
 }
