@@ -427,7 +427,7 @@ def test_prose_names_no_number_no_path_no_issue_and_one_microsecond(reproduced, 
     shown = page.eval(
         "document.body.innerText + ' ' + [...document.querySelectorAll('svg text')].map(t => t.textContent).join(' ')"
     )
-    cites = re.findall(r"(?i)\b(?:issue|issues) \d+|\bnotes? \d{3}\b[^.;)]*", shown)
+    cites = re.findall(r"(?i)\b(?:issue|issues) \d+|\bnotes?(?: \d{3})? ?§|\bnotes? \d{3}\b[^.;)]*", shown)
     assert not cites, f"the report cites what a reader cannot open: {cites[:5]}"
     us = re.findall(r".{20}(?:\d ?|[()] ?)us\b.{5}", shown)
     assert not us, f"micro-seconds spelled 'us': {us[:5]}"
@@ -545,6 +545,6 @@ def test_no_path_and_no_note_in_what_the_scenarios_show():
         texts += [e.get(k, "") for e in d.get("expect", []) for k in ("finding", "detail", "paper", "claim")]
         texts += [fg.get(k, "") for fg in d.get("figure", []) for k in ("title", "paper", "xlabel", "ylabel")]
         for t in texts:
-            for m in re.finditer(r"(?i)\bissues? \d+|\bnotes? \d{3}\b", t):
+            for m in re.finditer(r"(?i)\bissues? \d+|\bnotes?(?: \d{3})? ?§|\bnotes? \d{3}\b", t):
                 bad.append(f"{Path(f).name}: ...{t[max(0, m.start() - 30) : m.end() + 10]}...")
     assert not bad, "\n".join(bad)
