@@ -167,7 +167,14 @@ def _claim_row(c: dict, cl: Claims) -> str:
                 f"<br><small>paired {html.escape(c.get('judged', ''))}: {_fmt(c['judged_mean'])} "
                 f"[{_fmt((c.get('judged_ci') or [None])[0])}, {_fmt((c.get('judged_ci') or [None, None])[1])}]</small>"
             )
-        cmp_html = f"{_op(c)} {_ci(c.get('rhs'), c.get('rhs_ci'), seeds, rhs_b)}{judged}"
+        if c.get("rhs") is None and spec.get("value") is not None and not spec.get("rhs"):
+            # No seed gave a value, so no target was averaged: the claim's own literal one.
+            target = spec["value"] * spec.get("factor", 1.0) + spec.get("offset", 0.0)
+            cmp_html = f"{_op(c)} {_fmt(target)}"
+        elif c.get("rhs") is None:
+            cmp_html = f"{_op(c)} <small>the model's own reference, which has no value either</small>"
+        else:
+            cmp_html = f"{_op(c)} {_ci(c.get('rhs'), c.get('rhs_ci'), seeds, rhs_b)}{judged}"
     if c.get("no_model_value"):
         sim_html = f'<span class="nomodel"><b>no model value</b><br><small>{_text(c["no_model_value"])}</small></span>'
         if c.get("sim") is not None:

@@ -212,7 +212,7 @@ td.live { max-width: 170px; font-size: .92em; }
 .key.pass b { color: #1a5fb4; } .key.fail b { color: #c0392b; } .key.inconclusive b { color: #b7791f; }
 .why { color: #333; }
 table.claims { border-collapse: collapse; width: 100%; font-size: .82em; margin: .4em 0 1em; table-layout: fixed; }
-table.claims:not(.live-points):not(#sensitivity) th:nth-child(1) { width: 7.6em; }
+table.claims:not(.live-points):not(#sensitivity) th:nth-child(1) { width: 8.8em; }
 table.claims:not(.live-points):not(#sensitivity) th:nth-child(5) { width: 15%; }
 table.claims td.num { white-space: normal; text-align: left; }
 table.claims:not(.live-points):not(#sensitivity) th:nth-child(2) { width: 55%; }

@@ -213,9 +213,15 @@ def test_honest_verdicts_no_model_value_not_testable_and_ranges(reproduced, page
     ids = {(c["scenario"], c["claim"]): f"claim-{k + 1}" for k, c in enumerate(cs)}
     missing = [c for c in cs if c.get("no_model_value")]
     assert missing, "tabata-speed's gap claims at 100 % have no model value"
+    cmp = page.eval(
+        "Object.fromEntries([...document.querySelectorAll('table.claims tr[id^=claim-]')]"
+        ".map(tr => [tr.id, tr.children[4].textContent.trim()]))"
+    )
     for c in missing:
         cls, _verdict, text = rows[ids[(c["scenario"], c["claim"])]]
         assert cls == "fail" and "no model value" in text, c["claim"]
+        # What it is compared with is said, never a bare "–" (a missing reference).
+        assert not cmp[ids[(c["scenario"], c["claim"])]].endswith("–"), c["claim"]
     for c in cs:
         cls, verdict, _ = rows[ids[(c["scenario"], c["claim"])]]
         if c["verdict"] == "not_applicable":
