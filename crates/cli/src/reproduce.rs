@@ -154,8 +154,10 @@ fn run_all(
     marker: &Marker,
 ) -> Result<Vec<ExpectResult>, String> {
     outputs::remove_stale(out, &["expectations.json", PROVENANCE])?;
-    // What made the results is what ran when they started (the checkout may change meanwhile).
-    let (started, commit) = (utc_now(), crate::report::checkout_commit());
+    // What made the results is what ran when they started (the checkout and the machine's load
+    // may change meanwhile).
+    let (started, commit, machine) =
+        (utc_now(), crate::report::checkout_commit(), hostsim_live::harness::machine_facts());
     let mut resumed = Vec::new();
     let record_path = out.join("reproduce.json");
     let fresh = Record {
@@ -224,7 +226,7 @@ fn run_all(
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
     write_file(&out.join("expectations.json"), &json)?;
-    let prov = provenance(seeds, started, commit, resumed);
+    let prov = provenance(seeds, started, commit, machine, resumed);
     write_file(&out.join(PROVENANCE), &(serde_json::to_string_pretty(&prov).expect("serialises") + "\n"))?;
     Ok(all)
 }
@@ -234,16 +236,22 @@ pub const PROVENANCE: &str = "provenance.json";
 
 /// What made a reproduce directory's results, for a reader of its report: which hostsim (version,
 /// the commit of the checkout it belongs to when the run started, the model-source id), run how
-/// (the command as given), when (UTC) and where (the machine: the facts a live run records, and the OS).
+/// (the command as given), when (UTC) and where (the machine: the facts a live run records, read
+/// when the run started, and the OS).
 /// Experiments taken over from an interrupted run (`--resume`) are named: their runs are that
 /// run's.
-fn provenance(seeds: SeedChoice, started: String, commit: Option<String>, resumed: Vec<String>) -> serde_json::Value {
+fn provenance(
+    seeds: SeedChoice,
+    started: String,
+    commit: Option<String>,
+    mut machine: serde_json::Value,
+    resumed: Vec<String>,
+) -> serde_json::Value {
     let os = std::fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
         .unwrap_or_default();
-    let mut machine = hostsim_live::harness::machine_facts();
     machine["os"] = serde_json::Value::String(os);
     serde_json::json!({
         "hostsim": env!("CARGO_PKG_VERSION"),
