@@ -342,7 +342,7 @@ def summary_html(rs: list[Row], thumbs: dict[str, str], fmt, claim_href) -> str:
             )
         elif r.live_href:
             live = f'<a href="{r.live_href}">{live}</a>'
-        gap = gap_html(r.gap, fmt, claim_href(r.gap.claim) if r.gap else None, len(r.zeros))
+        gap = gap_html(r.gap, fmt, claim_href(r.gap.claim) if r.gap else None, len(r.zeros)) if r.verdict else "–"
         body.append(
             f'<tr class="row {r.kind}" data-key="{r.key}" data-scenarios="{" ".join(r.scenarios)}">'
             f'<td class="name"><a href="#{r.key}">{html.escape(r.label)}</a><div class="sub">{html.escape(r.title)}</div></td>'
