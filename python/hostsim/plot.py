@@ -434,8 +434,10 @@ def paper_model_gap(axes) -> float | None:
     return worst
 
 
-def caption(d: Drawn, fmt=fmt_num) -> str:
-    """The figure's caption from what it drew (nothing it did not draw is named)."""
+def caption(d: Drawn, fmt=fmt_num, extension: bool = False) -> str:
+    """The figure's caption from what it drew (nothing it did not draw is named). `extension`: the
+    figure carries a paper's experiment further, so its black marks are the paper's inputs, not
+    values the paper measured in this setting."""
     parts = []
     if d.not_modelled is not None:
         parts.append(f"Hatched: the model does not simulate this quantity ({d.not_modelled}); it is not drawn as 0")
@@ -471,7 +473,10 @@ def caption(d: Drawn, fmt=fmt_num) -> str:
             f"{d.paper_lines} published threshold{'s' if d.paper_lines > 1 else ''} or level{'s' if d.paper_lines > 1 else ''} (lines)"
         )
     if paper:
-        parts.append("Black: the paper's " + " and ".join(paper))
+        if extension:
+            parts.append("Black: values taken from the paper (no paper measured this setting): " + " and ".join(paper))
+        else:
+            parts.append("Black: the paper's " + " and ".join(paper))
     else:
         parts.append("No paper value is drawn (the paper gives none on these axes)")
     if d.scale != "linear":

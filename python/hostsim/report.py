@@ -216,7 +216,7 @@ def build(out: str | Path, log=None) -> Path:
                 svg, drawn, meas = _draw(d, df, spec, figdir / f"{name}.svg", colors[d], absent[d])
                 _figure_csv(drawn, figdir / f"{name}.csv")
                 nfig += 1
-                figs.append(_figure_html(d, name, spec, svg, drawn, meas, k))
+                figs.append(_figure_html(d, name, spec, svg, drawn, meas, k, ext))
                 if log:
                     log(f"  figure {name}.svg")
             body.append(f'<div class="figs">{"".join(figs)}</div>')
@@ -240,7 +240,7 @@ def build(out: str | Path, log=None) -> Path:
     return rep / "index.html"
 
 
-def _figure_html(d: Path, name: str, spec: dict, svg: str, drawn: plot.Drawn, meas, k: int) -> str:
+def _figure_html(d: Path, name: str, spec: dict, svg: str, drawn: plot.Drawn, meas, k: int, ext=None) -> str:
     title = _text(spec["title"] + (f" ({spec['paper']})" if spec.get("paper") else ""))
     links = [f'<a href="figures/{name}.svg">SVG</a>', f'<a href="figures/{name}.csv">data drawn (CSV)</a>']
     links.append(f'<a href="../{d.name}/results.csv">results.csv</a>')
@@ -252,7 +252,7 @@ def _figure_html(d: Path, name: str, spec: dict, svg: str, drawn: plot.Drawn, me
         f'<figure class="fig{wide}" id="fig-{name}" data-title="{title}" data-scenario="{d.name}" data-index="{k}" data-kind="{drawn.kind}" '
         f'data-yscale="{drawn.scale}"{gap} data-absent="{int(drawn.not_modelled is not None)}">'
         f'<div class="svg" role="img" aria-label="{title}" title="click to enlarge; Esc or click to close">{inline_svg(svg, name)}</div>'
-        f"<figcaption>{html.escape(plot.caption(drawn))} "
+        f"<figcaption>{html.escape(plot.caption(drawn, extension=bool(ext)))} "
         f'<span class="links">{" · ".join(links)}</span></figcaption></figure>'
     )
 

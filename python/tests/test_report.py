@@ -554,3 +554,14 @@ def test_no_path_and_no_note_in_what_the_scenarios_show():
             for m in re.finditer(r"(?i)\bissues? \d+|\bnotes?(?: \d{3})? ?§|\bnotes? \d{3}\b", t):
                 bad.append(f"{Path(f).name}: ...{t[max(0, m.start() - 30) : m.end() + 10]}...")
     assert not bad, "\n".join(bad)
+
+
+def test_an_extension_s_black_marks_are_the_paper_s_inputs(reproduced, page):
+    caps = page.eval(
+        "[...document.querySelectorAll('#extensions figure.fig')].map(f => [f.querySelectorAll('[id^=paper-]').length,"
+        " f.querySelector('figcaption').textContent])"
+    )
+    assert caps
+    for marks, cap in caps:
+        assert ("no paper measured this setting" in cap) == bool(marks), cap
+        assert "the paper's" not in cap.split("SVG")[0] or not marks, cap
