@@ -74,7 +74,9 @@ class Counts:
         if self.judged == 0:
             return f"no {noun}"
         if self.passed == self.judged:
-            return f"all {self.judged} {noun} pass" if self.judged > 1 else f"the one {noun[:-1]} passes"
+            if self.judged == 1:
+                return f"the one {noun[:-1]} passes"
+            return f"both {noun} pass" if self.judged == 2 else f"all {self.judged} {noun} pass"
         return f"{self.passed} of {self.judged} {noun} pass ({100 * self.passed / self.judged:.0f} %)"
 
 

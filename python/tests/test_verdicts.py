@@ -33,7 +33,8 @@ def test_the_reason_names_what_decided():
     assert v == PARTLY and why.startswith("9 of 10 calibration claims pass (90 %), under the 100 % needed"), why
     v, why = verdict(Counts(1, 1), Counts(11, 28))
     assert v == NOT_REPRODUCED and why.startswith("11 of 28 predictions pass (39 %), under 50 %"), why
-    assert verdict(Counts(2, 2), Counts(9, 10))[1] == "all 2 calibration claims pass; 9 of 10 predictions pass (90 %)"
+    assert verdict(Counts(2, 2), Counts(9, 10))[1] == "both calibration claims pass; 9 of 10 predictions pass (90 %)"
+    assert verdict(Counts(3, 3), Counts(1, 1))[1] == "all 3 calibration claims pass; the one prediction passes"
 
 
 def test_sensitivity_lists_the_verdicts_a_moved_threshold_changes():
