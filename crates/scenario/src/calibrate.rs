@@ -244,6 +244,14 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
                 "a claim with `applicable = false` needs a `finding` saying why the model cannot test it".into(),
             ));
         }
+        if e.applicable == e.untestable.is_some() {
+            let msg = if e.applicable {
+                "`untestable` is for a claim with `applicable = false`: remove it, or say the claim cannot be tested"
+            } else {
+                "a claim with `applicable = false` needs `untestable`: \"no_reference\" (the paper gives nothing to compare with) or \"not_simulated\" (the model does not simulate the quantity); a value the model does not produce is a failing claim, not an untestable one"
+            };
+            return Err(at(elem("expect", i, if e.applicable { "untestable" } else { "applicable" }), msg.into()));
+        }
         if let Err((k, msg)) = crate::finding::check(&e.finding, &e.detail, e.finding_model.as_deref()) {
             return Err(at(elem("expect", i, k), msg));
         }

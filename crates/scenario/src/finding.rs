@@ -290,8 +290,11 @@ pub fn check(finding: &str, detail: &str, finding_model: Option<&str>) -> Result
 
 /// What is wrong with the claims' readings, as (claim index, key, message), if anything: a
 /// `reading` without `claim_id`, a shared `claim_id` whose claims do not each name their
-/// reading, or that has not exactly one primary reading.
+/// reading, or that has not exactly one primary reading; two claims of one sentence and reading
+/// that are not the two ends of a range (one bounding from above, `<`/`<=`, one from below,
+/// `>`/`>=`, alike in role, primary and applicable: `expect::evaluate_claims` judges them as one).
 pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static str, String)> {
+    let id_of = |e: &crate::Expect| e.claim_id.clone().unwrap_or_else(|| e.claim.clone());
     for (i, e) in expects.iter().enumerate() {
         if e.claim_id.is_none() && (e.reading.is_some() || !e.primary) {
             let k = if e.reading.is_some() { "reading" } else { "primary" };
@@ -301,16 +304,63 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
                 "a reading of a paper sentence needs the sentence's `claim_id`, shared by its readings".into(),
             ));
         }
+        let id = id_of(e);
+        let ends: Vec<usize> = expects
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| id_of(f) == id && f.reading == e.reading)
+            .map(|(j, _)| j)
+            .collect();
+        if ends.len() > 1 && ends[0] == i {
+            let (a, b) = (&expects[ends[0]], &expects[ends[1]]);
+            let lower = |x: &crate::Expect| matches!(x.op, crate::Op::Gt | crate::Op::Ge);
+            let pair = ends.len() == 2
+                && a.bounds_from_above() != b.bounds_from_above()
+                && (a.bounds_from_above() || lower(a))
+                && (b.bounds_from_above() || lower(b))
+                && (a.role, a.primary, a.applicable) == (b.role, b.primary, b.applicable);
+            if !pair {
+                let reading = e.reading.as_deref().map(|r| format!(" (reading `{r}`)")).unwrap_or_default();
+                return Err((
+                    ends[1],
+                    "claim_id",
+                    format!(
+                        "`{id}`{reading} is claimed {} times: two claims of one sentence and reading are the two ends \
+                         of a range, judged as one (one `<` or `<=`, one `>` or `>=`, the same role, primary and \
+                         applicable); give another reading its own `reading`",
+                        ends.len()
+                    ),
+                ));
+            }
+        }
         let Some(id) = e.claim_id.as_deref() else { continue };
         let same: Vec<usize> =
             expects.iter().enumerate().filter(|(_, f)| f.claim_id.as_deref() == Some(id)).map(|(j, _)| j).collect();
-        if same.len() > 1 && e.reading.as_deref().is_none_or(|r| r.trim().is_empty()) {
-            return Err((i, "claim_id", format!("`{id}` is read {} ways: name this claim's `reading`", same.len())));
+        let mut readings: Vec<Option<&str>> = same.iter().map(|&j| expects[j].reading.as_deref()).collect();
+        readings.sort();
+        readings.dedup();
+        if readings.len() > 1 && e.reading.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            return Err((
+                i,
+                "claim_id",
+                format!("`{id}` is read {} ways: name this claim's `reading`", readings.len()),
+            ));
         }
         if same[0] == i {
-            let primaries = same.iter().filter(|&&j| expects[j].primary).count();
-            if primaries != 1 {
-                return Err((i, "claim_id", format!("`{id}` has {primaries} primary readings, expected exactly one (`primary = false` on the others)")));
+            // A range's two ends are one reading.
+            let mut primaries: Vec<Option<&str>> =
+                same.iter().filter(|&&j| expects[j].primary).map(|&j| expects[j].reading.as_deref()).collect();
+            primaries.sort();
+            primaries.dedup();
+            if primaries.len() != 1 {
+                return Err((
+                    i,
+                    "claim_id",
+                    format!(
+                        "`{id}` has {} primary readings, expected exactly one (`primary = false` on the others)",
+                        primaries.len()
+                    ),
+                ));
             }
         }
     }
@@ -320,6 +370,28 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_claims_of_one_reading_must_be_the_ends_of_a_range() {
+        let ex = |src: &str| -> crate::Expect { toml::from_str(&format!("metric='m'\nvalue=1\n{src}")).unwrap() };
+        let upper = ex("claim='a'\nclaim_id='s'\nreading='r1'\nop='<='");
+        let lower = ex("claim='b'\nclaim_id='s'\nreading='r1'\nop='>'");
+        let other = ex("claim='c'\nclaim_id='s'\nreading='r2'\nprimary=false\nop='<'");
+        assert!(check_readings(&[upper.clone(), lower.clone(), other.clone()]).is_ok());
+        // Two upper ends are no range.
+        let e = check_readings(&[upper.clone(), other.clone(), ex("claim='d'\nclaim_id='s'\nreading='r1'\nop='<'")])
+            .unwrap_err();
+        assert_eq!((e.0, e.1), (2, "claim_id"));
+        assert!(e.2.contains("two ends of a range"), "{}", e.2);
+        // Nor is a band, nor three claims, nor ends unlike in role.
+        assert!(check_readings(&[upper.clone(), ex("claim='d'\nclaim_id='s'\nreading='r1'\nop='approx'")]).is_err());
+        assert!(check_readings(&[upper.clone(), lower.clone(), ex("claim='d'\nclaim_id='s'\nreading='r1'\nop='>='")])
+            .is_err());
+        let cal = ex("claim='b'\nclaim_id='s'\nreading='r1'\nop='>'\nrole='calibration'");
+        assert!(check_readings(&[upper.clone(), cal]).is_err());
+        // A range's ends are one reading: one primary reading between them.
+        assert!(check_readings(&[upper, lower]).is_ok());
+    }
 
     #[test]
     fn numbers_print_as_in_the_report() {
