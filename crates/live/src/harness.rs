@@ -367,6 +367,16 @@ impl LiveRun {
         Ok(CpuGroup { path })
     }
 
+    /// Create CPU group `<parent>/<role>` (a group of the run's group: tabata-speed's `cfs`
+    /// variant gives its sender a quota of its own), recorded before creation and removed at
+    /// the end, before its parent.
+    pub fn cpu_child(&self, parent: &CpuGroup, role: &str) -> Result<CpuGroup, LiveError> {
+        let path = parent.path().join(role);
+        self.record(Entry::Cgroup { path: path.clone() })?;
+        std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        Ok(CpuGroup { path })
+    }
+
     /// Record an XDP program attached to `dev` in `ns` through bpf_link `link_id`. Recorded
     /// after attaching (the ids exist only then): a bpf_link cannot outlive its last descriptor,
     /// so a run killed in between leaves nothing attached.
