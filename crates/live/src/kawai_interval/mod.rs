@@ -32,8 +32,10 @@
 //! `accel.rs`), the content mix and draws are the model's `http_clients`. What a run changes on
 //! the machine and how it is undone: three namespaces `hsl-<pid>-<n>-{acc,cli,org}` with two
 //! veth pairs, RPS masks, two sysctls in the clients' namespace, and a CPU group `hsl-<pid>-<n>`
-//! with its `cpu.rt_runtime_us`, all in the run's ledger (`ledger.rs`); workers die with the run
-//! and stop by themselves after their time limit.
+//! with its `cpu.rt_runtime_us`, all in the run's ledger (`ledger.rs`); a variant with a receive
+//! path of today's kernel (`+defer`, `+busy`…, `rx.rs`) also the accelerator veths' deferral
+//! files and the machine-wide `net.core.busy_poll` / `busy_read`, through the same ledger;
+//! workers die with the run and stop by themselves after their time limit.
 
 pub mod accel;
 pub mod clients;
