@@ -541,7 +541,7 @@ mod tests {
         assert_eq!(m["emit_at_rule_frac"], 0.0); // 3 segments sent where the rules allow 45
         assert_eq!(m["rx_matched_frac"], 1.0);
         assert_eq!(m["rx_on_emit_cpu_frac"], 0.5);
-        assert_eq!(m["rx_delay_us_p50"], 10.0);
+        assert_eq!(m["rx_delay_us_p50"], 11.0); // 10, 11, 12 us after each skb: nearest rank of six
         assert_eq!((m["rx_trains_per_s"], m["rx_train_segs_mean"], m["rx_train_bytes_mean"]), (4.0, 3.0, 3.0 * 1448.0));
         assert_eq!((m["rx_within_gap_us_p50"], m["rx_between_gap_us_p50"]), (1.0, 998.0));
         assert_eq!(m["wakeups_per_train"], 1.5);
