@@ -59,7 +59,8 @@ fn start_in_rfs(out: &Path) -> (Child, Vec<Entry>) {
 
 /// The run's RFS entries: the global table (root namespace) and the readers' veth queue.
 fn rfs_entries(entries: &[Entry]) -> (usize, usize) {
-    let global = entries.iter().filter(|e| matches!(e, Entry::File { ns: None, path, .. } if path == SOCK_FLOW)).count();
+    let global =
+        entries.iter().filter(|e| matches!(e, Entry::File { ns: None, path, .. } if path == SOCK_FLOW)).count();
     let queues = entries
         .iter()
         .filter(|e| matches!(e, Entry::File { ns: Some(_), path, .. } if path.ends_with("/rps_flow_cnt")))
@@ -120,7 +121,10 @@ fn a_short_run_records_only_its_own_readers_and_leaves_nothing_behind() {
         // Every skb carries at least a segment, and the frames add up to the skbs' segments.
         assert!(num(f, "emit_segs_mean") >= 1.0, "{f:?}");
         let (segs, frames) = (num(f, "emits_per_s") * num(f, "emit_segs_mean"), num(f, "rx_frames_per_s"));
-        assert!((frames - segs).abs() <= 0.1 * segs + 100.0, "segments emitted {segs}/s, frames received {frames}/s: {f:?}");
+        assert!(
+            (frames - segs).abs() <= 0.1 * segs + 100.0,
+            "segments emitted {segs}/s, frames received {frames}/s: {f:?}"
+        );
         assert!(num(f, "rx_matched_frac") > 0.9, "{f:?}");
         assert!(num(f, "rx_train_segs_mean") >= 1.0, "{f:?}");
     }

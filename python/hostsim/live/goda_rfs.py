@@ -60,7 +60,9 @@ def groups(path, key):
 
 def summary(live_csv, model_csv) -> tuple[list[str], list[list[str]]]:
     # The twin has RFS off: the live `linux` rows (older runs have no other variant).
-    live = groups(live_csv, lambda r: int(r["process.reader.instances"]) if r.get("variant", "linux") == "linux" else None)
+    live = groups(
+        live_csv, lambda r: int(r["process.reader.instances"]) if r.get("variant", "linux") == "linux" else None
+    )
     live.pop(None, None)
     model = groups(model_csv, lambda r: int(r["variant"].split("-")[1]))
     for r in (x for rs in model.values() for x in rs):
@@ -125,6 +127,7 @@ TRAIN_COLS = [
     ("rx_on_emit_cpu_frac", "rx on emitting CPU", "{:.2f}"),
     ("rx_delay_us_p50", "skb to rx p50 us", "{:.0f}"),
     ("wakeups_per_train", "wake-ups/train", "{:.2f}"),
+    ("wakeups_per_skb", "wake-ups/skb", "{:.2f}"),
     ("trains_read_in_parts_frac", "read in parts", "{:.2f}"),
     ("reader_wakeups_per_s", "wake-ups/s per flow", "{:,.0f}"),
 ]
@@ -143,18 +146,23 @@ def by_variant(path) -> dict[tuple[str, int], list[dict]]:
 
 def variants_summary(live_csv) -> tuple[list[str], list[list[str]]]:
     head = ["flows", "variant", "reps"] + [h for _, h, _ in VARIANT_COLS]
-    body = [[str(n), v, str(len(rs))] + [cell(rs, k, f) for k, _, f in VARIANT_COLS] for (v, n), rs in by_variant(live_csv).items()]
+    body = [
+        [str(n), v, str(len(rs))] + [cell(rs, k, f) for k, _, f in VARIANT_COLS]
+        for (v, n), rs in by_variant(live_csv).items()
+    ]
     return head, body
 
 
 def trains_summary(trains_csv) -> tuple[list[str], list[list[str]]]:
     """One row per (flow count, variant): the per-flow summaries' mean over flows and
-    repetitions, with their range; `train KB` from bytes."""
+    repetitions, with their range; `train KB` from bytes; `wake-ups/skb`, the reader's wake-ups
+    over the skbs its sender's TCP emitted."""
     head = ["flows", "variant", "flow rows"] + [h for _, h, _ in TRAIN_COLS]
     body = []
     for (v, n), rs in by_variant(trains_csv).items():
         for r in rs:
             r["rx_train_bytes_mean"] = str(num(r, "rx_train_bytes_mean") / 1024)
+            r["wakeups_per_skb"] = str(num(r, "reader_wakeups_per_s") / num(r, "emits_per_s"))
         body.append([str(n), v, str(len(rs))] + [cell(rs, k, f) for k, _, f in TRAIN_COLS])
     return head, body
 

@@ -5,9 +5,10 @@
 //! ```text
 //!  ns cli                                              ns srv
 //!  N TCP senders (unpinned)  ── eth0 ═══ veth ═══ eth0 ── N readers (unpinned), one per flow
-//!    64 KB writes, each paced     TSO/GSO off: one         no RPS, no RFS
-//!    at rate / N                  segment per frame
-//!  tp_btf sched_waking / sched_wakeup / sched_migrate_task, filtered to the readers' tgids
+//!    64 KB writes, each paced     TSO/GSO off: TCP's GSO   no RPS; RFS only in `rfs`
+//!    at rate / N                  skbs split in software   points
+//!  tp_btf sched_waking / sched_wakeup / sched_migrate_task / sched_switch (the readers' tgids)
+//!  tp_btf net_dev_queue (skbs) / netif_receive_skb (frames) / tcp_pace_kick's expiry (trains.rs)
 //! ```
 //!
 //! Paper 001 receives iperf flows with RFS on and asks how often waking and running CPU swap.
@@ -19,7 +20,7 @@
 //! receive path there wakes the reader), where the reader was, and where EEVDF's
 //! `select_task_rq_fair` puts it. The recorder is `wake.rs`; the classes are the model's.
 //!
-//! **Load.** Nothing is a mechanism here. The senders are paced (TCP's own pacing,
+//! **Load.** Nothing of paper 001's mechanism runs here. The senders are paced (TCP's own pacing,
 //! `SO_MAX_PACING_RATE`, per socket: no qdisc, no global setting) to a total rate shared by the
 //! flows, so the readers keep up and block between arrivals: every arrival on an empty socket
 //! is a wake-up to place. Unpaced, bulk flows over a veth keep their readers always runnable

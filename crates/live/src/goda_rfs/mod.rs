@@ -1,11 +1,12 @@
-//! # `goda-rfs` on today's Linux: wake-ups measured, not changed
+//! # `goda-rfs` on today's Linux: wake-ups measured, with RFS off and on
 //!
 //! Paper 001's mechanism needs a hook in wake-up placement that this kernel does not offer (no
-//! sched_ext, no kprobes) and RFS, which a global sysctl switches on. What can run is the
-//! measurement its Fig. 2 rests on: for every wake-up of the run's own readers, the waking CPU,
-//! the CPU the reader last ran on and the CPU the kernel chose, from three `tp_btf`
-//! tracepoints, classified by the model's own classifier: `hostsim live goda-wakeups`
-//! ([`Options`], [`experiment`]).
+//! sched_ext, no kprobes). What can run is the measurement its Fig. 2 rests on: for every
+//! wake-up of the run's own readers, the waking CPU, the CPU the reader last ran on and the CPU
+//! the kernel chose, from `tp_btf` tracepoints, classified by the model's own classifier, with
+//! RFS off (`linux`) and on (`rfs`: EEVDF's placement with RFS, today's counterpart of the
+//! paper's setting), and the segment trains that the readers wake for: `hostsim live
+//! goda-wakeups` ([`Options`], [`experiment`]).
 //!
 //! ```text
 //!   bpf/wake_tp.bpf.c   tp_btf sched_waking / sched_wakeup / sched_migrate_task, tgid-filtered
