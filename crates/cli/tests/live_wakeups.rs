@@ -48,14 +48,21 @@ fn sock_flow_entries() -> u32 {
     std::fs::read_to_string(SOCK_FLOW).unwrap().trim().parse().unwrap()
 }
 
-/// Start a run in an `rfs` point; wait until RFS is on (the global table at its size).
-fn start_in_rfs(out: &Path) -> (Child, Vec<Entry>) {
+/// Start a run in an `rfs` point; wait until RFS is on: both its files recorded in the ledger
+/// (the global table first, then the queue's) and the global table at its size. (Waiting for
+/// the global table alone returned, now and then, before the queue's entry was recorded.)
+fn start_in_rfs(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
     let on = hostsim_live::goda_rfs::rfs::FLOW_ENTRIES;
-    let args = ["--flows", "2", "--reps", "1", "--variants", "rfs", "--window-s", "5"];
-    start_live("goda-wakeups", out, &args, false, Duration::from_secs(30), |e| {
-        e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= LINKS && sock_flow_entries() >= on
+    start_live("goda-wakeups", out, args, false, Duration::from_secs(30), |e| {
+        e.iter().filter(|e| matches!(e, Entry::Link { .. })).count() >= LINKS
+            && rfs_entries(e) == (1, 1)
+            && sock_flow_entries() >= on
     })
 }
+
+/// A run of two flows in one long `rfs` point.
+const RFS_POINT: [&str; 10] =
+    ["--flows", "2", "--reps", "1", "--variants", "rfs", "--window-s", "5", "--warmup-s", "1"];
 
 /// The run's RFS entries: the global table (root namespace) and the readers' veth queue.
 fn rfs_entries(entries: &[Entry]) -> (usize, usize) {
@@ -140,15 +147,27 @@ fn an_rfs_point_switches_rfs_on_and_the_run_puts_it_back() {
     let before = sock_flow_entries();
     let out = tmp("rfs");
     let args = ["--flows", "1", "--reps", "1", "--variants", "rfs,linux", "--warmup-s", "0.2", "--window-s", "0.5"];
-    let (mut child, entries) = start(&out, &args);
-    let st = wait_exit(&mut child, 60);
+    let (mut child, during) = start_in_rfs(&out, &args);
+    // The ledger while the run lasts (after its `rfs` point has switched RFS off again and its
+    // `linux` point runs, it must still hold each file once: written twice, recorded once).
+    let mut during = during;
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        let now = entries_of(child.id());
+        if !now.is_empty() {
+            during = now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     if cannot_run_here(st.code(), &stderr_of(&mut child)) {
         return;
     }
     assert!(st.success(), "exit {st}");
-    let entries = [entries, entries_of(child.id())].concat();
-    assert_eq!(rfs_entries(&entries), (1, 1), "{entries:?}");
-    assert_undone(&entries, "after a normal exit");
+    assert_eq!(rfs_entries(&during), (1, 1), "{during:?}");
+    assert!(entries_of(child.id()).is_empty(), "a ledger left after a normal exit");
+    assert_undone(&during, "after a normal exit");
     assert_eq!(sock_flow_entries(), before, "the global socket flow table is not as before the run");
     let rows = csv_rows(&out.join("results.csv"));
     let row = |v: &str| rows.iter().find(|r| r["variant"] == v).unwrap_or_else(|| panic!("no {v} row: {rows:?}"));
@@ -168,7 +187,7 @@ fn sigterm_in_an_rfs_point_puts_rfs_back() {
     }
     let before = sock_flow_entries();
     let out = tmp("rfs-term");
-    let (mut child, entries) = start_in_rfs(&out);
+    let (mut child, entries) = start_in_rfs(&out, &RFS_POINT);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let st = wait_exit(&mut child, 20);
@@ -189,9 +208,13 @@ fn a_sigkilled_rfs_point_is_put_back_by_live_clean() {
     }
     let before = sock_flow_entries();
     let out = tmp("rfs-kill");
-    let (mut child, entries) = start_in_rfs(&out);
-    let entries = kill_then_clean(&mut child, entries);
-    assert_eq!(rfs_entries(&entries), (1, 1), "{entries:?}");
+    let (mut child, entries) = start_in_rfs(&out, &RFS_POINT);
+    let _ = child.kill();
+    let _ = child.wait();
+    // What the killed run left: its whole ledger (the start's snapshot is a part of it).
+    let left = entries_of(child.id());
+    assert_eq!(rfs_entries(&left), (1, 1), "{left:?}");
+    kill_then_clean(&mut child, entries);
     assert_eq!(sock_flow_entries(), before);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -34,6 +34,11 @@ fn what_a_run_changes_is_recorded_and_put_back_by_finish_and_by_drop() {
             let ns = run.netns("t").unwrap();
             run.write_value(Some(&ns), "/proc/sys/net/ipv4/ip_forward", "1").unwrap();
             assert_eq!(ip_forward(&ns.name), "1");
+            // Switched again (as a setting is point by point): the ledger keeps the one entry
+            // with the value before the run's first write, checked by the kinds below.
+            run.write_value(Some(&ns), "/proc/sys/net/ipv4/ip_forward", "0").unwrap();
+            run.write_value(Some(&ns), "/proc/sys/net/ipv4/ip_forward", "1").unwrap();
+            assert_eq!(ip_forward(&ns.name), "1");
             run.set_affinity(pid, &[ncpu - 1]).unwrap();
             assert_eq!(hostsim_live::sys::affinity(pid as i32).unwrap(), vec![ncpu - 1]);
             let kinds: Vec<&str> = run
