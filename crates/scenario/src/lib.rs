@@ -41,11 +41,18 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 }
 
-/// A hash of the sources that decide a run's results (the engine, workload, host and scenario
-/// crates' Rust sources and the machine profiles), computed at build time (build.rs). Two builds
-/// with the same id run the same model; `hostsim calibrate` uses it to refuse a Python module
-/// built from other sources than the CLI.
+/// A hash of the sources that decide a run's results (the Rust sources of the crates in
+/// [`MODEL_SOURCE_CRATES`] and the machine profiles), computed at build time (build.rs). Two
+/// builds with the same id run the same model; `hostsim calibrate` uses it to refuse a Python
+/// module built from other sources than the CLI.
 pub const MODEL_SOURCE_ID: &str = builtin::MODEL_SOURCE_ID;
+
+/// The crates (`crates/<name>`) whose sources [`MODEL_SOURCE_ID`] hashes.
+pub const MODEL_SOURCE_CRATES: &[&str] = builtin::MODEL_SOURCE_CRATES;
+
+/// The workspace's other crates, each with the reason its sources decide no result (checked
+/// against the workspace's members by `tests/model_source.rs`).
+pub const NOT_MODEL_SOURCE_CRATES: &[(&str, &str)] = builtin::OTHER_CRATES;
 
 /// Built-in machine profiles: (name, TOML text).
 pub fn builtin_profiles() -> &'static [(&'static str, &'static str)] {
