@@ -288,10 +288,17 @@ pub fn check(finding: &str, detail: &str, finding_model: Option<&str>) -> Result
     }
 }
 
+/// What [`check_readings`] reads of a claim (taken from its `[[expect]]` entry).
+pub struct Reading<'a> {
+    pub claim_id: Option<&'a str>,
+    pub reading: Option<&'a str>,
+    pub primary: bool,
+}
+
 /// What is wrong with the claims' readings, as (claim index, key, message), if anything: a
 /// `reading` without `claim_id`, a shared `claim_id` whose claims do not each name their
 /// reading, or that has not exactly one primary reading.
-pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static str, String)> {
+pub fn check_readings(expects: &[Reading]) -> Result<(), (usize, &'static str, String)> {
     for (i, e) in expects.iter().enumerate() {
         if e.claim_id.is_none() && (e.reading.is_some() || !e.primary) {
             let k = if e.reading.is_some() { "reading" } else { "primary" };
@@ -301,10 +308,10 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
                 "a reading of a paper sentence needs the sentence's `claim_id`, shared by its readings".into(),
             ));
         }
-        let Some(id) = e.claim_id.as_deref() else { continue };
+        let Some(id) = e.claim_id else { continue };
         let same: Vec<usize> =
-            expects.iter().enumerate().filter(|(_, f)| f.claim_id.as_deref() == Some(id)).map(|(j, _)| j).collect();
-        if same.len() > 1 && e.reading.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            expects.iter().enumerate().filter(|(_, f)| f.claim_id == Some(id)).map(|(j, _)| j).collect();
+        if same.len() > 1 && e.reading.is_none_or(|r| r.trim().is_empty()) {
             return Err((i, "claim_id", format!("`{id}` is read {} ways: name this claim's `reading`", same.len())));
         }
         if same[0] == i {

@@ -38,7 +38,7 @@ pub struct MechState {
     /// drops.
     pub xdp_last_poll: (u64, u64),
     /// `ozaki_pbq::napi_suppress`: the agent's state and counters.
-    pub napi_supp: ozaki_pbq::napi_suppress::NapiSupp,
+    pub napi_supp: ozaki_pbq::NapiSupp,
 }
 
 impl MechState {

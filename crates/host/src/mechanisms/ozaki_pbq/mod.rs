@@ -16,3 +16,37 @@ pub mod napi_suppress;
 pub mod pbq;
 pub mod suppress;
 pub mod xdp;
+
+/// The agent's state and counters (live `Suppressor`).
+/// (Kept apart from `napi_suppress.rs`, which is an `impl Host`: `MechState` holds it.)
+#[derive(Clone, Debug, Default)]
+pub struct NapiSupp {
+    pub on: bool,
+    /// When the current suppressed stretch began.
+    since_ns: u64,
+    /// Changes made (suppress + release) and time suppressed in the stretches already ended.
+    pub changes: u64,
+    ended_ns: u64,
+}
+
+impl NapiSupp {
+    /// Switch to `on` at `now_ns`; returns whether anything changed.
+    pub fn set(&mut self, on: bool, now_ns: u64) -> bool {
+        if on == self.on {
+            return false;
+        }
+        if on {
+            self.since_ns = now_ns;
+        } else {
+            self.ended_ns += now_ns - self.since_ns;
+        }
+        self.on = on;
+        self.changes += 1;
+        true
+    }
+
+    /// Time suppressed up to `now_ns`, the current stretch included.
+    pub fn suppressed_ns(&self, now_ns: u64) -> u64 {
+        self.ended_ns + if self.on { now_ns - self.since_ns } else { 0 }
+    }
+}

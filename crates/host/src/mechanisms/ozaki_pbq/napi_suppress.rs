@@ -22,6 +22,8 @@
 //! it acts every check period, not at the context switch, and a running kthread that must move
 //! leaves at its next frame (`napi_thread.rs`).
 
+#[cfg(test)]
+use super::NapiSupp;
 use crate::config::NapiSuppress;
 use crate::sim::*;
 use crate::types::*;
@@ -30,39 +32,6 @@ use crate::types::*;
 /// load and the top level's sockets hold more than `queued_bytes_min` bytes.
 pub fn wanted(high_load: bool, top_queued_bytes: u64, queued_bytes_min: u64) -> bool {
     high_load && top_queued_bytes > queued_bytes_min
-}
-
-/// The agent's state and counters (live `Suppressor`).
-#[derive(Clone, Debug, Default)]
-pub struct NapiSupp {
-    pub on: bool,
-    /// When the current suppressed stretch began.
-    since_ns: u64,
-    /// Changes made (suppress + release) and time suppressed in the stretches already ended.
-    pub changes: u64,
-    ended_ns: u64,
-}
-
-impl NapiSupp {
-    /// Switch to `on` at `now_ns`; returns whether anything changed.
-    pub fn set(&mut self, on: bool, now_ns: u64) -> bool {
-        if on == self.on {
-            return false;
-        }
-        if on {
-            self.since_ns = now_ns;
-        } else {
-            self.ended_ns += now_ns - self.since_ns;
-        }
-        self.on = on;
-        self.changes += 1;
-        true
-    }
-
-    /// Time suppressed up to `now_ns`, the current stretch included.
-    pub fn suppressed_ns(&self, now_ns: u64) -> u64 {
-        self.ended_ns + if self.on { now_ns - self.since_ns } else { 0 }
-    }
 }
 
 impl Host {
