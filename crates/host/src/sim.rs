@@ -131,8 +131,8 @@ const _: () = assert!(std::mem::size_of::<Ev>() <= 12 && std::mem::size_of::<Opt
 /// Their behaviour is `impl Host` blocks in the same folders.
 pub struct Host {
     pub cfg: HostConfig,
+    /// The event queue; its clock (`q.now()`) is the simulated time.
     pub q: EventQueue<Ev>,
-    pub now: Time,
     pub cpus: Vec<Cpu>,
     pub procs: Vec<Proc>,
     pub sched: SchedState,
@@ -148,7 +148,6 @@ pub struct Host {
     pub stats: Stats,
     pub trace: Option<Trace>,
     pub tick_ns: u64,
-    pub ended: bool,
 }
 
 /// The profile's costs as this kernel pays them: fine-grained SMP locking (`smp_lock_factor`)
@@ -225,7 +224,6 @@ impl Host {
             sched: SchedState::new(&cfg, &cpus, procs.len()),
             conc,
             q: EventQueue::new(),
-            now: Time::ZERO,
             cpus,
             procs,
             dev,
@@ -237,7 +235,6 @@ impl Host {
             stats,
             trace: None,
             tick_ns,
-            ended: false,
             cfg,
         };
         host.open_connections();
@@ -321,11 +318,11 @@ impl Host {
         self.q.schedule(Time(self.cfg.warmup_ns), Ev::WarmupEnd);
         self.q.schedule(Time(self.cfg.duration_ns), Ev::End);
         while let Some((t, ev)) = self.q.pop() {
-            self.now = t;
-            self.dispatch(ev);
-            if self.ended {
+            if let Ev::End = ev {
+                self.end();
                 break;
             }
+            self.dispatch(ev);
             if self.q.events_popped() & 0xF_FFFF == 0 {
                 progress(t);
             }
@@ -336,7 +333,7 @@ impl Host {
             }
         }
         if let Some(tr) = self.trace.as_mut() {
-            tr.finish(self.now);
+            tr.finish(self.q.now());
             if let Some(s) = sink {
                 tr.flush(s);
             }
@@ -347,7 +344,7 @@ impl Host {
         match ev {
             Ev::CpuDone { cpu, gen } => self.cpu_done(cpu as usize, gen),
             Ev::Tick { cpu } => {
-                self.q.schedule(self.now + Time(self.tick_ns), Ev::Tick { cpu });
+                self.q.schedule(self.q.now() + Time(self.tick_ns), Ev::Tick { cpu });
                 self.raise_irq(cpu as usize, IrqSrc::Tick);
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),
@@ -357,7 +354,7 @@ impl Host {
                 let port_ns = hostsim_engine::round_u64(
                     crate::wire_bytes(p.bytes, p.tcp) as f64 * self.dev.nics[nic as usize].ns_per_byte,
                 );
-                self.switch_forward(pkt, nic as usize, self.now, port_ns)
+                self.switch_forward(pkt, nic as usize, self.q.now(), port_ns)
             }
             Ev::Feedback { slot } => {
                 let (src, fb, bytes) = self.wire.feedback.take(slot);
@@ -405,31 +402,34 @@ impl Host {
             }
             Ev::Sample => {
                 self.sample();
-                self.q.schedule(self.now + Time(self.cfg.sample_interval_ns), Ev::Sample);
+                self.q.schedule(self.q.now() + Time(self.cfg.sample_interval_ns), Ev::Sample);
             }
             Ev::XdpPoll => {
                 self.xdp_poll();
-                self.q.schedule(self.now + Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
+                self.q.schedule(self.q.now() + Time::from_ms(self.cfg.kernel.xdp_poll_ms.max(1)), Ev::XdpPoll);
             }
             Ev::NapiSuppress => {
                 self.napi_suppress_check();
                 self.q.schedule(
-                    self.now + Time::from_ms(self.cfg.kernel.napi_suppress_check_ms.max(1)),
+                    self.q.now() + Time::from_ms(self.cfg.kernel.napi_suppress_check_ms.max(1)),
                     Ev::NapiSuppress,
                 );
             }
             Ev::WarmupEnd => self.warmup_end(),
-            Ev::End => {
-                for c in 0..self.cpus.len() {
-                    self.account(c);
-                }
-                // A sample due at this very instant was scheduled after End: take it now.
-                let iv = self.cfg.sample_interval_ns;
-                if self.now.ns().is_multiple_of(iv) && self.stats.samples_taken() < self.now.ns() / iv {
-                    self.sample();
-                }
-                self.ended = true;
-            }
+            Ev::End => unreachable!("the loop ends the run"),
+        }
+    }
+
+    /// The end of the run: every CPU's time accounted up to now, and a sample due now taken.
+    fn end(&mut self) {
+        for c in 0..self.cpus.len() {
+            self.account(c);
+        }
+        // A sample due at this very instant was scheduled after End: take it now.
+        let iv = self.cfg.sample_interval_ns;
+        let now = self.q.now();
+        if now.ns().is_multiple_of(iv) && self.stats.samples_taken() < now.ns() / iv {
+            self.sample();
         }
     }
 

@@ -130,7 +130,7 @@ impl Host {
             Pending::Slept => Outcome::Slept,
             Pending::App(ap) => match ap {
                 AppPending::Computed => Outcome::Computed,
-                AppPending::Time => Outcome::Time { ns: self.now.ns() },
+                AppPending::Time => Outcome::Time { ns: self.q.now().ns() },
                 AppPending::SchedSet { fifo } => {
                     self.set_policy(cpu, pid, fifo);
                     Outcome::SchedulerSet
@@ -254,7 +254,7 @@ impl Host {
     /// jiffies since it last left a CPU (for a running task, time it ran too). No reschedule.
     fn o1_setscheduler(&mut self, pid: Pid, fifo: Option<u8>) {
         self.sched.enq_seq += 1;
-        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let (jiffies, hz) = (self.q.now().ns() / self.tick_ns, self.cfg.kernel.hz);
         let active = self.cpus[self.procs[pid as usize].cpu as usize].o1_active;
         let p = &mut self.procs[pid as usize];
         p.enq_seq = self.sched.enq_seq;

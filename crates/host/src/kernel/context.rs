@@ -22,7 +22,7 @@ impl Host {
     /// Close the current accounting segment of `cpu` at `now`.
     #[inline(always)]
     pub fn account(&mut self, cpu: usize) {
-        let now = self.now;
+        let now = self.q.now();
         let c = &mut self.cpus[cpu];
         let dt = now.since(c.seg_start).ns();
         if dt == 0 {
@@ -84,7 +84,7 @@ impl Host {
                 None => return self.spin(cpu),
             }
         };
-        let now = self.now;
+        let now = self.q.now();
         let c = &mut self.cpus[cpu];
         let Some(f) = c.stack.last_mut() else {
             c.acct_state = CpuState::Idle;
@@ -102,7 +102,7 @@ impl Host {
         if self.cpus[cpu].spinning {
             return self.stop_spin(cpu);
         }
-        let ran = self.now.since(self.cpus[cpu].run_start).ns();
+        let ran = self.q.now().since(self.cpus[cpu].run_start).ns();
         self.account(cpu);
         let c = &mut self.cpus[cpu];
         if let Some(f) = c.stack.last_mut() {
@@ -166,7 +166,7 @@ impl Host {
         if self.trace.is_some() || self.conc.has_lock() {
             return false;
         }
-        let now = self.now;
+        let now = self.q.now();
         let c = &mut self.cpus[cpu];
         if now.since(c.seg_start).ns() != 0 {
             return false;
@@ -237,7 +237,7 @@ impl Host {
         let depth = self.cpus[cpu].stack.len();
         let f = *self.cpus[cpu].stack.last().expect("a frame to trace");
         let label = self.trace_label(cpu, f.work);
-        let now = self.now;
+        let now = self.q.now();
         self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, f.state as u8);
     }
 
@@ -245,7 +245,7 @@ impl Host {
     #[inline]
     pub fn trace_end_top(&mut self, cpu: usize) {
         if let Some(tr) = self.trace.as_mut() {
-            tr.end(cpu, self.cpus[cpu].stack.len(), self.now);
+            tr.end(cpu, self.cpus[cpu].stack.len(), self.q.now());
         }
     }
 
@@ -365,7 +365,7 @@ impl Host {
         }
         if self.cpus[cpu].softirq_pending && !self.in_softirq(cpu) && !self.defer_to_ksoftirqd(cpu) {
             self.cpus[cpu].sirq_ksoftirqd = false;
-            self.cpus[cpu].sirq_start = self.now;
+            self.cpus[cpu].sirq_start = self.q.now();
             self.cpus[cpu].sirq_restarts = 0;
             self.softirq_begin(cpu);
             return;

@@ -17,7 +17,7 @@ impl Host {
         }
         let s = &self.stats;
         Snapshot {
-            t: self.now.ns(),
+            t: self.q.now().ns(),
             offered: s.offered,
             delivered: s.delivered,
             drops: s.drops,
@@ -33,7 +33,7 @@ impl Host {
             irq_suppressions: s.irq_suppressions,
             xdp_high_load_ns: s.xdp_high_load_ns,
             napi_supp_changes: self.mech.napi_supp.changes,
-            napi_supp_ns: self.mech.napi_supp.suppressed_ns(self.now.ns()),
+            napi_supp_ns: self.mech.napi_supp.suppressed_ns(self.q.now().ns()),
             src_acked: self.wire.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.wire.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
@@ -245,7 +245,7 @@ impl Host {
             m.insert("rtt_us_max".into(), if ok { lat.max as f64 / 1e3 } else { nan });
         }
 
-        let sim_ns = self.now.ns();
+        let sim_ns = self.q.now().ns();
         Summary {
             sim_time_ns: sim_ns,
             measure_from_ns: warm.t,

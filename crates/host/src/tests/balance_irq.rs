@@ -29,7 +29,7 @@ fn irq_work(h: &mut Host, cpu: usize, state: CpuState) {
 fn moves_to(h: &mut Host, want: usize) {
     for i in 0..40u64 {
         h.dev.queues[0].router.cpu = 0;
-        h.now = Time::from_ms(100 + i);
+        h.q.advance(Time::from_ms(100 + i));
         assert_eq!(h.route_irq(0), want, "draw {i}: the IRQ must go to CPU {want}");
     }
 }
@@ -66,7 +66,7 @@ fn ksoftirqd_or_a_task_current_is_busy() {
     let mut seen = [false; 4];
     for i in 0..40u64 {
         h.dev.queues[0].router.cpu = 0;
-        h.now = Time::from_ms(200 + i);
+        h.q.advance(Time::from_ms(200 + i));
         seen[h.route_irq(0)] = true;
     }
     assert_eq!(seen, [false, true, false, true], "neighbours 1 and 3, by direction");
@@ -83,7 +83,7 @@ fn idle_timestamp_form_wants_two_jiffies_of_idle() {
     h.cpus[3].curr = Some(1);
     irq_work(&mut h, 2, CpuState::Hardirq);
     h.dev.queues[0].router.cpu = 0;
-    h.now = Time(100 * jiffy);
+    h.q.advance(Time(100 * jiffy));
     h.cpus[2].idle_since = Time(100 * jiffy);
     let c = h.route_irq(0);
     assert!(c == 1 || c == 3, "just gone idle: not idle enough, the search wraps to a neighbour ({c})");

@@ -124,7 +124,7 @@ fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::metrics::migr
         resync(&mut h);
         let target = h.sched.wake.select_task_rq(&h, 0, prev, waker);
         h.sched.wake.task_woken(0, waker, prev);
-        h.stats.record_wakeup(h.now, 0, waker, prev, target);
+        h.stats.record_wakeup(h.q.now(), 0, waker, prev, target);
         if target != prev {
             h.sched.wake.task_migrated(0);
             h.procs[0].cpu = target as u32;

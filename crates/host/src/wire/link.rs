@@ -17,7 +17,7 @@ impl Host {
         let mut out = std::mem::take(&mut self.wire.emit_buf);
         out.clear();
         let src = &mut self.wire.srcs[s];
-        let next = src.src.wake(self.now, &mut src.rng, &mut out);
+        let next = src.src.wake(self.q.now(), &mut src.rng, &mut out);
         if let Some(t) = next {
             let gen = self.wire.srcs[s].timer.arm();
             self.q.schedule(t, Ev::SourceWake { src: s as u32, gen });
@@ -29,7 +29,7 @@ impl Host {
     pub fn source_feedback(&mut self, s: usize, fb: Feedback) {
         let mut out = std::mem::take(&mut self.wire.emit_buf);
         out.clear();
-        if let Some(t) = self.wire.srcs[s].src.feedback(self.now, fb, &mut out) {
+        if let Some(t) = self.wire.srcs[s].src.feedback(self.q.now(), fb, &mut out) {
             let gen = self.wire.srcs[s].timer.arm();
             self.q.schedule(t, Ev::SourceWake { src: s as u32, gen });
         }
@@ -46,7 +46,7 @@ impl Host {
             let nic_i = src.nic as usize;
             let nic = &self.dev.nics[nic_i];
             let FlowWire { client: c, dst_port, hash, queue } = src.flow_wire(s, e.flow, self.net.hash_key, nic);
-            let start = self.now.max(src.link_free[c as usize]);
+            let start = self.q.now().max(src.link_free[c as usize]);
             let at_switch = start + Time(link_ns);
             src.link_free[c as usize] = at_switch;
             let delay = src.link_delay_ns;

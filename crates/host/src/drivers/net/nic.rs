@@ -10,7 +10,7 @@ use hostsim_engine::Time;
 
 impl Host {
     pub fn frame_arrive(&mut self, pkt: PktId) {
-        self.skb.pkts[pkt as usize].t_nic = self.now;
+        self.skb.pkts[pkt as usize].t_nic = self.q.now();
         let mut q = self.skb.pkts[pkt as usize].queue as usize;
         let nic = self.dev.queues[q].nic as usize;
         if let Some(fd) = &self.dev.nics[nic].fdir {
@@ -85,12 +85,12 @@ impl Host {
             // EQE mode it runs from the previous interrupt.
             let (usec, pkts) = d.dim.moderation();
             let period = Time::from_us(u64::from(usec));
-            if nq.since_irq >= pkts || (!d.dim.cqe_mode && self.now >= nq.last_irq + period) {
+            if nq.since_irq >= pkts || (!d.dim.cqe_mode && self.q.now() >= nq.last_irq + period) {
                 nq.coalesce.cancel();
                 self.nic_raise(q);
                 return;
             }
-            let at = if d.dim.cqe_mode { self.now + period } else { nq.last_irq + period };
+            let at = if d.dim.cqe_mode { self.q.now() + period } else { nq.last_irq + period };
             if d.dim.cqe_mode || !nq.coalesce.is_armed() {
                 let gen = nq.coalesce.arm();
                 self.q.schedule(at, Ev::Coalesce { q: q as u32, gen });
@@ -99,7 +99,7 @@ impl Host {
         }
         if nq.itr_ns > 0 {
             let earliest = nq.last_irq + Time(nq.itr_ns);
-            if self.now < earliest {
+            if self.q.now() < earliest {
                 if !nq.coalesce.is_armed() {
                     let gen = nq.coalesce.arm();
                     self.q.schedule(earliest, Ev::Coalesce { q: q as u32, gen });
@@ -112,7 +112,7 @@ impl Host {
             self.nic_raise(q);
         } else if usecs > 0 && !nq.coalesce.is_armed() {
             let gen = nq.coalesce.arm();
-            self.q.schedule(self.now + Time::from_us(u64::from(usecs)), Ev::Coalesce { q: q as u32, gen });
+            self.q.schedule(self.q.now() + Time::from_us(u64::from(usecs)), Ev::Coalesce { q: q as u32, gen });
         }
     }
 
@@ -121,7 +121,7 @@ impl Host {
     pub fn nic_raise(&mut self, q: usize) {
         let napi = self.cfg.kernel.rx_path == crate::config::RxPath::Napi;
         let nq = &mut self.dev.queues[q];
-        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.has_done(self.now))) {
+        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.has_done(self.q.now()))) {
             return;
         }
         nq.irq_active = true;
@@ -132,7 +132,7 @@ impl Host {
         if let Some(d) = &mut nq.net_dim {
             d.events = d.events.wrapping_add(1); // mlx5e_completion_event: `cq->event_ctr++`
         }
-        nq.last_irq = self.now;
+        nq.last_irq = self.q.now();
         nq.coalesce.cancel();
         let cpu = self.route_irq(q);
         self.raise_irq(cpu, IrqSrc::Nic(q as u32));
@@ -142,7 +142,7 @@ impl Host {
         if let Some(cpu) = self.dev.queues[q].router.route_static() {
             return cpu;
         }
-        let now = self.now;
+        let now = self.q.now();
         let tick = self.tick_ns;
         let test = self.cfg.kernel.balance_irq_idle;
         let cpus = &self.cpus;

@@ -97,7 +97,7 @@ impl Host {
             let depth = self.cpus[cpu].stack.len() + 1;
             let f = *self.cpus[cpu].stack.last().expect("a spinning CPU has a frame");
             let label = self.trace_label(cpu, f.work);
-            let now = self.now;
+            let now = self.q.now();
             if let Some(t) = self.trace.as_mut() {
                 t.begin(cpu, depth, now, label, CpuState::Spin as u8);
             }
@@ -106,7 +106,7 @@ impl Host {
 
     fn trace_end_spin(&mut self, cpu: usize) {
         if let Some(tr) = self.trace.as_mut() {
-            tr.end(cpu, self.cpus[cpu].stack.len() + 1, self.now);
+            tr.end(cpu, self.cpus[cpu].stack.len() + 1, self.q.now());
         }
     }
 

@@ -80,7 +80,7 @@ impl Host {
             .cfg
             .kernel
             .o1_runqueue
-            .then(|| (self.now.ns() / self.tick_ns, self.cfg.kernel.hz, self.cpus[cpu].o1_active));
+            .then(|| (self.q.now().ns() / self.tick_ns, self.cfg.kernel.hz, self.cpus[cpu].o1_active));
         let p = &mut self.procs[pid as usize];
         p.enq_seq = seq;
         p.cpu = cpu as u32;
@@ -154,7 +154,7 @@ impl Host {
         p.migrations += 1;
         self.sched.wake.task_migrated(pid);
         self.stats.migrations[cause as usize] += 1;
-        self.stats.record_migration(self.now, pid, from, to, cause);
+        self.stats.record_migration(self.q.now(), pid, from, to, cause);
     }
 
     /// `try_to_wake_up`: place the task with the wake policy, queue it, maybe preempt.
@@ -197,15 +197,15 @@ impl Host {
             self.sched.wake.select_task_rq(self, pid, prev, waker)
         };
         self.sched.wake.task_woken(pid, waker, prev);
-        self.stats.record_wakeup(self.now, pid, waker, prev, target);
+        self.stats.record_wakeup(self.q.now(), pid, waker, prev, target);
         if target != prev {
             self.migrate(pid, prev, target, MigrationCause::Wakeup);
         }
         self.procs[pid as usize].state = ProcState::Runnable;
         self.enqueue(target, pid, true);
         match &mut self.sched.balancer {
-            Balancer::Cfs6(b) => b.ttwu_idle_end(target, self.now.ns()),
-            Balancer::Cfs(g) => g.wakeup(target, self.now.ns()),
+            Balancer::Cfs6(b) => b.ttwu_idle_end(target, self.q.now().ns()),
+            Balancer::Cfs(g) => g.wakeup(target, self.q.now().ns()),
             Balancer::O1(_) => {}
         }
         self.check_preempt(target, pid);
@@ -352,7 +352,7 @@ impl Host {
         debug_assert!(self.cpus[cpu].stack.is_empty());
         self.cpus[cpu].curr = None;
         if let Some(pid) = prev {
-            self.procs[pid as usize].left_cpu_at = self.now;
+            self.procs[pid as usize].left_cpu_at = self.q.now();
             if self.procs[pid as usize].state == ProcState::Runnable {
                 self.enqueue_prev(cpu, pid);
             }
@@ -370,7 +370,7 @@ impl Host {
         let hook_ns = self.switch_hook(cpu, next);
         let Some(pid) = next else {
             if prev.is_some() {
-                self.cpus[cpu].idle_since = self.now;
+                self.cpus[cpu].idle_since = self.q.now();
             }
             self.sync_idle(cpu);
             self.start_top(cpu);
@@ -378,7 +378,7 @@ impl Host {
         };
         self.cpus[cpu].curr = Some(pid);
         self.sched.masks.set_idle(cpu, false);
-        self.cpus[cpu].curr_since = self.now;
+        self.cpus[cpu].curr_since = self.q.now();
         let mut cost = hook_ns + if prev != Some(pid) { self.cfg.profile.costs.context_switch_ns } else { 0 };
         let p = &mut self.procs[pid as usize];
         if p.last_ran.is_some_and(|l| l as usize != cpu) {
@@ -431,7 +431,7 @@ impl Host {
                 let period = (k.sched_latency_us * 1000).max(nr * min_gran);
                 let total = self.cpu_load(cpu).max(1);
                 let slice = (period * p.weight / total).max(min_gran);
-                let ran = self.now.since(self.cpus[cpu].curr_since).ns();
+                let ran = self.q.now().since(self.cpus[cpu].curr_since).ns();
                 let leftmost =
                     self.cpus[cpu].rq_cfs.iter().map(|&q| self.procs[q as usize].vruntime).min().unwrap_or(u64::MAX);
                 if ran > slice || p.vruntime.saturating_sub(leftmost) > slice {
@@ -441,8 +441,8 @@ impl Host {
         }
         match self.sched.balancer {
             Balancer::Cfs(_) => {
-                if self.now >= self.cpus[cpu].next_balance {
-                    self.cpus[cpu].next_balance = self.now + Time::from_ms(self.cfg.kernel.balance_interval_ms);
+                if self.q.now() >= self.cpus[cpu].next_balance {
+                    self.cpus[cpu].next_balance = self.q.now() + Time::from_ms(self.cfg.kernel.balance_interval_ms);
                     self.periodic_balance(cpu);
                 }
             }
@@ -473,7 +473,7 @@ impl Host {
             self.cpus[cpu].need_resched = true;
             return;
         }
-        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let (jiffies, hz) = (self.q.now().ns() / self.tick_ns, self.cfg.kernel.hz);
         let starving = crate::kernel::sched::o1_rq::expired_starving(
             self.cpus[cpu].o1_expired_ts,
             jiffies,
@@ -584,7 +584,7 @@ impl crate::kernel::sched::wake::WakeView for Host {
         self.cpus[cpu].curr
     }
     fn jiffies(&self) -> u64 {
-        self.now.ns() / self.tick_ns
+        self.q.now().ns() / self.tick_ns
     }
     fn hz(&self) -> u32 {
         self.cfg.kernel.hz
@@ -654,7 +654,7 @@ impl BalanceView for Host {
             .collect()
     }
     fn jiffies(&self) -> u64 {
-        self.now.ns() / self.tick_ns
+        self.q.now().ns() / self.tick_ns
     }
     fn hz(&self) -> u32 {
         self.cfg.kernel.hz

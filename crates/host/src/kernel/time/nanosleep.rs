@@ -66,12 +66,12 @@ impl Host {
         let p = &mut self.procs[pid as usize];
         p.pending = Pending::Slept;
         let wake = if self.cfg.kernel.timer_tick_sleep {
-            match nanosleep_jiffies(self.now.ns(), ns, self.tick_ns, p.rt.is_some()) {
+            match nanosleep_jiffies(self.q.now().ns(), ns, self.tick_ns, p.rt.is_some()) {
                 Nanosleep::BusyWait { ns } => return Some((CpuState::System, ns)),
                 Nanosleep::Until { at_ns } => Time(at_ns),
             }
         } else {
-            self.now + Time(ns + self.cfg.kernel.timer_slack_ns)
+            self.q.now() + Time(ns + self.cfg.kernel.timer_slack_ns)
         };
         p.state = ProcState::Sleeping;
         let gen = p.timer.arm();

@@ -40,7 +40,7 @@ impl Host {
         let top = self.net.socks.iter().map(|s| s.level).max().unwrap_or(0);
         let queued: u64 = self.net.socks.iter().filter(|s| top > 0 && s.level == top).map(|s| u64::from(s.used)).sum();
         let want = wanted(self.mech.xdp.high_load(), queued, self.cfg.kernel.napi_suppress_queued_bytes_min);
-        if !self.mech.napi_supp.set(want, self.now.ns()) {
+        if !self.mech.napi_supp.set(want, self.q.now().ns()) {
             return;
         }
         for q in 0..self.dev.queues.len() {

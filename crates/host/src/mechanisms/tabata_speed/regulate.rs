@@ -26,7 +26,7 @@ impl Host {
         }
         if let Some(s) = self.cfg.processes[group as usize].speed_pct {
             let k = &self.cfg.kernel;
-            let plan = SlotPlan::new(s, k.speed_slot_us * 1000, k.speed_block_ms * 1_000_000, self.now.ns());
+            let plan = SlotPlan::new(s, k.speed_slot_us * 1000, k.speed_block_ms * 1_000_000, self.q.now().ns());
             self.procs[pid as usize].speed = Some(plan);
         }
     }
@@ -35,7 +35,7 @@ impl Host {
     /// may be queued now; else it is throttled until its next allocated slot.
     pub fn speed_admit(&mut self, pid: Pid, woken: bool) -> bool {
         let Some(plan) = self.procs[pid as usize].speed else { return true };
-        let now = self.now;
+        let now = self.q.now();
         let k = plan.slot_of(now);
         let in_slot = plan.allocated_at(now);
         let boundary = now == plan.slot_start(k);
@@ -78,7 +78,7 @@ impl Host {
                 // Its allocated slot begins.
                 self.procs[pid as usize].state = ProcState::Runnable;
                 let plan = self.procs[pid as usize].speed.expect("regulated");
-                self.speed_arm_end(pid, plan.slot_of(self.now));
+                self.speed_arm_end(pid, plan.slot_of(self.q.now()));
                 let cpu = self.procs[pid as usize].cpu as usize;
                 if self.cpus[cpu].curr != Some(pid) {
                     self.enqueue_woken(pid);
@@ -96,7 +96,7 @@ impl Host {
                     self.dequeue(cpu, pid);
                 }
                 let plan = self.procs[pid as usize].speed.expect("regulated");
-                let next = plan.next_allocated(plan.slot_of(self.now));
+                let next = plan.next_allocated(plan.slot_of(self.q.now()));
                 let gen = self.procs[pid as usize].slot_timer.arm();
                 self.q.schedule(plan.slot_start(next), Ev::SlotTimer { pid, gen });
             }
@@ -110,7 +110,7 @@ impl Host {
     pub fn speed_check(&mut self, pid: Pid, from: hostsim_engine::Time) {
         let Some(plan) = self.procs[pid as usize].speed else { return };
         let k = plan.slot_of(from);
-        let ok = plan.allocated_at(from) && plan.run_end(k).is_none_or(|e| self.now <= plan.slot_start(e));
+        let ok = plan.allocated_at(from) && plan.run_end(k).is_none_or(|e| self.q.now() <= plan.slot_start(e));
         if !ok {
             self.stats.speed_violations += 1;
         }

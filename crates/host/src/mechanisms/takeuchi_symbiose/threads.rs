@@ -112,10 +112,10 @@ impl Host {
     fn symbiose_sleep(&mut self, cpu: usize, pid: Pid) {
         let period = self.conc.symbiose().expect("functional").period_ns;
         let next = (self.procs[pid as usize].period_start_ns / period + 1) * period;
-        if next <= self.now.ns() {
+        if next <= self.q.now().ns() {
             // Overran: the missed boundaries count as one activation, run now as that of the
             // latest boundary passed (no catching up on every missed one).
-            self.procs[pid as usize].period_start_ns = self.now.ns() / period * period;
+            self.procs[pid as usize].period_start_ns = self.q.now().ns() / period * period;
             let splice_ns = self.cfg.profile.mechanisms.symbiose_splice_ns;
             return self.symbiose_unit(cpu, pid, Pending::Exchange, splice_ns);
         }

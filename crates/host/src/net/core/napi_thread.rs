@@ -85,7 +85,7 @@ impl Host {
             // The poll call starts with the queue pair's TX ring, outside the RX weight, as in
             // NET_RX (`net/core/tx.rs`).
             nq.tx_polled = true;
-            let n = nq.tx.done(self.now);
+            let n = nq.tx.done(self.q.now());
             if n > 0 {
                 let cost = u64::from(n) * self.cfg.profile.costs.driver_tx_clean_ns;
                 return self.kthread_unit(cpu, pid, Pending::NapiTx { n }, cost);
@@ -105,7 +105,7 @@ impl Host {
             // The program runs on the frame before anything else sees it (`veth_xdp_rcv_one`).
             cost += self.cfg.profile.mechanisms.xdp_run_ns;
             let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
-            if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+            if self.mech.xdp.verdict(self.q.now().ns(), level) == Verdict::Drop {
                 return self.kthread_unit(cpu, pid, Pending::NapiRx { pkt, drop: true }, cost);
             }
             cost += self.cfg.profile.mechanisms.xdp_skb_build_ns;

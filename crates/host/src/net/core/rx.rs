@@ -201,7 +201,7 @@ impl Host {
 
     /// Start one NET_RX pass (`__do_softirq` → `net_rx_action`). The top must be paused.
     pub fn softirq_begin(&mut self, cpu: usize) {
-        let now = self.now;
+        let now = self.q.now();
         let c = &mut self.cpus[cpu];
         c.softirq_pending = false;
         c.sirq_budget = self.cfg.kernel.netdev_budget;
@@ -317,7 +317,7 @@ impl Host {
                     return self.napi_pass_up(cpu, head, 0);
                 }
             }
-            if c.sirq_budget == 0 || self.now.since(c.sirq_pass_start) >= time_max {
+            if c.sirq_budget == 0 || self.q.now().since(c.sirq_pass_start) >= time_max {
                 c.softirq_pending = true; // `softnet_break`: re-raise
                 if matches!(napi, Napi::Queue(_)) {
                     self.cpumap_flush(cpu); // the driver's poll returns: `xdp_do_flush`
@@ -399,7 +399,7 @@ impl Host {
                             return;
                         }
                         let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
-                        if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+                        if self.mech.xdp.verdict(self.q.now().ns(), level) == Verdict::Drop {
                             self.next_unit(cpu, Work::XdpDrop { pkt }, CpuState::Softirq, driver);
                             return;
                         }
@@ -464,7 +464,7 @@ impl Host {
             let c = &self.cpus[cpu];
             let k = &self.cfg.kernel;
             if c.sirq_restarts < k.softirq_restart_max
-                && self.now.since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
+                && self.q.now().since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
             {
                 self.cpus[cpu].sirq_restarts += 1;
                 return self.softirq_begin(cpu);
@@ -521,15 +521,15 @@ impl Host {
         if let Some(d) = &mut nq.net_dim {
             // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
             let s = crate::drivers::net::dim::Sample {
-                time_ns: self.now.ns(),
+                time_ns: self.q.now().ns(),
                 events: d.events,
                 pkts: d.pkts,
                 bytes: d.bytes,
             };
             d.dim.sample(s);
         }
-        if nq.tx.has_done(self.now) {
-            self.q.schedule(self.now, Ev::TxIrq { q: q as u32 });
+        if nq.tx.has_done(self.q.now()) {
+            self.q.schedule(self.q.now(), Ev::TxIrq { q: q as u32 });
         }
     }
 
@@ -551,7 +551,7 @@ impl Host {
         self.mech.xdp_last_poll = (backlog_drops, top_drops);
         let was_high = self.mech.xdp.high_load();
         self.mech.xdp.poll(Observation {
-            t_ns: self.now.ns(),
+            t_ns: self.q.now().ns(),
             backlog_drops: backlog_drops - last_b,
             backlog_len_max: self.cpus.iter().map(|c| c.backlog.len() as u64).max().unwrap_or(0),
             top_socket_drops: top_drops - last_t,

@@ -68,7 +68,7 @@ impl Host {
         }
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += u64::from(f.payload);
-        match self.dev.queues[q].tx.xmit(self.now, f, wire_ns, bytes, &mut self.dev.nics[nic].tx_wire_free) {
+        match self.dev.queues[q].tx.xmit(self.q.now(), f, wire_ns, bytes, &mut self.dev.nics[nic].tx_wire_free) {
             Xmit::Ring { done, irq, .. } => {
                 self.tx_on_ring(q, f, done, irq, bytes);
                 true
@@ -126,7 +126,7 @@ impl Host {
     /// clean-up is already on the way (then it is remembered and raised again once that is
     /// done). NAPI: a cause of the queue's interrupt vector, under its moderation.
     pub fn tx_irq_cause(&mut self, q: usize) {
-        let now = self.now;
+        let now = self.q.now();
         if self.cfg.kernel.rx_path == RxPath::Napi {
             if self.dev.queues[q].tx.has_done(now) {
                 self.nic_tx_cause(q);
@@ -148,7 +148,7 @@ impl Host {
 
     /// The TX interrupt's entry has run on `cpu` (2.4 path): clean the completed frames.
     pub fn nic_tx_irq_handler(&mut self, cpu: usize, q: usize) {
-        let n = self.dev.queues[q].tx.done(self.now);
+        let n = self.dev.queues[q].tx.done(self.q.now());
         if n == 0 {
             return self.tx_irq_end(cpu, q);
         }
@@ -163,7 +163,7 @@ impl Host {
         if self.dev.queues[q].tx.irq_active {
             return false;
         }
-        let n = self.dev.queues[q].tx.done(self.now);
+        let n = self.dev.queues[q].tx.done(self.q.now());
         if n == 0 {
             return false;
         }
@@ -201,7 +201,7 @@ impl Host {
     /// NAPI: at the start of a poll of queue `q`, a unit cleaning its completed TX frames.
     /// Returns false if there was nothing to clean.
     pub fn tx_poll_next(&mut self, cpu: usize, q: usize) -> bool {
-        let n = self.dev.queues[q].tx.done(self.now);
+        let n = self.dev.queues[q].tx.done(self.q.now());
         if n == 0 {
             return false;
         }
@@ -212,7 +212,7 @@ impl Host {
 
     /// Free `n` completed descriptors of queue `q`'s ring and refill it from its device queue.
     pub fn tx_clean(&mut self, q: usize, n: u32) {
-        let now = self.now;
+        let now = self.q.now();
         let nic = self.dev.queues[q].nic as usize;
         self.dev.queues[q].tx.clean(now, n);
         while let Some(f) = self.dev.queues[q].tx.next_queued() {
