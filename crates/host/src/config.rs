@@ -620,7 +620,8 @@ impl Default for KernelConfig {
             backlog: BacklogKind::Fifo,
             pbq_min_packets: 30,
             flow_limit_cpus: Vec::new(),
-            flow_limit_table_len: crate::mechanisms::flow_limit::FLOW_LIMIT_TABLE_LEN,
+            // Linux's `netdev_flow_limit_table_len` (mechanisms/flow_limit.rs `FLOW_LIMIT_TABLE_LEN`).
+            flow_limit_table_len: 1 << 12,
             irq_suppression: false,
             xdp: XdpKind::None,
             xdp_poll_ms: 10,

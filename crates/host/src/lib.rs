@@ -25,7 +25,8 @@
 //! | `fs/` | poll() (`fs/select.c`) |
 //! | `net/core/` | `netif_rx`, NAPI, the NET_RX softirq, backlogs, RPS/RFS, the device transmit layer, sockets, packets |
 //! | `net/ipv4/` | UDP and TCP input, the sending TCP (around the `hostsim-tcp` crate), event-driven servers' connections, forwarding |
-//! | `mechanisms/` | one entry per paper id (`ozaki_pbq`, `goda_rfs`, `tabata_speed`, `takeuchi_symbiose`) plus `flow_limit`: only the papers' policies |
+//! | `mechanisms/` | one entry per paper id (`ozaki_pbq`, `goda_rfs`, `tabata_speed`, `takeuchi_symbiose`) plus `flow_limit`, and the registry: only the papers' policies |
+//! | `hooks.rs` | what a mechanism implements and what the host offers it (the hub is generic over the registry) |
 //! | `metrics/` | counters, time series, windowed metrics and `summary.json`, traces, paper 001's migration classifier |
 //! | `wire/` | outside the host: sources, their links and the switch in front of each NIC port |
 //! | `sim.rs` | the hub: `Host` (each subsystem's state struct side by side), the event enum, the main loop |
@@ -41,6 +42,7 @@
 mod config;
 mod drivers;
 mod fs;
+pub mod hooks;
 mod kernel;
 pub mod mechanisms;
 mod metrics;
@@ -109,7 +111,7 @@ pub fn run_traced(
     try_run_traced(cfg, window, sink, progress).unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub(crate) fn output(host: &mut sim::Host) -> RunOutput {
+pub(crate) fn output<M: hooks::Mechanisms>(host: &mut sim::Host<M>) -> RunOutput {
     RunOutput {
         summary: host.summary(),
         timeseries: host.stats.series.clone(),

@@ -31,7 +31,7 @@ use crate::types::*;
 use hostsim_workload::{Accel, Action, Outcome, ThreadProgram};
 use std::collections::VecDeque;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub(crate) fn app_of(&self, pid: Pid) -> (usize, usize) {
         let p = &self.procs[pid as usize];
         (p.app as usize, p.thread as usize)
@@ -184,7 +184,7 @@ impl Host {
         let action = self.apps[a].accel.next(t, outcome);
         let c = &self.cfg.profile.costs;
         let syscall = c.syscall_ns;
-        let set = |h: &mut Host, ap: AppPending| h.procs[pid as usize].pending = Pending::App(ap);
+        let set = |h: &mut Host<M>, ap: AppPending| h.procs[pid as usize].pending = Pending::App(ap);
         match action {
             Action::Compute { user_ns } => {
                 set(self, AppPending::Computed);

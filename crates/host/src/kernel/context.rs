@@ -18,7 +18,7 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Close the current accounting segment of `cpu` at `now`.
     #[inline(always)]
     pub fn account(&mut self, cpu: usize) {
@@ -51,8 +51,10 @@ impl Host {
                 // Kernel time by function, as a profiler sees it: poll()'s share.
                 self.stats.poll_ns += dt;
             }
-            if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
-                self.speed_check(pid, seg_start);
+            if top == Some(Level::Process) {
+                // A mechanism's rule about a task's own time (paper 002: only in its slots).
+                let now = self.q.now();
+                self.mech.account(pid, seg_start, now);
             }
         } else if !self.cfg.kernel.irq_time_accounting {
             // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
@@ -75,7 +77,7 @@ impl Host {
         self.account(cpu);
         // Without a kernel lock the gate is always open at no cost (`lock_gate`'s first test,
         // done here: the call cost ~17 instructions per unit, callgrind livelock-400k).
-        debug_assert_eq!(self.conc.has_lock(), self.conc.lock().is_some());
+        debug_assert_eq!(self.conc.has_lock(), self.kernel_lock().is_some());
         let extra = if !self.conc.has_lock() {
             0
         } else {
@@ -391,7 +393,7 @@ impl Host {
     }
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Is `pid`'s current unit on `cpu` the kernel work of a poll() (`fs/select.rs`)?
     fn in_poll(&self, cpu: usize, pid: Pid) -> bool {
         use crate::kernel::app_state::AppPending;

@@ -35,8 +35,43 @@
 //! (2025) index the table with `hash_32(hash, log_buckets)` instead of the low bits; that changes
 //! which flows share a bucket, not the rule. We keep the 6.6 indexing.
 
+use crate::config::BacklogKind;
+use crate::hooks::{Boot, Mechanism};
 use crate::net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 use crate::types::PktId;
+use hostsim_engine::Rng;
+
+/// The mechanism: each CPU's backlog is a [`FlowLimit`] when `kernel.backlog = "flow_limit"`.
+pub struct RpsFlowLimit {
+    on: bool,
+    /// `netdev_max_backlog`.
+    max: usize,
+    /// `flow_limit_table_len` on the CPUs of `flow_limit_cpus` (all if empty).
+    table_len: u32,
+    cpus: Vec<u32>,
+    cost_ns: u64,
+}
+
+impl Mechanism for RpsFlowLimit {
+    fn new(boot: &Boot) -> Self {
+        let k = &boot.cfg.kernel;
+        RpsFlowLimit {
+            on: k.backlog == BacklogKind::FlowLimit,
+            max: k.netdev_max_backlog as usize,
+            table_len: k.flow_limit_table_len,
+            cpus: k.flow_limit_cpus.clone(),
+            cost_ns: boot.cfg.profile.mechanisms.flow_limit_ns,
+        }
+    }
+
+    fn backlog(&self, cpu: usize, _rng: Rng) -> Option<Box<dyn BacklogPolicy>> {
+        if !self.on {
+            return None;
+        }
+        let has_table = self.cpus.is_empty() || self.cpus.contains(&(cpu as u32));
+        Some(Box::new(FlowLimit::new(self.max, has_table.then_some(self.table_len)).with_cost(self.cost_ns)))
+    }
+}
 
 /// `FLOW_LIMIT_HISTORY` (net/core/dev.h): packets of recent history per table.
 pub const FLOW_LIMIT_HISTORY: usize = 1 << 7;
@@ -99,12 +134,25 @@ pub struct FlowLimit {
     fifo: Fifo,
     max: usize,
     table: Option<Box<SdFlowLimit>>,
+    /// `skb_flow_limit`'s table work (the profile's `flow_limit_ns`), per packet `limit` checks.
+    cost_ns: u64,
 }
 
 impl FlowLimit {
     /// `max` = `netdev_max_backlog`; `table_len` buckets if this CPU has a table.
     pub fn new(max: usize, table_len: Option<u32>) -> FlowLimit {
-        FlowLimit { fifo: Fifo::new(max, false), max, table: table_len.map(|n| Box::new(SdFlowLimit::new(n))) }
+        FlowLimit {
+            fifo: Fifo::new(max, false),
+            max,
+            table: table_len.map(|n| Box::new(SdFlowLimit::new(n))),
+            cost_ns: 0,
+        }
+    }
+
+    /// With the table work's cost (`flow_limit_ns`).
+    pub fn with_cost(mut self, cost_ns: u64) -> FlowLimit {
+        self.cost_ns = cost_ns;
+        self
     }
 
     /// Does `limit` do the table work for an enqueue onto a backlog of `target_len`?
@@ -140,6 +188,18 @@ impl BacklogPolicy for FlowLimit {
             None => false,
         }
     }
+    fn may_limit(&self) -> bool {
+        true
+    }
+    /// The table work, once the target backlog is at least half full (`engaged`): the
+    /// polling CPU's, charged to its unit.
+    fn limit_cost_ns(&self, target_len: usize) -> u64 {
+        if self.engaged(target_len) {
+            self.cost_ns
+        } else {
+            0
+        }
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +217,7 @@ mod tests {
     fn constants_are_linux_6_6s() {
         assert_eq!(FLOW_LIMIT_HISTORY, 128);
         assert_eq!(FLOW_LIMIT_TABLE_LEN, 4096);
+        assert_eq!(crate::config::KernelConfig::default().flow_limit_table_len, FLOW_LIMIT_TABLE_LEN);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::kernel::task::{sock_level, Proc};
 use crate::net::core::cpumap::Cpumap;
 use crate::net::core::sock::{Endpoints, Sock};
 use crate::net::ipv4::tcp_conn::Conn;
+use crate::policies::Xdp;
 use crate::types::NONE;
 use hostsim_engine::RngStreams;
 
@@ -44,6 +45,8 @@ pub struct NetStack {
     pub agg_defer_ack: bool,
     /// XDP `cpumap`: the CPU map entry the program redirects to (`net/core/cpumap.rs`).
     pub cpumap: Option<Cpumap>,
+    /// The program at the drivers' entry point (`kernel.xdp`; a mechanism's: `Xdp::Mech`).
+    pub xdp: Xdp,
 }
 
 impl NetStack {
@@ -72,6 +75,7 @@ impl NetStack {
             agg_defer_ack: false,
             cpumap: (cfg.kernel.xdp == XdpKind::Cpumap)
                 .then(|| Cpumap::new(cfg.online_cpus(), cfg.kernel.cpumap_qsize)),
+            xdp: Xdp::None,
         }
     }
 }

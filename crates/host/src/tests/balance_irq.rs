@@ -4,7 +4,7 @@
 
 use crate::config::*;
 use crate::kernel::cpu::{Frame, Work};
-use crate::sim::*;
+use crate::tests::util::Host;
 use crate::tests::util::{host, nic, sink};
 use crate::types::*;
 use hostsim_engine::Time;

@@ -2,7 +2,7 @@
 //! two CPUs whose NAPI poll runs on CPU 0 and redirects every frame to CPU 1's entry.
 
 use crate::config::*;
-use crate::sim::Host;
+use crate::tests::util::Host;
 use crate::tests::util::{nic, zero_profile};
 use hostsim_workload::SourceKind;
 

@@ -4,7 +4,7 @@
 
 use crate::config::*;
 use crate::kernel::task::ProcState;
-use crate::sim::Host;
+use crate::tests::util::Host;
 use crate::tests::util::{nic, sink, zero_profile};
 use hostsim_workload::ProgramKind;
 use std::collections::BTreeMap;
@@ -170,7 +170,8 @@ fn affinity_moves_the_kthread_off_the_servers_cpu_and_back() {
     let mut h = suppressed(NapiSuppress::Affinity, 400);
     let pid = kthread(&h);
     assert_eq!((h.procs[pid].allowed, h.procs[pid].cpu), (0b01, 0));
-    assert!(!h.mech.napi_supp.on && h.mech.napi_supp.changes >= 2);
+    let supp = &h.mech.ozaki_pbq.napi.as_ref().expect("the agent").supp;
+    assert!(!supp.on && supp.changes >= 2);
     let m = h.summary().metrics;
     assert!(m["supp_changes_per_s"] > 0.0 && m["supp_frac"] < 0.5, "{m:?}");
 }

@@ -1,7 +1,9 @@
 //! Builders for unit tests that need a `Host`: a zero-cost machine and UDP sink processes.
 
 use crate::config::*;
-use crate::sim::Host;
+
+/// The host with the model's mechanisms (the registry's).
+pub type Host = crate::sim::Host<crate::mechanisms::Registry>;
 use hostsim_workload::{ProgramKind, WorkDist};
 
 pub fn zero_profile(topology: Topology) -> Profile {

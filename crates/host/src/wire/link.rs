@@ -9,7 +9,7 @@ use crate::wire::FlowWire;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub fn source_wake(&mut self, s: usize, gen: u32) {
         if !self.wire.srcs[s].timer.fires(gen) {
             return;

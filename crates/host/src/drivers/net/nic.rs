@@ -8,7 +8,7 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub fn frame_arrive(&mut self, pkt: PktId) {
         self.skb.pkts[pkt as usize].t_nic = self.q.now();
         let mut q = self.skb.pkts[pkt as usize].queue as usize;

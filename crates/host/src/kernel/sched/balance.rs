@@ -10,7 +10,7 @@ use crate::policies::Balancer;
 use crate::sim::*;
 use crate::types::*;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// 2.4 O(1) `load_balance(this_rq, idle)`: pull what `sched_o1` chooses to `cpu`. From
     /// `schedule()` (`in_schedule`) the caller picks the next task itself.
     pub(crate) fn o1_balance(&mut self, cpu: usize, idle: bool, in_schedule: bool) {

@@ -13,7 +13,7 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Charge `dt` ns to `pid`'s vruntime, and to its CPU time if `own` (task context).
     pub fn charge_process(&mut self, pid: Pid, dt: u64, own: bool) {
         let p = &mut self.procs[pid as usize];
@@ -152,7 +152,7 @@ impl Host {
         p.vruntime = (p.vruntime + tm).saturating_sub(fm);
         p.cpu = to as u32;
         p.migrations += 1;
-        self.sched.wake.task_migrated(pid);
+        self.mech.task_migrated(pid);
         self.stats.migrations[cause as usize] += 1;
         self.stats.record_migration(self.q.now(), pid, from, to, cause);
     }
@@ -166,8 +166,8 @@ impl Host {
         ) {
             return;
         }
-        if !self.speed_admit(pid, true) {
-            return; // speed-regulated: queued at its next allocated slot (mechanisms/tabata_speed/regulate.rs)
+        if !M::admit(self, pid, true) {
+            return; // held back by a mechanism (paper 002: queued at its next allocated slot)
         }
         self.wake_up_admitted(pid, waker);
     }
@@ -194,9 +194,9 @@ impl Host {
         let target = if self.procs[pid as usize].pinned_kthread {
             prev
         } else {
-            self.sched.wake.select_task_rq(self, pid, prev, waker)
+            self.mech.select_task_rq(self, pid, prev, waker, &self.sched.wake)
         };
-        self.sched.wake.task_woken(pid, waker, prev);
+        self.mech.task_woken(pid, waker, prev);
         self.stats.record_wakeup(self.q.now(), pid, waker, prev, target);
         if target != prev {
             self.migrate(pid, prev, target, MigrationCause::Wakeup);
@@ -223,8 +223,8 @@ impl Host {
         self.procs[pid as usize].state = ProcState::Runnable;
         self.procs[pid as usize].cpu = cpu as u32;
         self.procs[pid as usize].vruntime = self.cpus[cpu].min_vruntime;
-        self.speed_init(pid);
-        if !self.speed_admit(pid, false) {
+        M::task_started(self, pid);
+        if !M::admit(self, pid, false) {
             return;
         }
         self.enqueue(cpu, pid, false);
@@ -367,7 +367,7 @@ impl Host {
             }
             next = self.pick_next(cpu);
         }
-        let hook_ns = self.switch_hook(cpu, next);
+        let hook_ns = M::context_switch(self, cpu, next);
         let Some(pid) = next else {
             if prev.is_some() {
                 self.cpus[cpu].idle_since = self.q.now();
@@ -534,7 +534,7 @@ impl Host {
 }
 
 /// What wake-up placement policies may read (`wake::WakeView`).
-impl crate::kernel::sched::wake::WakeView for Host {
+impl<M: Mechanisms> crate::kernel::sched::wake::WakeView for Host<M> {
     fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }
@@ -548,12 +548,12 @@ impl crate::kernel::sched::wake::WakeView for Host {
         self.cpus[cpu].llc
     }
     fn cpu_load(&self, cpu: usize) -> u64 {
-        Host::cpu_load(self, cpu)
+        Host::<M>::cpu_load(self, cpu)
     }
     fn cpu_idle(&self, cpu: usize) -> bool {
         debug_assert_eq!(
             self.sched.masks.idle >> cpu & 1 != 0,
-            Host::cpu_idle(self, cpu),
+            Host::<M>::cpu_idle(self, cpu),
             "idle mask of cpu {cpu} (seed {})",
             self.cfg.seed
         );
@@ -562,7 +562,7 @@ impl crate::kernel::sched::wake::WakeView for Host {
     fn idle_mask(&self) -> u128 {
         debug_assert_eq!(
             self.sched.masks.idle,
-            (0..self.cpus.len()).filter(|&c| Host::cpu_idle(self, c)).fold(0u128, |m, c| m | 1u128 << c),
+            (0..self.cpus.len()).filter(|&c| Host::<M>::cpu_idle(self, c)).fold(0u128, |m, c| m | 1u128 << c),
             "idle mask (seed {})",
             self.cfg.seed
         );
@@ -620,7 +620,7 @@ impl crate::kernel::sched::wake::WakeView for Host {
 }
 
 /// What the 2.4 O(1) balancer may read (`o1::BalanceView`).
-impl BalanceView for Host {
+impl<M: Mechanisms> BalanceView for Host<M> {
     fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }

@@ -60,7 +60,7 @@ pub fn nanosleep_jiffies(now_ns: u64, req_ns: u64, tick_ns: u64, realtime: bool)
     Nanosleep::Until { at_ns: at }
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// nanosleep(`ns`) by `pid`: returns the busy-wait unit, or None after putting it to sleep.
     pub fn nanosleep(&mut self, pid: Pid, ns: u64) -> Option<(CpuState, u64)> {
         let p = &mut self.procs[pid as usize];

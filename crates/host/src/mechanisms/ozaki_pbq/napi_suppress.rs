@@ -16,17 +16,15 @@
 //!   CPU while the process runs": the scheduler now runs a nice −19 server before them), and
 //!   back to SCHED_FIFO `napi_rt_prio`.
 //!
-//! The agent is not a process here: a periodic timer event applies the change at once, costing
-//! no CPU time (live it is a user-space thread on the machine, and its `sched_setaffinity` /
-//! `sched_setscheduler` calls take tens of µs). Like the live agent, and unlike the paper's rule,
+//! The agent is not a process here: a periodic timer of the mechanism's (the host's `Ev::Mech`)
+//! applies the change at once, costing no CPU time (live it is a user-space thread on the
+//! machine, and its `sched_setaffinity` / `sched_setscheduler` calls take tens of µs). Like the live agent, and unlike the paper's rule,
 //! it acts every check period, not at the context switch, and a running kthread that must move
 //! leaves at its next frame (`napi_thread.rs`).
 
-#[cfg(test)]
-use super::NapiSupp;
-use crate::config::NapiSuppress;
-use crate::sim::*;
-use crate::types::*;
+use crate::config::{KernelConfig, NapiSuppress};
+use crate::hooks::{part, timer_id, Packets, Part, Project, Reach, Tasks, Timers};
+use hostsim_engine::{Time, Timer};
 
 /// The live rule (crates/live/src/suppress.rs `wanted`): suppress while the detector says high
 /// load and the top level's sockets hold more than `queued_bytes_min` bytes.
@@ -34,41 +32,111 @@ pub fn wanted(high_load: bool, top_queued_bytes: u64, queued_bytes_min: u64) -> 
     high_load && top_queued_bytes > queued_bytes_min
 }
 
-impl Host {
-    /// The agent's check: evaluate the rule and move or lower the NAPI kthreads, or put them back.
-    pub fn napi_suppress_check(&mut self) {
-        let top = self.net.socks.iter().map(|s| s.level).max().unwrap_or(0);
-        let queued: u64 = self.net.socks.iter().filter(|s| top > 0 && s.level == top).map(|s| u64::from(s.used)).sum();
-        let want = wanted(self.mech.xdp.high_load(), queued, self.cfg.kernel.napi_suppress_queued_bytes_min);
-        if !self.mech.napi_supp.set(want, self.q.now().ns()) {
-            return;
+/// The agent's state and counters (live `Suppressor`).
+#[derive(Clone, Debug, Default)]
+pub struct NapiSupp {
+    pub on: bool,
+    /// When the current suppressed stretch began.
+    since_ns: u64,
+    /// Changes made (suppress + release) and time suppressed in the stretches already ended.
+    pub changes: u64,
+    ended_ns: u64,
+}
+
+impl NapiSupp {
+    /// Switch to `on` at `now_ns`; returns whether anything changed.
+    pub fn set(&mut self, on: bool, now_ns: u64) -> bool {
+        if on == self.on {
+            return false;
         }
-        for q in 0..self.dev.queues.len() {
-            let pid = self.dev.queues[q].napi_thread;
-            if pid == NONE {
-                continue;
-            }
-            match self.cfg.kernel.napi_suppress {
-                NapiSuppress::Off => {}
-                NapiSuppress::Affinity => {
-                    let home = self.napi_home_cpu(q);
-                    let to = if want { (0..self.cpus.len()).find(|&c| c != home).unwrap_or(home) } else { home };
-                    self.napi_kthread_set_cpu(pid, to);
-                }
-                NapiSuppress::Priority => {
-                    let rt = (!want).then_some(self.cfg.kernel.napi_rt_prio);
-                    self.napi_kthread_set_class(pid, rt);
-                }
-            }
+        if on {
+            self.since_ns = now_ns;
+        } else {
+            self.ended_ns += now_ns - self.since_ns;
         }
+        self.on = on;
+        self.changes += 1;
+        true
     }
 
-    /// Where queue `q`'s kthread runs when not suppressed: the first CPU of its NIC's
-    /// `irq_cpus` (`kernel/task.rs` `spawn_napi_kthreads`).
-    fn napi_home_cpu(&self, q: usize) -> usize {
-        let nic = self.dev.queues[q].nic as usize;
-        self.dev.nics[nic].cfg.irq_cpus.first().map_or(0, |&c| c as usize)
+    /// Time suppressed up to `now_ns`, the current stretch included.
+    pub fn suppressed_ns(&self, now_ns: u64) -> u64 {
+        self.ended_ns + if self.on { now_ns - self.since_ns } else { 0 }
     }
+}
+
+/// The agent (`kernel.napi_suppress` other than `off`).
+pub struct NapiAgent {
+    knob: NapiSuppress,
+    check_ms: u64,
+    queued_bytes_min: u64,
+    rt_prio: u8,
+    pub supp: NapiSupp,
+    /// Changes and time suppressed at the end of the warm-up.
+    pub warm: (u64, u64),
+    timer: Timer,
+}
+
+/// The agent's timer (its mechanism-local id).
+pub const TIMER: u32 = 1;
+
+impl NapiAgent {
+    pub fn new(k: &KernelConfig) -> NapiAgent {
+        NapiAgent {
+            knob: k.napi_suppress,
+            check_ms: k.napi_suppress_check_ms.max(1),
+            queued_bytes_min: k.napi_suppress_queued_bytes_min,
+            rt_prio: k.napi_rt_prio,
+            supp: NapiSupp::default(),
+            warm: (0, 0),
+            timer: Timer::new(),
+        }
+    }
+}
+
+/// Where a mechanism keeps its agent (None: `napi_suppress = "off"`).
+pub type Slot = Option<NapiAgent>;
+
+/// The first check, one period after the start.
+pub fn start<S: Part<Slot>, M: Project<S>, H: Reach<M> + Timers>(h: &mut H) {
+    let Some(a) = part::<Slot, S, M>(h).as_mut() else { return };
+    let (gen, at) = (a.timer.arm(), Time::from_ms(a.check_ms));
+    h.poll_at(timer_id::<S, M>(TIMER), gen, at);
+}
+
+/// The agent's check (its timer fired): evaluate the rule (`high_load`: the XDP detector's
+/// flag) and move or lower the NAPI kthreads, or put them back; then check again one period
+/// later.
+pub fn check<S: Part<Slot>, M: Project<S>, H: Reach<M> + Tasks + Packets + Timers>(
+    h: &mut H,
+    gen: u32,
+    high_load: bool,
+) {
+    let Some(a) = part::<Slot, S, M>(h).as_mut() else { return };
+    if !a.timer.fires(gen) {
+        return;
+    }
+    let (_, queued) = h.top_level_sockets();
+    let now = h.now();
+    let a = part::<Slot, S, M>(h).as_mut().expect("checked");
+    let want = wanted(high_load, queued, a.queued_bytes_min);
+    let (knob, rt_prio) = (a.knob, a.rt_prio);
+    if a.supp.set(want, now.ns()) {
+        let ncpu = h.ncpus();
+        for (pid, home) in h.napi_kthreads() {
+            match knob {
+                NapiSuppress::Off => {}
+                NapiSuppress::Affinity => {
+                    let to = if want { (0..ncpu).find(|&c| c != home).unwrap_or(home) } else { home };
+                    h.kthread_set_cpu(pid, to);
+                }
+                NapiSuppress::Priority => h.kthread_set_class(pid, (!want).then_some(rt_prio)),
+            }
+        }
+    }
+    let a = part::<Slot, S, M>(h).as_mut().expect("checked");
+    let (gen, at) = (a.timer.arm(), now + Time::from_ms(a.check_ms));
+    h.poll_at(timer_id::<S, M>(TIMER), gen, at);
 }
 
 #[cfg(test)]

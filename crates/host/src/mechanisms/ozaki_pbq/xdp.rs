@@ -26,6 +26,7 @@
 //! - "Lower priorities first" is graded (shed the lowest active level, then the next one while
 //!   overload persists) instead of a random lower-priority victim queue.
 
+pub use crate::hooks::Verdict;
 use crate::types::LEVELS;
 
 /// The detector's parameters (`[kernel] xdp_*` in the model, `AgentConfig` live).
@@ -188,13 +189,6 @@ impl Detector {
             self.last_escalate_ns = o.t_ns;
         }
     }
-}
-
-/// The program's verdict on a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Pass,
-    Drop,
 }
 
 /// The priority drop: the program's control block, its per-level windows and counters, and

@@ -42,7 +42,7 @@ use crate::wire::wire_bytes;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// `dev_queue_xmit` from the current context: a locally generated frame goes to the TX queue
     /// of the CPU sending it (module documentation).
     pub fn dev_queue_xmit(&mut self, f: TxFrame) -> bool {

@@ -43,7 +43,7 @@ enum Seg {
     Stray,
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     fn ep_classify(&self, pkt: PktId) -> Option<Seg> {
         let p = &self.skb.pkts[pkt as usize];
         let port = *self.net.eps.ports.get(&p.dst_port)?;

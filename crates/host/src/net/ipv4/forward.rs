@@ -11,7 +11,7 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_workload::{Feedback, SourceKind};
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Each NIC's forwarding target from the `[[route]]` table: the first route whose `from` is
     /// the NIC (or absent) sends to the sink on its `to` NIC. Validation guarantees both exist.
     pub fn set_routes(&mut self) {

@@ -13,7 +13,7 @@ use crate::types::*;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Would delivering `pkt` to TCP socket `s` send an ACK right away?
     pub fn tcp_will_ack(&self, s: usize, pkt: PktId) -> bool {
         let p = &self.skb.pkts[pkt as usize];

@@ -41,7 +41,7 @@ pub enum SendStep {
     Done(u32),
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Open a sending connection on socket `sock` to flow `flow` of source `dst` (the
     /// connection is established at once: the handshake is not modelled).
     pub fn tcp_connect(&mut self, sock: u32, dst: u32, flow: u32, sndbuf: u32, nodelay: bool) -> u32 {
