@@ -12,10 +12,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The crates (`crates/<name>`) whose Rust sources decide a run's results: the event engine, the
-/// sending TCP, the workloads, the host model, the scenario format (a configuration's values,
-/// sweeps, claims) and the runner (which runs, with which seeds, what their rows say).
-const MODEL_CRATES: &[&str] = &["engine", "tcp", "workload", "host", "scenario", "run"];
+/// The crates (`crates/<name>`) whose Rust sources decide a run's results: the options'
+/// declarations (defaults, bounds), the event engine, the sending TCP, the workloads, the host
+/// model, the scenario format (a configuration's values, sweeps, claims) and the runner (which
+/// runs, with which seeds, what their rows say).
+const MODEL_CRATES: &[&str] = &["options-macros", "options", "engine", "tcp", "workload", "host", "scenario", "run"];
 
 /// The workspace's other crates, and why no result depends on their sources.
 const OTHER_CRATES: &[(&str, &str)] = &[

@@ -14,7 +14,7 @@
 //! The IRQ router (`kernel/irq/route.rs`, `nic.irq_routing`) is selected the same way in its own
 //! file. This module imports no mechanism and not the `Host` hub (`sim.rs`).
 
-use crate::config::{ConcurrencyKind, KernelConfig, MechanismCosts, Scheduler, XdpKind};
+use crate::config::{KernelConfig, MechanismCosts, Policy, Scheduler};
 use crate::kernel::locking::spinlock::{Context, SpinLock};
 use crate::kernel::sched::cfs32::Cfs32Idle;
 use crate::kernel::sched::cfs6::Cfs6Balance;
@@ -65,10 +65,12 @@ impl Xdp {
         if mech_attached {
             return Xdp::Mech;
         }
-        match k.xdp {
-            XdpKind::Count => Xdp::Count,
-            XdpKind::Cpumap => Xdp::Cpumap,
-            _ => Xdp::None,
+        if k.xdp.is("count") {
+            Xdp::Count
+        } else if k.xdp.is("cpumap") {
+            Xdp::Cpumap
+        } else {
+            Xdp::None
         }
     }
     /// Is a program attached (so every frame pays its run)?
@@ -95,16 +97,16 @@ pub enum Concurrency {
 }
 
 impl Concurrency {
-    pub fn new(kind: ConcurrencyKind, m: &MechanismCosts, mech_lock: bool) -> Concurrency {
+    /// `kernel.concurrency`'s model, or the mechanisms' when one brought its own lock.
+    pub fn new(kind: &Policy, m: &MechanismCosts, mech_lock: bool) -> Concurrency {
         if mech_lock {
-            return Concurrency::Mech;
-        }
-        match kind {
-            ConcurrencyKind::Up => Concurrency::Up,
-            ConcurrencyKind::Bkl => {
-                Concurrency::Bkl(SpinLock::new(m.lock_acquire_ns, m.lock_line_transfer_ns + m.bkl_data_transfer_ns))
-            }
-            _ => Concurrency::Smp,
+            Concurrency::Mech
+        } else if kind.is("up") {
+            Concurrency::Up
+        } else if kind.is("bkl") {
+            Concurrency::Bkl(SpinLock::new(m.lock_acquire_ns, m.lock_line_transfer_ns + m.bkl_data_transfer_ns))
+        } else {
+            Concurrency::Smp
         }
     }
 

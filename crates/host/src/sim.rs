@@ -155,7 +155,7 @@ pub struct Host<M> {
 fn effective_costs(cfg: &HostConfig) -> Costs {
     let mut c = cfg.profile.costs.clone();
     let f = cfg.profile.mechanisms.smp_lock_factor;
-    if cfg.kernel.concurrency == ConcurrencyKind::Smp && f != 1.0 {
+    if cfg.kernel.concurrency.is("smp") && f != 1.0 {
         for v in [
             &mut c.netif_rx_ns,
             &mut c.softirq_entry_ns,
@@ -226,7 +226,7 @@ impl<M: Mechanisms> Host<M> {
             procs.push(t);
         }
         let cpumap_kthread =
-            (cfg.kernel.xdp == XdpKind::Cpumap).then(|| spawn_cpumap_kthread(&cfg.kernel, &mut procs, &streams));
+            cfg.kernel.xdp.is("cpumap").then(|| spawn_cpumap_kthread(&cfg.kernel, &mut procs, &streams));
         if cfg.kernel.napi_threaded {
             for (q, pid) in spawn_napi_kthreads(&cfg, &mut procs, &streams).into_iter().enumerate() {
                 dev.queues[q].napi_thread = pid;
@@ -240,7 +240,7 @@ impl<M: Mechanisms> Host<M> {
             cm.kthread = pid;
         }
         let stats = Stats::new(&cfg, ncpu, procs.len());
-        let conc = Concurrency::new(cfg.kernel.concurrency, &cfg.profile.mechanisms, mech.has_lock());
+        let conc = Concurrency::new(&cfg.kernel.concurrency, &cfg.profile.mechanisms, mech.has_lock());
         let mut host = Host {
             sched: SchedState::new(&cfg, &cpus, procs.len()),
             conc,

@@ -12,8 +12,7 @@
 //! the task's own CPU lifts the ban, and placement is Linux's again. Per task this is one flag
 //! (a field the patch would add to `task_struct`): O(1) per wake-up and per migration.
 
-use crate::config::WakePolicy;
-use crate::hooks::{Boot, Mechanism};
+use crate::hooks::{Boot, Mechanism, NoOptions};
 use crate::kernel::sched::placement::BasePlacement;
 use crate::kernel::sched::wake::WakeView;
 use crate::types::Pid;
@@ -42,8 +41,16 @@ impl GodaRfs {
 }
 
 impl Mechanism for GodaRfs {
+    type Options = NoOptions;
+    type TaskOptions = NoOptions;
+    const POLICIES: &'static [(&'static str, &'static str, &'static str)] = &[(
+        "wake_policy",
+        "goda_rfs",
+        "Paper 001's placement (`mechanisms/goda_rfs.rs`): a task that moved stays on its previous CPU until a wake-up comes from that CPU's interrupt, then the kernel's own placement.",
+    )];
+
     fn new(boot: &Boot) -> Self {
-        GodaRfs { on: boot.cfg.kernel.wake_policy == WakePolicy::GodaRfs, awaiting_irq: Vec::new() }
+        GodaRfs { on: boot.cfg.kernel.wake_policy.is("goda_rfs"), awaiting_irq: Vec::new() }
     }
 
     fn booted(&mut self, _kthreads: &[Pid], nprocs: usize) {

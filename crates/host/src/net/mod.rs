@@ -8,7 +8,7 @@
 pub mod core;
 pub mod ipv4;
 
-use crate::config::{HostConfig, XdpKind};
+use crate::config::HostConfig;
 use crate::kernel::task::{sock_level, Proc};
 use crate::net::core::cpumap::Cpumap;
 use crate::net::core::sock::{Endpoints, Sock};
@@ -73,8 +73,7 @@ impl NetStack {
             eps: Endpoints::default(),
             xmit_cpu: 0,
             agg_defer_ack: false,
-            cpumap: (cfg.kernel.xdp == XdpKind::Cpumap)
-                .then(|| Cpumap::new(cfg.online_cpus(), cfg.kernel.cpumap_qsize)),
+            cpumap: cfg.kernel.xdp.is("cpumap").then(|| Cpumap::new(cfg.online_cpus(), cfg.kernel.cpumap_qsize)),
             xdp: Xdp::None,
         }
     }

@@ -10,7 +10,7 @@ use crate::tests::util::{host, nic, sink, Host};
 /// Two CPUs, one NIC, a nice −20 reader whose socket is over half full, a throttled backlog:
 /// every condition for suppression holds, and the draw always succeeds at nice −20.
 fn armed(ncpu: u32) -> Host {
-    let k = KernelConfig { irq_suppression: true, rx_path: RxPath::Legacy, ..KernelConfig::default() };
+    let k = KernelConfig { rx_path: RxPath::Legacy, ..KernelConfig::default() }.with("irq_suppression", true);
     let mut h = host(ncpu, k, vec![nic("eth0", IrqRouting::BalanceIrq)], vec![sink("hi", 7, -20)]);
     let sk = &mut h.net.socks[0];
     sk.used = sk.rcvbuf / 2 + 1;
@@ -43,7 +43,7 @@ fn suppression_never_masks_all_cpus() {
 
 #[test]
 fn no_suppression_below_high_load_or_with_a_light_socket() {
-    let k = KernelConfig { irq_suppression: true, ..KernelConfig::default() };
+    let k = KernelConfig::default().with("irq_suppression", true);
     let mut h = host(2, k, vec![nic("eth0", IrqRouting::BalanceIrq)], vec![sink("hi", 7, -20)]);
     h.net.socks[0].used = h.net.socks[0].rcvbuf; // full socket, but no high load
     Registry::context_switch(&mut h, 0, Some(0));
@@ -56,7 +56,7 @@ fn no_suppression_below_high_load_or_with_a_light_socket() {
 
 #[test]
 fn priority_table_follows_bind_and_nice() {
-    let k = KernelConfig { backlog: BacklogKind::Pbq, ..KernelConfig::default() };
+    let k = KernelConfig { backlog: Policy::new("pbq"), ..KernelConfig::default() };
     // Two processes share port 7 (nice 5 and nice 10); one has port 8 (nice 19).
     let mut h = host(2, k, vec![], vec![sink("a", 7, 5), sink("b", 7, 10), sink("c", 8, 19)]);
     let level = |h: &Host, port: usize| h.net.socks[h.net.port_sock[port] as usize].level;

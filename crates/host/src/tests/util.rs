@@ -76,10 +76,10 @@ pub fn sink(name: &str, port: u16, nice: i8) -> ProcessConfig {
         connect: None,
         sndbuf_bytes: None,
         nodelay: false,
-        speed_pct: None,
         start_jitter_us: 0,
         accelerator: None,
         threads: vec![],
+        mechanisms: Default::default(),
     }
 }
 

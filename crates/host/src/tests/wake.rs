@@ -107,10 +107,10 @@ fn realtime_tasks_stay_on_their_cpu() {
 /// recv(), so its wake-ups are WF_SYNC. CPU 0 alternates between running a task (#1) and
 /// only taking the flow's softirq (#2, #4); RFS moves the flow to CPU 1 late (#3).
 /// Returns (waker, running CPU, chosen CPU) per wake-up and the migration classes.
-fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::metrics::migration_class::ClassCounts) {
+fn fig2(goda_rfs: bool) -> (Vec<(usize, usize, usize)>, crate::metrics::migration_class::ClassCounts) {
     let mut h = host(vec![]);
     // Paper 001's rule on, or Linux's placement alone.
-    let mut goda = (policy == WakePolicy::GodaRfs).then(|| GodaRfs::new(h.procs.len()));
+    let mut goda = goda_rfs.then(|| GodaRfs::new(h.procs.len()));
     for c in (2..12).step_by(2) {
         busy(&mut h, c, 2);
     }
@@ -146,7 +146,7 @@ fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::metrics::migr
 
 #[test]
 fn linux_ping_pongs_as_in_fig2() {
-    let (steps, c) = fig2(WakePolicy::Linux);
+    let (steps, c) = fig2(false);
     assert_eq!(steps, vec![(0, 0, 1), (0, 1, 0), (1, 0, 1), (0, 1, 0), (0, 0, 0)]);
     assert_eq!((c.wakeup_affine, c.wakeup_other, c.unintended), (3, 1, 3));
     assert_eq!((c.settle_episodes, c.settle_wakeups_max), (1, 3));
@@ -154,7 +154,7 @@ fn linux_ping_pongs_as_in_fig2() {
 
 #[test]
 fn goda_rfs_keeps_the_task_until_the_interrupt_follows() {
-    let (steps, c) = fig2(WakePolicy::GodaRfs);
+    let (steps, c) = fig2(true);
     // #1 moves it to the idle sibling; #2 (the interrupt still on CPU 0) keeps it on CPU 1;
     // #3 comes from CPU 1: they agree, placement is free again and CPU 1 is idle.
     assert_eq!(steps[..3], [(0, 0, 1), (0, 1, 1), (1, 1, 1)]);

@@ -18,9 +18,11 @@ pub use cubic::Cubic;
 pub use window::{Window, CWND_CLAMP};
 
 use hostsim_engine::Time;
+use hostsim_options::options;
 use serde::{Deserialize, Serialize};
 
 /// Which congestion control a sender runs (`net.ipv4.tcp_congestion_control`).
+#[options]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CcKind {
@@ -32,6 +34,7 @@ pub enum CcKind {
 }
 
 /// The kernel whose rules the sender follows where the eras differ.
+#[options]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Era {

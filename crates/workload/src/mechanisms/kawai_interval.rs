@@ -34,9 +34,11 @@
 //! parameter (`fifo_priority`, I/O and retrieve threads share it, §6.11).
 
 use crate::program::{Action, Outcome};
+use hostsim_options::options;
 use serde::{Deserialize, Serialize};
 
 /// Which interval control an accelerator's loop threads use.
+#[options]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalControl {

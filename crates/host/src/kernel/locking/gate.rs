@@ -20,7 +20,7 @@ impl<M: Mechanisms> Host<M> {
     /// kernel's IO-APIC path, `bkl_irq_entry_ns`; 0 otherwise).
     #[inline]
     pub(crate) fn smp_irq_entry_ns(&self) -> u64 {
-        if self.cfg.kernel.concurrency == crate::config::ConcurrencyKind::Bkl {
+        if self.cfg.kernel.concurrency.is("bkl") {
             self.cfg.profile.mechanisms.bkl_irq_entry_ns
         } else {
             0

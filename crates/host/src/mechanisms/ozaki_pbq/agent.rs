@@ -5,8 +5,8 @@
 //! the program's high-load flag. A timer of the mechanism's (the host's `Ev::Mech`), costing no
 //! CPU time, stands for the user-space agent.
 
+use super::options::OzakiOptions;
 use super::xdp::{DetectorConfig, Observation, XdpPbq};
-use crate::config::{KernelConfig, XdpKind};
 use crate::hooks::{part, timer_id, Packets, Part, Project, Reach, Timers};
 use crate::types::DropPlace;
 use hostsim_engine::{Time, Timer};
@@ -27,8 +27,8 @@ pub struct XdpAgent {
 pub const TIMER: u32 = 0;
 
 impl XdpAgent {
-    /// The program of `kernel.xdp` (`pbq`, or `detect`: the drop off) and its agent.
-    pub fn new(k: &KernelConfig) -> XdpAgent {
+    /// The program of `kernel.xdp` (`pbq`, or `detect`: `drops` off) and its agent.
+    pub fn new(k: &OzakiOptions, drops: bool) -> XdpAgent {
         let cfg = DetectorConfig {
             backlog_len_high: u64::from(k.xdp_backlog_len_high),
             release_frac: k.xdp_release_frac,
@@ -39,7 +39,7 @@ impl XdpAgent {
             ..DetectorConfig::default()
         };
         let mut prog = XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000);
-        prog.drops = k.xdp == XdpKind::Pbq;
+        prog.drops = drops;
         XdpAgent {
             prog,
             last_poll: (0, 0),
@@ -96,8 +96,8 @@ mod tests {
 
     /// 40 polls 10 ms apart, each after `per_poll` frames of level 0 and 340 of level 39 (the
     /// live twin's bw): whether the program ends in high load.
-    fn high_after(k: &KernelConfig, per_poll: u64) -> bool {
-        let mut x = XdpAgent::new(k).prog;
+    fn high_after(k: &OzakiOptions, per_poll: u64) -> bool {
+        let mut x = XdpAgent::new(k, true).prog;
         for t in 0..40u64 {
             for _ in 0..per_poll {
                 let _: Verdict = x.verdict(t * 10_000_000, 0);
@@ -113,11 +113,11 @@ mod tests {
     #[test]
     fn the_kernel_capacity_option_reaches_the_detector() {
         // 4,000 + 340 frames per 10 ms = 434,000 pkt/s against 400,000: over 90% of it.
-        let on = KernelConfig { xdp: XdpKind::Pbq, xdp_capacity_pps: 400_000.0, ..KernelConfig::default() };
+        let on = OzakiOptions { xdp_capacity_pps: 400_000.0, ..OzakiOptions::default() };
         assert!(high_after(&on, 4000), "the arrival rate over the capacity is overload");
         assert!(!high_after(&on, 2000), "234,000 pkt/s is under 90% of 400,000");
         // Default 0: no capacity sign; no backlog or socket counter moved, so no high load.
-        let off = KernelConfig { xdp: XdpKind::Pbq, ..KernelConfig::default() };
+        let off = OzakiOptions::default();
         assert!(!high_after(&off, 4000));
     }
 }

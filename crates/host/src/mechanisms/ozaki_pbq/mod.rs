@@ -18,15 +18,18 @@
 
 pub mod agent;
 pub mod napi_suppress;
+pub mod options;
 pub mod pbq;
 pub mod suppress;
 pub mod xdp;
 
-use crate::config::{BacklogKind, NapiSuppress, XdpKind};
-use crate::hooks::{Boot, Mechanism, Packets, Part, Project, Reach, Tasks, Timers, Verdict};
+use crate::config::HostConfig;
+use crate::hooks::{Boot, Mechanism, NoOptions, Packets, Part, Project, Reach, Tasks, Timers, Verdict};
 use crate::net::core::backlog::BacklogPolicy;
 use crate::types::Pid;
 use hostsim_engine::{Rng, Time};
+use hostsim_options::Fault;
+use options::{NapiSuppress, OzakiOptions};
 use std::collections::BTreeMap;
 
 impl Part<suppress::Suppress> for OzakiPbq {
@@ -70,24 +73,29 @@ pub struct OzakiPbq {
 }
 
 impl Mechanism for OzakiPbq {
+    type Options = OzakiOptions;
+    type TaskOptions = NoOptions;
+    const POLICIES: &'static [(&'static str, &'static str, &'static str)] = options::POLICIES;
+
+    fn check(cfg: &HostConfig, o: &OzakiOptions, _tasks: &[NoOptions]) -> Result<(), Fault> {
+        options::check(cfg, o)
+    }
+
     fn new(boot: &Boot) -> Self {
         let (k, m) = (&boot.cfg.kernel, &boot.cfg.profile.mechanisms);
+        let o: OzakiOptions = boot.options();
         let costs =
             pbq::PbqCosts { branch_ns: m.pbq_branch_ns, classify_ns: m.pbq_classify_ns, dequeue_ns: m.pbq_dequeue_ns };
         OzakiPbq {
-            pbq: (k.backlog == BacklogKind::Pbq).then_some((
-                k.netdev_max_backlog as usize,
-                k.pbq_min_packets as usize,
-                costs,
-            )),
+            pbq: k.backlog.is("pbq").then_some((k.netdev_max_backlog as usize, o.pbq_min_packets as usize, costs)),
             suppress: suppress::Suppress::new(
-                k.irq_suppression,
+                o.irq_suppression,
                 m.irq_suppress_check_ns,
                 m.irq_affinity_write_ns,
                 boot.streams.stream("irq-suppression"),
             ),
-            xdp: matches!(k.xdp, XdpKind::Pbq | XdpKind::Detect).then(|| Box::new(agent::XdpAgent::new(k))),
-            napi: (k.napi_suppress != NapiSuppress::Off).then(|| napi_suppress::NapiAgent::new(k)),
+            xdp: (k.xdp.is("pbq") || k.xdp.is("detect")).then(|| Box::new(agent::XdpAgent::new(&o, k.xdp.is("pbq")))),
+            napi: (o.napi_suppress != NapiSuppress::Off).then(|| napi_suppress::NapiAgent::new(&o, k.napi_rt_prio)),
         }
     }
 

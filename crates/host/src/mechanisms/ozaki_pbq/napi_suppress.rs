@@ -22,7 +22,7 @@
 //! it acts every check period, not at the context switch, and a running kthread that must move
 //! leaves at its next frame (`napi_thread.rs`).
 
-use crate::config::{KernelConfig, NapiSuppress};
+use super::options::{NapiSuppress, OzakiOptions};
 use crate::hooks::{part, timer_id, Packets, Part, Project, Reach, Tasks, Timers};
 use hostsim_engine::{Time, Timer};
 
@@ -81,12 +81,13 @@ pub struct NapiAgent {
 pub const TIMER: u32 = 1;
 
 impl NapiAgent {
-    pub fn new(k: &KernelConfig) -> NapiAgent {
+    /// The agent of `o.napi_suppress`; `rt_prio` is the kthreads' own priority (`kernel.napi_rt_prio`).
+    pub fn new(k: &OzakiOptions, rt_prio: u8) -> NapiAgent {
         NapiAgent {
             knob: k.napi_suppress,
             check_ms: k.napi_suppress_check_ms.max(1),
             queued_bytes_min: k.napi_suppress_queued_bytes_min,
-            rt_prio: k.napi_rt_prio,
+            rt_prio,
             supp: NapiSupp::default(),
             warm: (0, 0),
             timer: Timer::new(),

@@ -13,6 +13,7 @@
 //! The mechanism (`TabataSpeed`, one line of the registry) is `regulate.rs`'s: per `[[process]]`
 //! entry its `speed_pct`, per task its plan and timer.
 
+pub mod options;
 pub mod regulate;
 pub mod slots;
 

@@ -12,13 +12,15 @@
 //! Interrupts, softirqs and other processes run in the unallocated slots: the paper regulates
 //! the program, not the kernel's protocol work (notes 002 §6.6).
 
+use super::options::{SpeedDispatch, TabataOptions, TabataTask};
 use super::slots::SlotPlan;
-use crate::config::SpeedDispatch;
+use crate::config::HostConfig;
 use crate::hooks::{me, timer_id, Boot, Mechanism, Packets, Project, Reach, Tasks, Timers};
 use crate::kernel::task::ProcState;
 use crate::metrics::summary::{SpeedSummary, Summary};
 use crate::types::*;
 use hostsim_engine::{Time, Timer};
+use hostsim_options::Fault;
 
 /// Paper 002's regulation of the processes that set `speed_pct`.
 pub struct TabataSpeed {
@@ -37,10 +39,17 @@ pub struct TabataSpeed {
 }
 
 impl Mechanism for TabataSpeed {
+    type Options = TabataOptions;
+    type TaskOptions = TabataTask;
+
+    fn check(cfg: &HostConfig, o: &TabataOptions, tasks: &[TabataTask]) -> Result<(), Fault> {
+        super::options::check(cfg, o, tasks)
+    }
+
     fn new(boot: &Boot) -> Self {
-        let k = &boot.cfg.kernel;
+        let k: TabataOptions = boot.options();
         TabataSpeed {
-            speed_pct: boot.cfg.processes.iter().map(|p| p.speed_pct).collect(),
+            speed_pct: boot.task_options::<TabataTask>().iter().map(|p| p.speed_pct).collect(),
             slot_ns: k.speed_slot_us * 1000,
             block_ns: k.speed_block_ms * 1_000_000,
             dispatch: k.speed_dispatch,

@@ -37,6 +37,7 @@
 //!   gives the lock gate (`kernel/locking/gate.rs`: an exchange needs it), the kernel threads it
 //!   adds to each CPU and their steps, the driver's receive, its counters.
 
+pub mod options;
 pub mod queues;
 pub mod threads;
 

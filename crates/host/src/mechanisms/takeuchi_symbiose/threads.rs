@@ -19,14 +19,16 @@
 //!   (the cache model's cost for packet lines written by another CPU), as in the rest of the
 //!   model. There is no lock and no IPI per packet.
 
+use super::options::SymbioseOptions;
 use super::queues::{Stage, Symbiose, SymbioseThread};
-use crate::config::ConcurrencyKind;
-use crate::hooks::{me, Boot, Kthread, Mechanism, Packets, Project, Reach, Tasks, Timers};
+use crate::config::HostConfig;
+use crate::hooks::{me, Boot, Kthread, Mechanism, NoOptions, Packets, Project, Reach, Tasks, Timers};
 use crate::kernel::locking::spinlock::{Context, SpinLock};
 use crate::kernel::task::{Pending, ProcState};
 use crate::metrics::summary::Summary;
 use crate::types::*;
 use hostsim_engine::Time;
+use hostsim_options::Fault;
 use std::collections::BTreeMap;
 
 /// Paper 003's functional split, on under `kernel.concurrency = "functional"`.
@@ -47,15 +49,29 @@ impl SymbioseThread {
 }
 
 impl Mechanism for TakeuchiSymbiose {
+    type Options = SymbioseOptions;
+    type TaskOptions = NoOptions;
+    const POLICIES: &'static [(&'static str, &'static str, &'static str)] = super::options::POLICIES;
+
+    fn check(cfg: &HostConfig, o: &SymbioseOptions, _tasks: &[NoOptions]) -> Result<(), Fault> {
+        super::options::check(cfg, o)
+    }
+
+    fn buffers(cfg: &HostConfig, o: &SymbioseOptions) -> Option<(u64, &'static str, String)> {
+        let what = || format!("Symbiose's pool of {} buffers", o.pool_buffers);
+        cfg.kernel.concurrency.is("functional").then(|| (u64::from(o.pool_buffers), "pool_buffers", what()))
+    }
+
     fn new(boot: &Boot) -> Self {
         let (k, m) = (&boot.cfg.kernel, &boot.cfg.profile.mechanisms);
-        let sym = (k.concurrency == ConcurrencyKind::Functional).then(|| {
+        let o: SymbioseOptions = boot.options();
+        let sym = k.concurrency.is("functional").then(|| {
             Box::new(Symbiose::new(
                 boot.ncpu,
-                k.driver_cpu as usize,
-                k.ip_cpu as usize,
-                k.exchange_period_us * 1000,
-                k.pool_buffers,
+                o.driver_cpu as usize,
+                o.ip_cpu as usize,
+                o.exchange_period_us * 1000,
+                o.pool_buffers,
                 SpinLock::new(m.lock_acquire_ns, m.lock_line_transfer_ns),
             ))
         });

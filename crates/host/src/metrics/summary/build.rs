@@ -306,7 +306,7 @@ impl<M: Mechanisms> Host<M> {
                 forwarded: self.stats.forwarded,
             },
             concurrency: ConcurrencySummary {
-                model: format!("{:?}", self.cfg.kernel.concurrency).to_lowercase(),
+                model: self.cfg.kernel.concurrency.0.clone(),
                 online_cpus: self.cpus.len() as u32,
                 machine_cpus: self.cfg.profile.topology.cpus() as u32,
                 lock_acquisitions: self.kernel_lock().map_or(0, |l| l.acquisitions),
