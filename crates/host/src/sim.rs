@@ -146,7 +146,6 @@ pub struct Host<M> {
     pub mech: M,
     pub stats: Stats,
     pub trace: Option<Trace>,
-    pub tick_ns: u64,
 }
 
 /// The profile's costs as this kernel pays them: fine-grained SMP locking (`smp_lock_factor`)
@@ -178,13 +177,24 @@ fn effective_costs(cfg: &HostConfig) -> Costs {
 }
 
 impl<M: Mechanisms> Host<M> {
+    /// The simulated time: the event queue's clock.
+    #[inline(always)]
+    pub fn now(&self) -> Time {
+        self.q.now()
+    }
+
+    /// Post `ev` for time `at`: the hub dispatches it then (`step`).
+    #[inline(always)]
+    pub fn post(&mut self, at: Time, ev: Ev) {
+        self.q.schedule(at, ev)
+    }
+
     pub fn new(cfg: HostConfig) -> Host<M> {
         let mut cfg = cfg;
         cfg.profile.costs = effective_costs(&cfg);
         let streams = RngStreams::new(cfg.seed);
         let topo = &cfg.profile.topology;
         let ncpu = cfg.online_cpus();
-        let tick_ns = 1_000_000_000 / u64::from(cfg.kernel.hz.max(1));
         let mut mech = M::new(&Boot { cfg: &cfg, ncpu, streams: &streams });
         let mut cpus = Vec::with_capacity(ncpu);
         for c in 0..ncpu as u32 {
@@ -255,7 +265,6 @@ impl<M: Mechanisms> Host<M> {
             mech,
             stats,
             trace: None,
-            tick_ns,
             cfg,
         };
         host.open_connections();
@@ -295,7 +304,7 @@ impl<M: Mechanisms> Host<M> {
         let n = self.cpus.len();
         for c in 0..n {
             // Stagger ticks like real per-CPU timers so they don't all fire at once.
-            let off = self.tick_ns * c as u64 / n as u64;
+            let off = self.tick_ns() * c as u64 / n as u64;
             self.q.schedule(Time(off), Ev::Tick { cpu: c as u16 });
             self.cpus[c].next_balance = Time(off + self.cfg.kernel.balance_interval_ms * 1_000_000);
         }
@@ -353,7 +362,7 @@ impl<M: Mechanisms> Host<M> {
         match ev {
             Ev::CpuDone { cpu, gen } => self.cpu_done(cpu as usize, gen),
             Ev::Tick { cpu } => {
-                self.q.schedule(self.q.now() + Time(self.tick_ns), Ev::Tick { cpu });
+                self.q.schedule(self.q.now() + Time(self.tick_ns()), Ev::Tick { cpu });
                 self.raise_irq(cpu as usize, IrqSrc::Tick);
             }
             Ev::SourceWake { src, gen } => self.source_wake(src as usize, gen),

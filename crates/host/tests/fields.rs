@@ -24,18 +24,15 @@ const FIELDS_MAX: usize = 5;
 /// splits it (issue 39). The test fails on a file over the limit that is not listed, and on a
 /// listed one that is no longer over it, so the list only shrinks.
 const KNOWN_OVER: &[(&str, usize)] = &[
-    ("kernel/app.rs", 10),
     ("kernel/context.rs", 10),
-    ("metrics/summary/build.rs", 10),
-    ("kernel/sched/core.rs", 9),
-    ("net/core/rx.rs", 9),
-    ("drivers/net/nic.rs", 7),
-    ("kernel/locking/gate.rs", 7),
-    ("net/core/napi_thread.rs", 7),
-    ("net/core/tx.rs", 7),
-    ("net/ipv4/input.rs", 7),
-    ("net/ipv4/tcp_output.rs", 7),
-    ("wire/link.rs", 6),
+    ("metrics/summary/build.rs", 9),
+    ("kernel/app.rs", 8),
+    ("net/core/rx.rs", 8),
+    ("kernel/sched/core.rs", 7),
+    ("kernel/locking/gate.rs", 6),
+    ("net/core/napi_thread.rs", 6),
+    ("net/core/tx.rs", 6),
+    ("net/ipv4/tcp_output.rs", 6),
 ];
 
 fn src() -> PathBuf {

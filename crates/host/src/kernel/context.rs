@@ -22,7 +22,7 @@ impl<M: Mechanisms> Host<M> {
     /// Close the current accounting segment of `cpu` at `now`.
     #[inline(always)]
     pub fn account(&mut self, cpu: usize) {
-        let now = self.q.now();
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         let dt = now.since(c.seg_start).ns();
         if dt == 0 {
@@ -53,7 +53,7 @@ impl<M: Mechanisms> Host<M> {
             }
             if top == Some(Level::Process) {
                 // A mechanism's rule about a task's own time (paper 002: only in its slots).
-                let now = self.q.now();
+                let now = self.now();
                 self.mech.account(pid, seg_start, now);
             }
         } else if !self.cfg.kernel.irq_time_accounting {
@@ -86,7 +86,7 @@ impl<M: Mechanisms> Host<M> {
                 None => return self.spin(cpu),
             }
         };
-        let now = self.q.now();
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         let Some(f) = c.stack.last_mut() else {
             c.acct_state = CpuState::Idle;
@@ -104,7 +104,7 @@ impl<M: Mechanisms> Host<M> {
         if self.cpus[cpu].spinning {
             return self.stop_spin(cpu);
         }
-        let ran = self.q.now().since(self.cpus[cpu].run_start).ns();
+        let ran = self.now().since(self.cpus[cpu].run_start).ns();
         self.account(cpu);
         let c = &mut self.cpus[cpu];
         if let Some(f) = c.stack.last_mut() {
@@ -168,7 +168,7 @@ impl<M: Mechanisms> Host<M> {
         if self.trace.is_some() || self.conc.has_lock() {
             return false;
         }
-        let now = self.q.now();
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         if now.since(c.seg_start).ns() != 0 {
             return false;
@@ -239,15 +239,16 @@ impl<M: Mechanisms> Host<M> {
         let depth = self.cpus[cpu].stack.len();
         let f = *self.cpus[cpu].stack.last().expect("a frame to trace");
         let label = self.trace_label(cpu, f.work);
-        let now = self.q.now();
+        let now = self.now();
         self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, f.state as u8);
     }
 
     /// Trace: the top frame's unit ends now (completed, or leaving the CPU).
     #[inline]
     pub fn trace_end_top(&mut self, cpu: usize) {
+        let now = self.now();
         if let Some(tr) = self.trace.as_mut() {
-            tr.end(cpu, self.cpus[cpu].stack.len(), self.q.now());
+            tr.end(cpu, self.cpus[cpu].stack.len(), now);
         }
     }
 
@@ -367,7 +368,7 @@ impl<M: Mechanisms> Host<M> {
         }
         if self.cpus[cpu].softirq_pending && !self.in_softirq(cpu) && !self.defer_to_ksoftirqd(cpu) {
             self.cpus[cpu].sirq_ksoftirqd = false;
-            self.cpus[cpu].sirq_start = self.q.now();
+            self.cpus[cpu].sirq_start = self.now();
             self.cpus[cpu].sirq_restarts = 0;
             self.softirq_begin(cpu);
             return;

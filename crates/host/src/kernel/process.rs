@@ -71,7 +71,7 @@ impl<M: Mechanisms> Host<M> {
         }
         if self.cpus[cpu].softirq_pending {
             self.procs[pid as usize].pending = Pending::Ksoftirqd;
-            self.cpus[cpu].sirq_start = self.q.now();
+            self.cpus[cpu].sirq_start = self.now();
             self.cpus[cpu].sirq_restarts = 0;
             self.cpus[cpu].sirq_ksoftirqd = true;
             let f = self.cpus[cpu].stack.last_mut().expect("frame");

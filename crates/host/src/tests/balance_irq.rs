@@ -77,7 +77,7 @@ fn ksoftirqd_or_a_task_current_is_busy() {
 #[test]
 fn idle_timestamp_form_wants_two_jiffies_of_idle() {
     let mut h = four_cpus(BalanceIrqIdle::IdleTimestamp);
-    let jiffy = h.tick_ns;
+    let jiffy = h.tick_ns();
     h.cpus[0].curr = Some(0);
     h.cpus[1].curr = Some(1);
     h.cpus[3].curr = Some(1);

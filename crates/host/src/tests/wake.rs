@@ -132,7 +132,7 @@ fn fig2(goda_rfs: bool) -> (Vec<(usize, usize, usize)>, crate::metrics::migratio
         if let Some(g) = &mut goda {
             g.task_woken(0, waker, prev);
         }
-        h.stats.record_wakeup(h.q.now(), 0, waker, prev, target);
+        h.stats.record_wakeup(h.now(), 0, waker, prev, target);
         if target != prev {
             if let Some(g) = &mut goda {
                 g.task_migrated(0);

@@ -123,7 +123,7 @@ impl<M: Mechanisms> Host<M> {
             let depth = self.cpus[cpu].stack.len() + 1;
             let f = *self.cpus[cpu].stack.last().expect("a spinning CPU has a frame");
             let label = self.trace_label(cpu, f.work);
-            let now = self.q.now();
+            let now = self.now();
             if let Some(t) = self.trace.as_mut() {
                 t.begin(cpu, depth, now, label, CpuState::Spin as u8);
             }
@@ -131,8 +131,9 @@ impl<M: Mechanisms> Host<M> {
     }
 
     fn trace_end_spin(&mut self, cpu: usize) {
+        let now = self.now();
         if let Some(tr) = self.trace.as_mut() {
-            tr.end(cpu, self.cpus[cpu].stack.len() + 1, self.q.now());
+            tr.end(cpu, self.cpus[cpu].stack.len() + 1, now);
         }
     }
 

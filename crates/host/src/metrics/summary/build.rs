@@ -17,7 +17,7 @@ impl<M: Mechanisms> Host<M> {
         }
         let s = &self.stats;
         Snapshot {
-            t: self.q.now().ns(),
+            t: self.now().ns(),
             offered: s.offered,
             delivered: s.delivered,
             drops: s.drops,
@@ -44,7 +44,7 @@ impl<M: Mechanisms> Host<M> {
     pub fn warmup_end(&mut self) {
         let snap = self.snapshot();
         self.stats.warm = Some(snap);
-        self.mech.warmup_end(self.q.now());
+        self.mech.warmup_end(self.now());
         self.stats.class.reset();
         for p in &mut self.procs {
             p.wait.reset();
@@ -142,7 +142,7 @@ impl<M: Mechanisms> Host<M> {
             m.insert(format!("{name}_miss_per_s"), rate(end.cache[i], warm.cache[i]));
         }
         m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
-        self.mech.metrics(&mut m, self.q.now(), window_s);
+        self.mech.metrics(&mut m, self.now(), window_s);
         self.class_metrics(&mut m, mig_total, window_s);
         self.app_metrics(&mut m, &warm, &end, window_s);
 
@@ -232,7 +232,7 @@ impl<M: Mechanisms> Host<M> {
             m.insert("rtt_us_max".into(), if ok { lat.max as f64 / 1e3 } else { nan });
         }
 
-        let sim_ns = self.q.now().ns();
+        let sim_ns = self.now().ns();
         let mut s = Summary {
             sim_time_ns: sim_ns,
             measure_from_ns: warm.t,

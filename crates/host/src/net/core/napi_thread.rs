@@ -60,6 +60,7 @@ impl<M: Mechanisms> Host<M> {
     /// The kthread's step on `cpu`: finish the unit just run, then take the next unit of its
     /// poll, or sleep.
     pub fn napi_kthread_step(&mut self, cpu: usize, pid: Pid) {
+        let now = self.now();
         let q = self.procs[pid as usize].napi_q as usize;
         match self.procs[pid as usize].pending {
             Pending::NapiRx { pkt, drop: true } => self.drop_pkt(pkt, DropPlace::Xdp),
@@ -86,7 +87,7 @@ impl<M: Mechanisms> Host<M> {
             // The poll call starts with the queue pair's TX ring, outside the RX weight, as in
             // NET_RX (`net/core/tx.rs`).
             nq.tx_polled = true;
-            let n = nq.tx.done(self.q.now());
+            let n = nq.tx.done(now);
             if n > 0 {
                 let cost = u64::from(n) * self.cfg.profile.costs.driver_tx_clean_ns;
                 return self.kthread_unit(cpu, pid, Pending::NapiTx { n }, cost);

@@ -194,7 +194,7 @@ impl<M: Mechanisms> Host<M> {
 
     /// Start one NET_RX pass (`__do_softirq` → `net_rx_action`). The top must be paused.
     pub fn softirq_begin(&mut self, cpu: usize) {
-        let now = self.q.now();
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         c.softirq_pending = false;
         c.sirq_budget = self.cfg.kernel.netdev_budget;
@@ -294,6 +294,7 @@ impl<M: Mechanisms> Host<M> {
 
     /// `net_rx_action`: the next unit of this pass, or the end of the pass.
     pub fn softirq_next(&mut self, cpu: usize) {
+        let now = self.now();
         let k = &self.cfg.kernel;
         let weight = k.napi_weight;
         let time_max = Time::from_us(k.net_rx_time_max_us);
@@ -310,7 +311,7 @@ impl<M: Mechanisms> Host<M> {
                     return self.napi_pass_up(cpu, head, 0);
                 }
             }
-            if c.sirq_budget == 0 || self.q.now().since(c.sirq_pass_start) >= time_max {
+            if c.sirq_budget == 0 || now.since(c.sirq_pass_start) >= time_max {
                 c.softirq_pending = true; // `softnet_break`: re-raise
                 if matches!(napi, Napi::Queue(_)) {
                     self.cpumap_flush(cpu); // the driver's poll returns: `xdp_do_flush`
@@ -455,7 +456,7 @@ impl<M: Mechanisms> Host<M> {
             let c = &self.cpus[cpu];
             let k = &self.cfg.kernel;
             if c.sirq_restarts < k.softirq_restart_max
-                && self.q.now().since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
+                && self.now().since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
             {
                 self.cpus[cpu].sirq_restarts += 1;
                 return self.softirq_begin(cpu);
@@ -499,6 +500,7 @@ impl<M: Mechanisms> Host<M> {
     /// the interrupt reaches the CPU only after the poll's own bookkeeping: it is delivered as
     /// an event at this instant, never raised from inside the poll.
     pub fn napi_complete_queue(&mut self, q: usize) {
+        let now = self.now();
         let nq = &mut self.dev.queues[q];
         nq.napi_scheduled = false;
         nq.irq_enabled = true;
@@ -511,16 +513,12 @@ impl<M: Mechanisms> Host<M> {
         }
         if let Some(d) = &mut nq.net_dim {
             // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
-            let s = crate::drivers::net::dim::Sample {
-                time_ns: self.q.now().ns(),
-                events: d.events,
-                pkts: d.pkts,
-                bytes: d.bytes,
-            };
+            let s =
+                crate::drivers::net::dim::Sample { time_ns: now.ns(), events: d.events, pkts: d.pkts, bytes: d.bytes };
             d.dim.sample(s);
         }
-        if nq.tx.has_done(self.q.now()) {
-            self.q.schedule(self.q.now(), Ev::TxIrq { q: q as u32 });
+        if nq.tx.has_done(now) {
+            self.post(now, Ev::TxIrq { q: q as u32 });
         }
     }
 
@@ -539,7 +537,7 @@ impl<M: Mechanisms> Host<M> {
             return Verdict::Pass;
         }
         let level = if self.mech.xdp_needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
-        let now = self.q.now().ns();
+        let now = self.now().ns();
         self.mech.xdp_verdict(now, level)
     }
 }

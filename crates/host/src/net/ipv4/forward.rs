@@ -49,9 +49,9 @@ impl<M: Mechanisms> Host<M> {
         // `ixgbe_select_queue`: a forwarded skb keeps the RX queue it came in on (`net/core/tx.rs`).
         let rxq = p.queue;
         let sel = rxq - self.dev.nics[self.dev.queues[rxq as usize].nic as usize].first_queue;
-        let latency = self.q.now().since(p.t_nic).ns();
+        let latency = self.now().since(p.t_nic).ns();
         self.stats.forwarded += 1;
-        if self.q.now().ns() >= self.cfg.warmup_ns {
+        if self.now().ns() >= self.cfg.warmup_ns {
             self.stats.forward_latency.record(latency);
         }
         self.skb.free(pkt);
