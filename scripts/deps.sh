@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System packages the build and `hostsim live` need, from Debian's packages (apt), installed only
-# if missing: clang (compiles the XDP program, crates/live/src/bpf/), libelf and zlib headers,
+# if missing: clang (compiles the BPF programs, crates/live/src/**/bpf/), libelf and zlib headers,
 # pkg-config and make (libbpf-sys builds its vendored libbpf), iproute2 (`ip netns`, veth, `tc`),
 # ethtool (a veth's offloads, tabata-speed) and
 # bpftool (the live tests look for leaked programs), and a Japanese font (IPAex Gothic) that the

@@ -3,10 +3,13 @@
 # system packages (scripts/deps.sh: clang, libelf, zlib, iproute2, bpftool and the IPAex Gothic
 # font the report embeds, from apt), Debian's chromium (the report is checked in a headless
 # browser, python/tests/browser.py), the Python side (scripts/setup.sh:
-# .venv from PyPI, hostsim built with maturin); then checks the format (cargo fmt, ruff format) and
-# lints (cargo clippy with warnings as errors, ruff check) and runs cargo test and pytest. As root, the
-# live tests (crates/cli/tests/live.rs, crates/live/tests/) run on this kernel in namespaces
-# they create; elsewhere they print why they skip.
+# .venv from PyPI, hostsim built with maturin) and mdBook (the docs book's builder, `cargo install
+# --locked`, pinned: measured at 7 min on two shared cores, once per machine); then checks the
+# format (cargo fmt, ruff format) and lints (cargo clippy with warnings as errors, ruff check), runs
+# cargo test and pytest (python/tests/test_docs.py: no dead link or anchor in the README and the
+# book) and builds the book (docs/ -> target/book). As root, the live tests
+# (crates/cli/tests/live*.rs, crates/live/tests/) run on this kernel in namespaces they create;
+# elsewhere they print why they skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
@@ -19,6 +22,11 @@ if ! command -v chromium >/dev/null; then
   command -v chromium >/dev/null || { echo "test: chromium did not install" >&2; exit 1; }
 fi
 bash scripts/setup.sh
+mdbook_version=0.5.4
+if ! mdbook --version 2>/dev/null | grep -qx "mdbook v$mdbook_version"; then
+  echo "test: installing mdBook $mdbook_version (cargo install --locked) for the docs book" >&2
+  cargo install --locked --quiet mdbook --version "$mdbook_version"
+fi
 cargo build --release --locked -p hostsim-cli
 status=0
 # Format and lints (a failure fails the run; the tests still run): rustfmt.toml's format on the
@@ -53,4 +61,5 @@ fi
 rm -rf "$noclang"
 cargo test --workspace --locked 2>&1 || status=$?
 HOSTSIM_BIN="$PWD/target/release/hostsim" .venv/bin/python -m pytest -p no:cacheprovider python/tests 2>&1 || status=$?
+mdbook build docs 2>&1 || { status=$?; echo "test: the docs book does not build (mdbook build docs)" >&2; }
 exit "$status"

@@ -1,7 +1,8 @@
-//! Compiles the BPF programs (src/bpf/*.bpf.c) with clang and generates their libbpf-rs
-//! skeletons: the ozaki-pbq XDP program (with its cgroup hooks), the live-frames traffic
-//! generator, tabata-speed's arrival recorder, goda-wakeups' scheduler tracepoints and
-//! takeuchi-symbiose's router and sink programs. Needs
+//! Compiles the BPF programs (`src/bpf/*.bpf.c`, the shared generator, and each paper's
+//! `src/<paper id>/bpf/*.bpf.c`) with clang and generates their libbpf-rs skeletons: the
+//! live-frames traffic generator, the ozaki-pbq XDP program (with its cgroup hooks),
+//! goda-wakeups' scheduler tracepoints, tabata-speed's arrival recorder and takeuchi-symbiose's
+//! router and sink programs. Needs
 //! clang and, for libbpf-sys, libelf and zlib headers: `scripts/deps.sh` installs them from
 //! Debian's packages.
 
@@ -9,19 +10,21 @@ use libbpf_cargo::SkeletonBuilder;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// (source, skeleton file, headers it includes).
+/// (source, skeleton file, headers it includes): the shared generator at the top, each paper's
+/// programs in its folder.
 const PROGRAMS: [(&str, &str, &[&str]); 5] = [
-    // ozaki-pbq's priority drop (XDP) and its bind/close/connect hooks.
-    ("src/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", &["src/bpf/pbq.h"]),
     // The live-frames traffic generator (src/gen.rs).
     ("src/bpf/gen.bpf.c", "gen.skel.rs", &["src/bpf/gen.h"]),
-    // tabata-speed's arrival recorder (tcx ingress, src/arrivals.rs).
-    ("src/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", &["src/bpf/arrivals.h"]),
-    // goda-wakeups' wake-up recorder (tp_btf sched_waking/sched_wakeup/sched_migrate_task, src/wake.rs).
-    ("src/bpf/wake_tp.bpf.c", "wake_tp.skel.rs", &["src/bpf/wake.h"]),
-    // takeuchi-symbiose's router input (pass or cpumap redirect), checksum-checking sink and
-    // NET_RX softirq clock (src/symbiose.rs).
-    ("src/bpf/symb.bpf.c", "symb.skel.rs", &["src/bpf/symb.h"]),
+    // ozaki-pbq's priority drop (XDP) and its bind/close/connect hooks.
+    ("src/ozaki_pbq/bpf/pbq_xdp.bpf.c", "pbq_xdp.skel.rs", &["src/ozaki_pbq/bpf/pbq.h"]),
+    // goda-wakeups' wake-up recorder (tp_btf sched_waking/sched_wakeup/sched_migrate_task,
+    // src/goda_rfs/wake.rs).
+    ("src/goda_rfs/bpf/wake_tp.bpf.c", "wake_tp.skel.rs", &["src/goda_rfs/bpf/wake.h"]),
+    // tabata-speed's arrival recorder (tcx ingress, src/tabata_speed/arrivals.rs).
+    ("src/tabata_speed/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", &["src/tabata_speed/bpf/arrivals.h"]),
+    // takeuchi-symbiose's router input (pass, cpumap or XSKMAP redirect), checksum-checking sink
+    // and NET_RX softirq clock (src/takeuchi_symbiose/experiment.rs).
+    ("src/takeuchi_symbiose/bpf/symb.bpf.c", "symb.skel.rs", &["src/takeuchi_symbiose/bpf/symb.h"]),
 ];
 
 fn main() {

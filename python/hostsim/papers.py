@@ -55,7 +55,7 @@ PAPERS = {
             "share as long as the sender is not CPU-bound, and that regulation lengthens some of the "
             "gaps between packets by one slot."
         ),
-        "live": "hostsim live tabata-speed: a SCHED_FIFO slot regulator freezing a real TCP sender, measured beside its model twin (live-tabata-speed, README)",
+        "live": "hostsim live tabata-speed: a SCHED_FIFO slot regulator freezing a real TCP sender, measured beside its model twin (live-tabata-speed; the docs book's live pages)",
         "headline_claims": [
             "fast-slot, 1024 B units: bandwidth at 50 %",
             "fast-slot: at 80 %, 1024 B: 1/4 of the long gaps",
@@ -71,7 +71,7 @@ PAPERS = {
             "dual-CPU UNIX router under one big kernel lock does worse than a single-CPU one, and "
             "that the split lowers the load of each CPU."
         ),
-        "live": "hostsim live takeuchi-symbiose: the split by XDP + cpumap and by AF_XDP batches, beside its twin (README)",
+        "live": "hostsim live takeuchi-symbiose: the split by XDP + cpumap and by AF_XDP batches, beside its twin (the docs book's live pages)",
         "headline_claims": [
             "003-Q2 [R1] HiTactix dual's per-CPU load is 0.57x HiTactix single's (its one CPU), at 10,000",
             "003-L1 UNIX dual outputs fewer packets",
@@ -87,7 +87,7 @@ PAPERS = {
             "polls over thousands of sockets make a web accelerator's CPU use follow its request "
             "rate instead of spinning on poll(), at some cost in response time and peak throughput."
         ),
-        "live": "hostsim live kawai-interval: a real HTTP accelerator on the paper's poll loop, measured beside its model twin (live-kawai-interval, README)",
+        "live": "hostsim live kawai-interval: a real HTTP accelerator on the paper's poll loop, measured beside its model twin (live-kawai-interval; the docs book's live pages)",
         "headline_claims": [
             "004-L6: static 20 ms: kernel CPU below the 0 ms baseline's at a high rate",
             "004-Q1:",

@@ -14,52 +14,27 @@
 //!
 //! Every check reads the run's own ledger (`/run/hostsim-live/<run>.jsonl`): a test touches and
 //! asserts on what its run made, nothing else on the machine. The tests run one after another
-//! (a lock), since they share the machine's two CPUs.
+//! (`hostsim_live::testing::exclusive`: one live test at a time on the whole machine, whatever
+//! process runs it), since they share the machine's two CPUs and `live clean` is machine-wide.
 
 mod common;
 
-use common::exists;
+use common::{cannot_run_here, entries_of, exists, hostsim, root, set_immutable, skip};
 use hostsim_live::ledger::{self, Entry};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// The binary under test: this build's, or `HOSTSIM_TEST_BIN` (to show a regression test
-/// failing on an older build).
-fn hostsim() -> Command {
-    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
-}
-
-fn skip(why: &str) {
-    // Straight to the terminal: the harness captures print! output of passing tests.
-    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hostsim-live-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::tmp("test", name)
 }
 
 /// The ledgers of runs of process `pid` (`hsl-<pid>-*.jsonl`).
 fn ledgers_of(pid: u32) -> Vec<PathBuf> {
     let p = format!("hsl-{pid}-");
     ledger::list().into_iter().filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(&p)).collect()
-}
-
-/// Every entry of process `pid`'s run ledger(s), read while it runs.
-fn entries_of(pid: u32) -> Vec<Entry> {
-    ledgers_of(pid).iter().flat_map(|f| ledger::read(f).map(|(_, e)| e).unwrap_or_default()).collect()
 }
 
 /// Everything run `pid` recorded is gone, and so is its ledger.
@@ -101,7 +76,7 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
         });
     }
     let mut child = cmd
-        .args(["live", "ozaki-pbq", "--modes", "on", "--reps", "1", "--placements", "rps"])
+        .args(["live", "ozaki-pbq", "--variants", "on", "--reps", "1", "--placements", "rps"])
         .args(args)
         .arg("--out")
         .arg(out)
@@ -157,7 +132,7 @@ fn strays(out: &Path) -> Vec<String> {
 
 #[test]
 fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -167,8 +142,8 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
     let pid = child.id();
     let res = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
-    if res.status.code() == Some(2) {
-        return skip(err.trim());
+    if cannot_run_here(res.status.code(), &err) {
+        return;
     }
     assert!(res.status.success(), "hostsim live --quick failed: {err}");
     assert_eq!(ledgers_of(pid), Vec::<PathBuf>::new(), "ledger left after a normal exit");
@@ -219,7 +194,7 @@ fn a_short_run_protects_the_high_priority_flow_and_leaves_nothing_behind() {
 /// run recorded is undone, the exit code is 128 + the signal, run.json says so.
 #[test]
 fn every_stop_signal_undoes_everything_the_run_recorded() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -250,7 +225,7 @@ fn every_stop_signal_undoes_everything_the_run_recorded() {
 /// it completes, then cleans up.
 #[test]
 fn a_run_under_nohup_outlives_sighup() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -268,7 +243,7 @@ fn a_run_under_nohup_outlives_sighup() {
 
 #[test]
 fn sigkill_leftovers_are_removed_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -293,7 +268,7 @@ fn sigkill_leftovers_are_removed_by_live_clean() {
 /// still occupies.)
 #[test]
 fn live_clean_says_what_it_could_not_remove_and_exits_nonzero() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (cgroups, /run/hostsim-live)");
     }
@@ -343,7 +318,7 @@ fn live_clean_says_what_it_could_not_remove_and_exits_nonzero() {
 /// results.csv (and says so in run.json), with no temporary left.
 #[test]
 fn an_interrupted_run_keeps_the_points_it_measured() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -374,30 +349,12 @@ fn an_interrupted_run_keeps_the_points_it_measured() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// Set FS_IMMUTABLE_FL on a directory (or clear it): nothing can be created in it, not even by root.
-fn set_immutable(dir: &Path, on: bool) -> bool {
-    use std::os::fd::AsRawFd;
-    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
-    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
-    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
-    let Ok(f) = std::fs::File::open(dir) else { return false };
-    let mut flags: libc::c_long = 0;
-    // SAFETY: the flag ioctls read and write one long.
-    unsafe {
-        if libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) < 0 {
-            return false;
-        }
-        flags = if on { flags | FS_IMMUTABLE_FL } else { flags & !FS_IMMUTABLE_FL };
-        libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &flags) == 0
-    }
-}
-
 /// A write that fails mid-run (here: the output directory made immutable after the first
 /// point, as a full disk would refuse it) stops the run with an error naming the file and keeps
 /// the point already written; everything is undone.
 #[test]
 fn a_failed_write_names_the_file_and_keeps_what_was_written() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -432,7 +389,7 @@ fn a_failed_write_names_the_file_and_keeps_what_was_written() {
 /// namespace) ever existed.
 #[test]
 fn an_unwritable_output_is_refused_before_any_namespace_exists() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -473,7 +430,7 @@ fn an_unwritable_output_is_refused_before_any_namespace_exists() {
 /// it completes and writes its results.
 #[test]
 fn progress_on_a_closed_or_broken_stderr_cannot_kill_the_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP)");
     }
@@ -507,7 +464,7 @@ fn progress_on_a_closed_or_broken_stderr_cannot_kill_the_run() {
 /// created (not even the output directory).
 #[test]
 fn a_non_root_user_is_told_it_needs_root() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         // Already not root: the refusal itself is the test.
     }
@@ -590,7 +547,7 @@ fn alive(pid: u32) -> bool {
 /// left behind.
 #[test]
 fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, SCHED_FIFO)");
     }
@@ -605,8 +562,8 @@ fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind()
     let pid = child.id();
     let res = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
-    if res.status.code() == Some(2) {
-        return skip(err.trim());
+    if cannot_run_here(res.status.code(), &err) {
+        return;
     }
     assert!(res.status.success(), "hostsim live kawai-interval --quick failed: {err}");
     // Bounded: ramp + warm-up + window + drain + set-up is ~6 s; a minute means something hung.
@@ -647,7 +604,7 @@ fn a_short_kawai_run_answers_every_request_correctly_and_leaves_nothing_behind()
 /// origin, soaker and clients are gone.
 #[test]
 fn every_stop_signal_undoes_a_kawai_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, SCHED_FIFO)");
     }
@@ -683,8 +640,8 @@ fn every_stop_signal_undoes_a_kawai_run() {
             if let Some(s) = child.try_wait().unwrap() {
                 let mut e = String::new();
                 let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut e);
-                if s.code() == Some(2) {
-                    return skip(e.trim());
+                if cannot_run_here(s.code(), &e) {
+                    return;
                 }
                 panic!("the run ended before its workers started ({s}): {e}");
             }
@@ -721,7 +678,7 @@ fn every_stop_signal_undoes_a_kawai_run() {
 /// its own columns, and a SIGTERM in the middle of a suppressed point leaves nothing changed.
 #[test]
 fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, XDP, threaded NAPI)");
     }
@@ -742,8 +699,8 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
     ];
     let res = hostsim().args(args).arg("--out").arg(&out).output().unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
-    if res.status.code() == Some(2) {
-        return skip(err.trim());
+    if cannot_run_here(res.status.code(), &err) {
+        return;
     }
     assert!(res.status.success(), "{err}");
     let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
@@ -824,4 +781,50 @@ fn suppression_runs_in_the_threaded_placement_only_and_is_undone_on_sigterm() {
     assert_eq!(res.status.code(), Some(128 + libc::SIGTERM), "{err}");
     assert_undone(pid, &entries, "SIGTERM during suppression");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+// ------------------------------------------------------------ the options (issue 40), no root
+
+/// `--modes` moved to `--variants` (the name every other experiment uses): the old name still
+/// works, with a deprecation notice, and takes the same values.
+#[test]
+fn the_old_modes_flag_is_read_as_variants_with_a_notice() {
+    let out = tmp("modes");
+    let res = hostsim().args(["live", "ozaki-pbq", "--modes", "on,off", "--help"]).output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "{err}");
+    assert!(err.contains("warning: `hostsim live ozaki-pbq --modes` is deprecated: use --variants"), "{err}");
+    let res = hostsim().args(["live", "ozaki-pbq", "--modes=nosuch", "--out"]).arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{err}");
+    assert!(err.contains("deprecated") && err.contains("invalid value 'nosuch' for '--variants"), "{err}");
+    assert!(!out.exists(), "a refused command line created its output directory");
+}
+
+/// Every option's range is checked where the command line is read, before anything is created:
+/// the error names the flag and the range.
+#[test]
+fn out_of_range_options_are_refused_naming_the_flag_and_its_range() {
+    let out = tmp("range");
+    for (cmd, args, says) in [
+        ("ozaki-pbq", &["--window-s", "0.01"][..], "expected 0.1..=60 s, got 0.01"),
+        ("ozaki-pbq", &["--gen-spread", "0.99"], "expected 0..=0.95"),
+        ("ozaki-pbq", &["--reps", "0"], "--reps"),
+        ("tabata-speed", &["--speeds", "10,101"], "--speeds"),
+        ("takeuchi-symbiose", &["--period-ms", "0"], "expected 0.1..=100 ms"),
+        ("goda-wakeups", &["--flows", "65"], "--flows"),
+        ("kawai-interval", &["--variants", "static-x"], "variant `static-x`"),
+        ("pbq", &["--dev", "a/b"], "is not an interface name"),
+    ] {
+        let mut c = hostsim();
+        c.args(["live", cmd]).args(args);
+        if cmd != "pbq" {
+            c.arg("--out").arg(&out);
+        }
+        let res = c.output().unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{cmd} {args:?}: {err}");
+        assert!(err.contains(says), "{cmd} {args:?}: {err}");
+        assert!(!out.exists(), "{cmd} {args:?}: a refused command line created its output directory");
+    }
 }

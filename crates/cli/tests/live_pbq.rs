@@ -12,30 +12,17 @@
 
 mod common;
 
+use common::{cannot_run_here, entries_of, hostsim, root, skip};
+
 use hostsim_live::ledger::{self, Entry};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn hostsim() -> Command {
-    Command::new(std::env::var_os("HOSTSIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hostsim").into()))
-}
-
-fn skip(why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn ip(args: &[&str]) -> Result<(), String> {
     let o = Command::new("ip").args(args).output().map_err(|e| e.to_string())?;
@@ -71,7 +58,7 @@ impl Topo {
     /// The XDP program on `v0`, if any (read in the server namespace).
     fn xdp(&self) -> Option<(u32, &'static str)> {
         let ns = File::open(format!("/run/netns/{}", self.srv)).unwrap();
-        hostsim_live::sys::in_netns(&ns, || hostsim_live::xdp::xdp_attached(hostsim_live::sys::ifindex("v0")?)).unwrap()
+        hostsim_live::sys::in_netns(&ns, || hostsim_live::bpf::xdp_attached(hostsim_live::sys::ifindex("v0")?)).unwrap()
     }
 }
 
@@ -186,10 +173,6 @@ fn ledgers_of(pid: u32) -> Vec<PathBuf> {
     ledger::list().into_iter().filter(|f| f.file_name().unwrap().to_string_lossy().starts_with(&p)).collect()
 }
 
-fn entries_of(pid: u32) -> Vec<Entry> {
-    ledgers_of(pid).iter().flat_map(|f| ledger::read(f).map(|(_, e)| e).unwrap_or_default()).collect()
-}
-
 fn group_of(entries: &[Entry]) -> PathBuf {
     entries
         .iter()
@@ -246,7 +229,7 @@ fn assert_clean(t: &Topo, pid: u32, entries: &[Entry], when: &str) {
 
 #[test]
 fn it_refuses_a_device_that_already_has_an_xdp_program() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -257,7 +240,7 @@ fn it_refuses_a_device_that_already_has_an_xdp_program() {
     let mut first = Tool::start(&t, &["--duration", "60"]);
     let entries = match first.wait_attached() {
         Ok(e) => e,
-        Err((Some(2), err)) => return skip(err.trim()),
+        Err((code, err)) if cannot_run_here(code, &err) => return,
         Err((c, err)) => panic!("exit {c:?}: {err}"),
     };
     let (id, _) = t.xdp().expect("the first agent's program is on v0");
@@ -278,7 +261,7 @@ fn it_refuses_a_device_that_already_has_an_xdp_program() {
 
 #[test]
 fn by_default_it_counts_and_drops_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -289,7 +272,7 @@ fn by_default_it_counts_and_drops_nothing() {
     let mut tool = Tool::start(&t, &["--duration", "4"]);
     let entries = match tool.wait_attached() {
         Ok(e) => e,
-        Err((Some(2), err)) => return skip(err.trim()),
+        Err((code, err)) if cannot_run_here(code, &err) => return,
         Err((c, err)) => panic!("exit {c:?}: {err}"),
     };
     let pid = tool.pid();
@@ -329,7 +312,7 @@ fn by_default_it_counts_and_drops_nothing() {
 
 #[test]
 fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -341,7 +324,7 @@ fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
     let mut tool = Tool::start(&t, &["--drop", "--capacity-pps", "2000", "--duration", "8"]);
     let entries = match tool.wait_attached() {
         Ok(e) => e,
-        Err((Some(2), err)) => return skip(err.trim()),
+        Err((code, err)) if cannot_run_here(code, &err) => return,
         Err((c, err)) => panic!("exit {c:?}: {err}"),
     };
     let pid = tool.pid();
@@ -388,7 +371,7 @@ fn with_drop_a_low_priority_flood_is_shed_and_the_high_level_never() {
 
 #[test]
 fn every_stop_signal_leaves_no_program_and_no_group() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -402,7 +385,7 @@ fn every_stop_signal_leaves_no_program_and_no_group() {
         let mut tool = Tool::start(&t, &[]);
         let entries = match tool.wait_attached() {
             Ok(e) => e,
-            Err((Some(2), err)) => return skip(err.trim()),
+            Err((code, err)) if cannot_run_here(code, &err) => return,
             Err((c, err)) => panic!("exit {c:?}: {err}"),
         };
         assert!(t.xdp().is_some(), "no program on v0 while the agent runs");
@@ -418,7 +401,7 @@ fn every_stop_signal_leaves_no_program_and_no_group() {
 
 #[test]
 fn after_sigkill_live_clean_removes_what_is_left() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (namespaces, XDP, cgroups)");
     }
@@ -429,7 +412,7 @@ fn after_sigkill_live_clean_removes_what_is_left() {
     let mut tool = Tool::start(&t, &[]);
     let entries = match tool.wait_attached() {
         Ok(e) => e,
-        Err((Some(2), err)) => return skip(err.trim()),
+        Err((code, err)) if cannot_run_here(code, &err) => return,
         Err((c, err)) => panic!("exit {c:?}: {err}"),
     };
     let pid = tool.pid();

@@ -13,21 +13,19 @@
 //!   affinity and policy), split-afxdp's AF_XDP forwarder running when the signal comes;
 //! - after SIGKILL, `hostsim live clean` removes what is left.
 //!
-//! Every check reads the run's own ledger. The tests run one after another (a lock).
+//! Every check reads the run's own ledger. The tests run one after another, one live test at a time on the whole machine
+//! (`hostsim_live::testing::exclusive`).
 
 mod common;
 
 use common::{
-    assert_interrupted, assert_undone, csv_rows, entries_of, kill_then_clean, num, skip, start_live, stderr_of,
-    wait_exit,
+    assert_interrupted, assert_undone, cannot_run_here, csv_rows, entries_of, kill_then_clean, num, root,
+    set_immutable, skip, start_live, stderr_of, wait_exit,
 };
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("ts", name)
@@ -39,8 +37,7 @@ fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
 }
 
 fn can_run() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !root() {
         skip("needs root");
         return false;
     }
@@ -65,7 +62,7 @@ fn no_namespace_of(pid: u32) {
 
 #[test]
 fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -73,8 +70,7 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
     let (mut child, entries) = start(&out, &["--quick"]);
     let st = wait_exit(&mut child, 90);
     let err = stderr_of(&mut child);
-    if st.code() == Some(2) {
-        skip(&format!("hostsim live takeuchi-symbiose says this machine cannot run it (exit 2): {err}"));
+    if cannot_run_here(st.code(), &err) {
         return;
     }
     assert!(st.success(), "exit {st}\n{err}");
@@ -128,27 +124,9 @@ fn a_short_forwarding_run_delivers_frames_with_right_checksums_and_leaves_nothin
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// Set FS_IMMUTABLE_FL on a directory (or clear it): nothing can be created in it, not even by root.
-fn set_immutable(dir: &Path, on: bool) -> bool {
-    use std::os::fd::AsRawFd;
-    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
-    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
-    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
-    let Ok(f) = std::fs::File::open(dir) else { return false };
-    let mut flags: libc::c_long = 0;
-    // SAFETY: the flag ioctls read and write one long.
-    unsafe {
-        if libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) < 0 {
-            return false;
-        }
-        flags = if on { flags | FS_IMMUTABLE_FL } else { flags & !FS_IMMUTABLE_FL };
-        libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &flags) == 0
-    }
-}
-
 #[test]
 fn an_error_mid_run_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -181,7 +159,7 @@ fn an_error_mid_run_undoes_everything() {
 
 #[test]
 fn every_stop_signal_mid_sweep_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -223,7 +201,7 @@ fn every_stop_signal_mid_sweep_undoes_everything() {
 
 #[test]
 fn a_sigkilled_run_is_cleaned_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }

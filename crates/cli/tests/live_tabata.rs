@@ -11,20 +11,19 @@
 //! - after SIGKILL, `hostsim live clean` thaws and removes the frozen group and the rest.
 //!
 //! Every check reads the run's own ledger: a test asserts on what its run made, nothing else.
-//! The tests run one after another (a lock), since they share the machine's two CPUs.
+//! The tests run one after another, one live test at a time on the whole machine
+//! (`hostsim_live::testing::exclusive`), since they share the machine's two CPUs.
 
 mod common;
 
 use common::{
-    assert_interrupted, assert_undone, csv_rows, entries_of, kill_then_clean, num, skip, start_live, wait_exit,
+    assert_interrupted, assert_undone, cannot_run_here, csv_rows, entries_of, group_pids, kill_then_clean, num, root,
+    skip, start_live, stderr_of, wait_exit,
 };
 use hostsim_live::ledger::Entry;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("tt", name)
@@ -38,8 +37,7 @@ fn start(out: &Path, args: &[&str]) -> (Child, Vec<Entry>) {
 }
 
 fn can_run() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !root() {
         skip("needs root");
         return false;
     }
@@ -50,31 +48,16 @@ fn can_run() -> bool {
     true
 }
 
-/// Processes in the run's freezer group (its sender), read while the run lives.
-fn frozen_group_pids(entries: &[Entry]) -> Vec<u32> {
-    entries
-        .iter()
-        .filter_map(|e| match e {
-            Entry::Cgroup { path } if path.join("cgroup.freeze").exists() => {
-                std::fs::read_to_string(path.join("cgroup.procs")).ok()
-            }
-            _ => None,
-        })
-        .flat_map(|t| t.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
-        .collect()
-}
-
 #[test]
 fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
     let out = tmp("quick");
     let (mut child, entries) = start(&out, &["--quick"]);
     let st = wait_exit(&mut child, 60);
-    if st.code() == Some(2) {
-        skip("hostsim live tabata-speed says this machine cannot run it (exit 2)");
+    if cannot_run_here(st.code(), &stderr_of(&mut child)) {
         return;
     }
     assert!(st.success(), "exit {st}");
@@ -134,7 +117,7 @@ fn a_short_run_follows_the_slot_rule_and_leaves_nothing_behind() {
 
 #[test]
 fn every_stop_signal_mid_transfer_undoes_everything() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }
@@ -144,7 +127,8 @@ fn every_stop_signal_mid_transfer_undoes_everything() {
         // of them, so that the run cannot end before the signal on a quiet machine (three did).
         let (mut child, entries) = start(&out, &["--speeds", "10", "--units", "1024", "--reps", "10", "--no-off"]);
         std::thread::sleep(Duration::from_millis(600));
-        let workers = frozen_group_pids(&entries);
+        // Processes in the run's freezer group (its sender).
+        let workers = group_pids(&entries, |p| p.join("cgroup.freeze").exists());
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let st = wait_exit(&mut child, 20);
@@ -161,7 +145,7 @@ fn every_stop_signal_mid_transfer_undoes_everything() {
 
 #[test]
 fn a_sigkilled_run_with_its_sender_frozen_is_cleaned_by_live_clean() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = hostsim_live::testing::exclusive();
     if !can_run() {
         return;
     }

@@ -70,7 +70,7 @@ impl CpuGroup {
 pub fn list() -> Vec<PathBuf> {
     let mut out = Vec::new();
     // The cpu hierarchies, and cgroup2's root even without the cpu controller: the bind hooks'
-    // server groups live there (`hooks.rs`).
+    // server groups live there (`ozaki_pbq/hooks.rs`).
     let roots = controllers().into_iter().map(|(root, _, _)| root).chain(v2_root());
     for root in roots {
         if let Ok(rd) = fs::read_dir(&root) {

@@ -86,6 +86,40 @@ pub struct Point {
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// A metric a progress line shows: its label, its name, the decimals it is printed with.
+pub type Shown = (&'static str, &'static str, usize);
+
+impl Point {
+    pub fn new(keys: &[(&str, String)], metrics: BTreeMap<String, f64>) -> Point {
+        Point { keys: keys.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(), metrics }
+    }
+
+    /// A metric's value (NaN: not measured).
+    pub fn get(&self, metric: &str) -> f64 {
+        self.metrics.get(metric).copied().unwrap_or(f64::NAN)
+    }
+
+    /// The point as one line of progress: its keys (a key path by its last part), then each
+    /// shown metric, then `INVALID` where the point has a `valid` metric that is not 1 (its
+    /// offered load fell short: left out of the means).
+    pub fn line(&self, shown: &[Shown]) -> String {
+        let mut s = String::new();
+        for (k, v) in &self.keys {
+            let k = k.rsplit('.').next().unwrap_or(k);
+            s.push_str(&format!("{k} {v} "));
+        }
+        s.pop();
+        s.push(':');
+        for &(label, metric, decimals) in shown {
+            s.push_str(&format!("  {label} {:.decimals$}", self.get(metric)));
+        }
+        if self.metrics.contains_key("valid") && self.get("valid") != 1.0 {
+            s.push_str("  INVALID");
+        }
+        s
+    }
+}
+
 /// A network namespace the run created.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Netns {

@@ -279,6 +279,48 @@ pub struct CleanReport {
     pub failed: Vec<String>,
 }
 
+/// How long [`clean_dead`] waits for the lock of a run whose process is gone.
+pub const DEAD_RUN_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// The ledger's lock is held: take it if its run's process is gone, waiting up to `wait`.
+///
+/// A run's lock outlives its process by a few milliseconds: the lock goes with the last
+/// reference to the ledger's open file, which the kernel may drop after the process has been
+/// reaped (a child of the run between fork and exec holds the run's files until its exec or its
+/// death by PR_SET_PDEATHSIG; a last `fput` in a context that cannot run it at once is deferred
+/// to a work queue). Measured here: 21-23 ms after a SIGKILLed run was reaped, on a machine
+/// busy with builds; a `hostsim live clean` at that moment took the run for alive and left its
+/// namespaces (`live::sigkill_leftovers_are_removed_by_live_clean` failed 10 times in 20).
+/// Whether the process is gone is read from the ledger's header (pid and start time, so a
+/// reused pid is not taken for the run). Ok(false): the run's process lives.
+fn lock_of_dead_run(file: &File, wait: Duration) -> Result<bool, String> {
+    let parsed = parse(BufReader::new(file));
+    // The caller reads the ledger again once it holds the lock.
+    (&*file).seek(io::SeekFrom::Start(0)).map_err(|e| format!("seek: {e}"))?;
+    let header = match parsed {
+        Ok((h, _)) => h,
+        // Being written by its living run (a header not yet complete): leave it.
+        Err(_) => return Ok(false),
+    };
+    if crate::sys::start_time(header.pid) == Some(header.start_time) {
+        return Ok(false);
+    }
+    let end = Instant::now() + wait;
+    loop {
+        match lock(file, false) {
+            Ok(true) => return Ok(true),
+            Ok(false) if Instant::now() < end => std::thread::sleep(Duration::from_millis(1)),
+            Ok(false) => {
+                return Err(format!(
+                "run {} (pid {}) is gone, but its ledger was still locked after {:?}: run `hostsim live clean` again",
+                header.run, header.pid, wait
+            ))
+            }
+            Err(e) => return Err(format!("flock: {e}")),
+        }
+    }
+}
+
 /// Undo the ledgers of runs that are gone (killed with SIGKILL, or whose clean-up failed):
 /// every ledger this process can lock. Ledgers of running runs are left alone.
 pub fn clean_dead() -> CleanReport {
@@ -294,7 +336,15 @@ pub fn clean_dead() -> CleanReport {
         };
         match lock(&file, false) {
             Ok(true) => {}
-            Ok(false) => continue, // its run is alive
+            // Its run is alive, or it has just died and the kernel has not yet dropped the lock.
+            Ok(false) => match lock_of_dead_run(&file, DEAD_RUN_LOCK_WAIT) {
+                Ok(true) => {}
+                Ok(false) => continue, // alive
+                Err(m) => {
+                    rep.failed.push(format!("{}: {m}", path.display()));
+                    continue;
+                }
+            },
             Err(e) => {
                 rep.failed.push(format!("{}: flock: {e}", path.display()));
                 continue;

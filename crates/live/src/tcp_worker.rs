@@ -11,6 +11,7 @@
 //! the time the connection was busy, and how much of it was limited by the receiver's window or
 //! by the send buffer — the evidence of which side limited the transfer.
 
+use crate::worker::check_secs;
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,17 +40,6 @@ fn install_stop_signals() {
 fn last_err(what: &str) -> io::Error {
     let e = io::Error::last_os_error();
     io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
-fn check_secs(secs: f64) -> io::Result<()> {
-    if secs.is_finite() && (0.0..=crate::worker::SECS_MAX).contains(&secs) {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("--secs: expected 0..={} seconds, got {secs}", crate::worker::SECS_MAX),
-        ))
-    }
 }
 
 fn setsockopt_int(fd: i32, level: i32, opt: i32, v: i32, what: &str) -> io::Result<()> {
@@ -121,21 +111,43 @@ impl TcpInfo {
     }
 }
 
-/// What the sender is asked to do.
-#[derive(Clone, Debug)]
+/// What the sender is asked to do: `hostsim live-worker tcp-send` (its flags are the serde
+/// names, [`crate::worker::args`]).
+#[derive(clap::Args, serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SendSpec {
+    #[arg(long)]
     pub dst: Ipv4Addr,
+    #[arg(long)]
     pub port: u16,
+    #[arg(long = "unit")]
+    #[serde(rename = "unit")]
     pub unit_bytes: usize,
+    #[arg(long = "total")]
+    #[serde(rename = "total")]
     pub total_bytes: usize,
     /// Given to SO_SNDBUF (the kernel doubles it, net/core/sock.c `sk_setsockopt`).
+    #[arg(long = "sndbuf")]
+    #[serde(rename = "sndbuf")]
     pub sndbuf_bytes: i32,
     /// CLOCK_MONOTONIC ns of the first write.
+    #[arg(long)]
     pub start_ns: u64,
+    #[arg(long)]
     pub secs: f64,
     /// `SO_MAX_PACING_RATE` (bytes/s): TCP's internal pacing (net/ipv4/tcp_output.c, since
     /// 4.13 without the fq qdisc) spreads the flow's segments at this rate. None: unpaced.
+    #[arg(long = "pacing")]
+    #[serde(rename = "pacing")]
     pub pacing_bytes_per_s: Option<u64>,
+}
+
+/// The sink: `hostsim live-worker tcp-sink`.
+#[derive(clap::Args, serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SinkArgs {
+    #[arg(long)]
+    pub port: u16,
+    #[arg(long)]
+    pub secs: f64,
 }
 
 /// The largest total a sender may be asked for (bytes; goda-wakeups' senders run until their
@@ -209,7 +221,7 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
     while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) }
         == libc::EINTR
     {}
-    let t0 = crate::regulator::monotonic_ns();
+    let t0 = crate::sys::monotonic_ns();
     let buf = vec![0x5au8; s.unit_bytes];
     let (mut sent, mut writes, mut partial) = (0usize, 0u64, 0u64);
     while sent < s.total_bytes && Instant::now() < deadline {
@@ -233,7 +245,7 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
         }
         sent += off;
     }
-    let t_last_write = crate::regulator::monotonic_ns();
+    let t_last_write = crate::sys::monotonic_ns();
     // Until everything is acknowledged (the chrono counters then cover the whole transfer).
     let mut info = TcpInfo::read(fd);
     while info.is_some_and(|i| i.unacked > 0 || i.notsent_bytes > 0) && Instant::now() < deadline {
@@ -254,7 +266,8 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
 }
 
 /// The sink: accept one connection on `port`, read until its end (or `secs`), report.
-pub fn run_tcp_sink(port: u16, secs: f64) -> io::Result<()> {
+pub fn run_tcp_sink(a: &SinkArgs) -> io::Result<()> {
+    let (port, secs) = (a.port, a.secs);
     check_secs(secs)?;
     install_stop_signals();
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
@@ -332,5 +345,27 @@ mod tests {
         assert!(i.snd_mss >= 500 && i.snd_mss <= 65536, "{i:?}");
         assert!(i.snd_cwnd >= 1 && i.snd_cwnd <= 100, "{i:?}");
         assert_eq!(i.unacked, 0);
+    }
+
+    #[test]
+    fn the_tcp_workers_arguments_round_trip() {
+        use crate::worker::{args, args_tests::round_trip};
+        let dst = Ipv4Addr::new(198, 18, 0, 1);
+        let spec = SendSpec {
+            dst,
+            port: 5001,
+            unit_bytes: 1024,
+            total_bytes: 1 << 20,
+            sndbuf_bytes: 2304,
+            start_ns: 123_456_789_012,
+            secs: 30.0,
+            pacing_bytes_per_s: Some(6_250_000),
+        };
+        round_trip("tcp-send", spec.clone());
+        round_trip("tcp-send", SendSpec { pacing_bytes_per_s: None, ..spec });
+        round_trip("tcp-sink", SinkArgs { port: 5001, secs: 35.0 });
+        let mut line = args("tcp-sink", &SinkArgs { port: 5001, secs: 35.0 });
+        line[1..].sort();
+        assert_eq!(line, ["tcp-sink", "--port", "--secs", "35.0", "5001"]);
     }
 }

@@ -17,7 +17,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -80,16 +80,90 @@ pub const RATE_PPS_MAX: f64 = 1e8;
 /// The largest UDP payload of one unfragmented Ethernet frame.
 pub const PAYLOAD_MAX: usize = 1472;
 
-fn invalid(msg: String) -> io::Error {
+/// A worker's refusal of an argument (exit 1, `live-worker: --<flag>: ...`).
+pub(crate) fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
-fn check_secs(secs: f64) -> io::Result<()> {
-    if secs.is_finite() && (0.0..=SECS_MAX).contains(&secs) {
+/// A worker's number argument `--<name>` in `lo..=hi` (finite).
+pub(crate) fn check_range(name: &str, v: f64, lo: f64, hi: f64) -> io::Result<()> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
         Ok(())
     } else {
-        Err(invalid(format!("--secs: expected 0..={SECS_MAX} seconds, got {secs}")))
+        Err(invalid(format!("--{name}: expected {lo}..={hi}, got {v}")))
     }
+}
+
+/// Every worker's time limit, `--secs`.
+pub(crate) fn check_secs(secs: f64) -> io::Result<()> {
+    check_range("secs", secs, 0.0, SECS_MAX)
+}
+
+/// `hostsim live-worker sink`: the UDP sink ([`run_sink`]).
+#[derive(clap::Args, serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SinkArgs {
+    #[arg(long)]
+    pub port: u16,
+    #[arg(long)]
+    pub secs: f64,
+    /// Also count datagrams whose sequence number (first 8 payload bytes, little-endian) is at
+    /// least this ...
+    #[arg(long, requires = "seq_hi")]
+    pub seq_lo: Option<u64>,
+    /// ... and below this.
+    #[arg(long, requires = "seq_lo")]
+    pub seq_hi: Option<u64>,
+    /// SO_RCVBUF, bytes, set before bind (the kernel doubles it); default: rmem_default.
+    #[arg(long)]
+    pub rcvbuf: Option<i32>,
+}
+
+/// `hostsim live-worker send`: the sendmmsg sender ([`run_sender`]).
+#[derive(clap::Args, serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SendArgs {
+    #[arg(long)]
+    pub dst: Ipv4Addr,
+    #[arg(long, value_delimiter = ',')]
+    pub ports: Vec<u16>,
+    #[arg(long)]
+    pub rate_pps: f64,
+    #[arg(long, default_value_t = 18)]
+    pub payload: usize,
+    #[arg(long)]
+    pub secs: f64,
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+}
+
+/// A worker's command line from its arguments struct: `sub`, then `--<field> <value>` for each
+/// field under its serde name in kebab case (the flag clap derives from it), a list joined by
+/// commas, `None` left out, `true` as the flag alone. The struct is the one the worker parses,
+/// so the two cannot differ (tests: each worker's arguments round-trip).
+pub fn args<T: serde::Serialize>(sub: &str, a: &T) -> Vec<String> {
+    let mut out = vec![sub.to_string()];
+    let serde_json::Value::Object(fields) = serde_json::to_value(a).expect("worker arguments serialise") else {
+        panic!("worker arguments are a struct");
+    };
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for (k, v) in &fields {
+        let flag = format!("--{}", k.replace('_', "-"));
+        match v {
+            serde_json::Value::Null | serde_json::Value::Bool(false) => {}
+            serde_json::Value::Bool(true) => out.push(flag),
+            serde_json::Value::Array(xs) => {
+                out.push(flag);
+                out.push(xs.iter().map(text).collect::<Vec<_>>().join(","));
+            }
+            v => {
+                out.push(flag);
+                out.push(text(v));
+            }
+        }
+    }
+    out
 }
 
 /// The sink: bind `port` on all addresses, receive one datagram per recv() (as the model's
@@ -98,7 +172,8 @@ fn check_secs(secs: f64) -> io::Result<()> {
 /// `rcvbuf`, SO_RCVBUF is set to it before the bind (the kernel doubles the value asked, so the
 /// socket's limit, `sk_rcvbuf`, is 2 × `rcvbuf`; the report's `rcvbuf_bytes` is what
 /// getsockopt reads back, that limit).
-pub fn run_sink(port: u16, secs: f64, seq: Option<(u64, u64)>, rcvbuf: Option<i32>) -> io::Result<()> {
+pub fn run_sink(a: &SinkArgs) -> io::Result<()> {
+    let (port, secs, seq, rcvbuf) = (a.port, a.secs, a.seq_lo.zip(a.seq_hi), a.rcvbuf);
     check_secs(secs)?;
     if let Some(b) = rcvbuf {
         if !(1..=RCVBUF_MAX).contains(&b) {
@@ -210,14 +285,8 @@ fn eth0_tx_dropped() -> Option<u64> {
 /// in `sendmmsg` batches of at most `batch`, paced against the monotonic clock. When the CPU
 /// cannot keep up it skips what it owes beyond 1 ms of packets rather than bursting, so its
 /// achieved rate (the count) is what it could send. Stops after `secs` or `count_max` packets.
-pub fn run_sender(
-    dst: Ipv4Addr,
-    ports: &[u16],
-    rate_pps: f64,
-    payload: usize,
-    secs: f64,
-    batch: usize,
-) -> io::Result<()> {
+pub fn run_sender(a: &SendArgs) -> io::Result<()> {
+    let (dst, ports, rate_pps, payload, secs, batch) = (a.dst, &a.ports[..], a.rate_pps, a.payload, a.secs, a.batch);
     check_secs(secs)?;
     if !(rate_pps.is_finite() && rate_pps > 0.0 && rate_pps <= RATE_PPS_MAX) {
         return Err(invalid(format!(
@@ -321,7 +390,7 @@ pub struct Placement<'a> {
     /// A cgroup's `cgroup.procs`, opened for writing: the worker joins it.
     pub cgroup: Option<&'a File>,
     /// Another hierarchy's group to join the same way (the cgroup2 group of ozaki-pbq's bind
-    /// hooks, `hooks.rs`: joined before exec, so every socket the worker creates is seen).
+    /// hooks, `ozaki_pbq/hooks.rs`: joined before exec, so every socket the worker creates is seen).
     pub cgroup2: Option<&'a File>,
 }
 
@@ -355,15 +424,44 @@ impl WorkerReport {
     }
 }
 
+/// The program a run starts its workers with: this binary (`hostsim`), `live-worker`, then the
+/// worker's own arguments. Not an option of any experiment (`#[arg(skip)]`, not in run.json).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerExe {
+    /// None: the running program (`std::env::current_exe`).
+    pub exe: Option<PathBuf>,
+    /// Arguments before the worker's own.
+    pub prefix: Vec<String>,
+}
+
+impl Default for WorkerExe {
+    fn default() -> WorkerExe {
+        WorkerExe { exe: None, prefix: vec!["live-worker".into()] }
+    }
+}
+
+impl WorkerExe {
+    fn command(&self, args: &[String]) -> Result<Command, String> {
+        let exe = match &self.exe {
+            Some(e) => e.clone(),
+            None => std::env::current_exe().map_err(|e| format!("finding the hostsim binary: {e}"))?,
+        };
+        let mut cmd = Command::new(exe);
+        cmd.args(&self.prefix).args(args);
+        Ok(cmd)
+    }
+}
+
 /// Start `exe ARGS` as a worker: in `place.netns`, pinned, at `place.nice`, dying with us.
-pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Result<Worker, String> {
+pub fn spawn(name: &str, exe: &WorkerExe, args: &[String], place: &Placement) -> Result<Worker, String> {
     let ns_fd = place.netns.as_raw_fd();
     let cpu = place.cpu;
     let nice = place.nice;
     let slice_ns = place.slice_ns;
     let cg_fds = [place.cgroup.map(|f| f.as_raw_fd()), place.cgroup2.map(|f| f.as_raw_fd())];
-    let mut cmd = Command::new(exe);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let parent = std::process::id() as libc::pid_t;
+    let mut cmd = exe.command(args)?;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     // SAFETY: only async-signal-safe system calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -372,6 +470,11 @@ pub fn spawn(name: &str, exe: &Path, args: &[String], place: &Placement) -> Resu
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
                 return Err(io::Error::last_os_error());
+            }
+            // A parent that died before the prctl above sends no signal: the worker would
+            // outlive the run (prctl(2)). Then its parent is another process already.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
             if let Some(c) = cpu {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -485,5 +588,31 @@ impl Drop for Worker {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod args_tests {
+    use super::*;
+
+    /// Each worker's arguments, written by [`args`] and parsed as the worker parses them, come
+    /// back unchanged.
+    pub(crate) fn round_trip<T: clap::Args + clap::FromArgMatches + serde::Serialize + PartialEq + std::fmt::Debug>(
+        sub: &str,
+        a: T,
+    ) {
+        let line = args(sub, &a);
+        assert_eq!(line[0], sub);
+        let words: Vec<&str> = line[1..].iter().map(String::as_str).collect();
+        let back: T = crate::command::parse(&words).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        assert_eq!(back, a, "{line:?}");
+    }
+
+    #[test]
+    fn worker_arguments_round_trip() {
+        round_trip("sink", SinkArgs { port: 5000, secs: 3.7, seq_lo: Some(10), seq_hi: Some(20), rcvbuf: None });
+        round_trip("sink", SinkArgs { port: 9, secs: 1.0, seq_lo: None, seq_hi: None, rcvbuf: Some(32_768) });
+        let dst = Ipv4Addr::new(198, 18, 0, 1);
+        round_trip("send", SendArgs { dst, ports: vec![6000, 6001], rate_pps: 1e5, payload: 18, secs: 2.5, batch: 32 });
     }
 }

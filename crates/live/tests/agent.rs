@@ -1,8 +1,8 @@
 //! The agent maps a port to the nice value of the process that holds it (no root needed: it
 //! reads /proc in this process's own network namespace).
 
-use hostsim_live::agent::{netns_inode, scan_ports};
-use hostsim_live::xdp::level_of_nice;
+use hostsim_live::ozaki_pbq::agent::{netns_inode, scan_ports};
+use hostsim_live::ozaki_pbq::xdp::level_of_nice;
 use std::fs::File;
 
 /// Fork a child that binds a UDP socket on 127.0.0.1, sets its nice value, reports the port
@@ -48,6 +48,8 @@ fn kill(pid: libc::pid_t) {
 
 #[test]
 fn a_port_maps_to_the_nice_value_of_its_owner() {
+    // One live test at a time on this machine (hostsim_live::testing).
+    let _machine = hostsim_live::testing::exclusive();
     let ino = netns_inode(&File::open("/proc/self/ns/net").unwrap()).unwrap();
     let (a, pa) = child_with_socket(7);
     let (b, pb) = child_with_socket(13);

@@ -22,6 +22,8 @@ fn root() -> bool {
 
 #[test]
 fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_cheap() {
+    // One live test at a time on this machine (hostsim_live::testing).
+    let _machine = hostsim_live::testing::exclusive();
     if !root() {
         return skip("needs root (network namespaces, BPF)");
     }
@@ -43,7 +45,7 @@ fn paced_frames_arrive_in_order_on_the_rotated_ports_and_parking_makes_calls_che
             addr_b: "198.18.0.2/24".into(),
         })?;
         // The receiving veth needs its NAPI (an XDP program or GRO): attach the counting program.
-        let mut pbq = hostsim_live::xdp::PbqXdp::load().map_err(|e| LiveError::Unsupported(e.0))?;
+        let mut pbq = hostsim_live::ozaki_pbq::xdp::PbqXdp::load().map_err(|e| LiveError::Unsupported(e.0))?;
         hostsim_live::sys::in_netns(&srv.file()?, || {
             let i = hostsim_live::sys::ifindex("eth0")?;
             pbq.attach(i).map_err(|e| std::io::Error::other(e.0))

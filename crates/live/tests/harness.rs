@@ -48,3 +48,23 @@ fn exit_codes() {
         assert_eq!(LiveError::Interrupted(Interrupted(s)).exit_code(), 128 + s as u8);
     }
 }
+
+/// `hostsim live clean` must undo what runs of earlier builds left: a ledger with every kind of
+/// entry, as the code before the live crate was arranged by paper id (fcd7c51) wrote it, reads
+/// back entry for entry and writes the same bytes (the format has not moved).
+#[test]
+fn ledgers_written_by_earlier_builds_still_read() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ledger-fcd7c51.jsonl");
+    let (h, entries) = ledger::read(&path).unwrap();
+    assert_eq!((h.run.as_str(), h.pid, h.start_time), ("hsl-4242-0", 4242, 987654));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(entries.len(), lines.len());
+    for (e, line) in entries.iter().zip(&lines) {
+        assert_eq!(serde_json::to_string(e).unwrap(), *line);
+    }
+    let kinds: std::collections::BTreeSet<String> =
+        entries.iter().map(|e| serde_json::to_value(e).unwrap()["kind"].as_str().unwrap().to_string()).collect();
+    let all = ["affinity", "cgroup", "file", "link", "netns", "sched", "server_group", "tcx", "veth", "xdp"];
+    assert_eq!(kinds.iter().map(String::as_str).collect::<Vec<_>>(), all, "every kind of entry");
+}

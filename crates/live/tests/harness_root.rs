@@ -17,6 +17,8 @@ fn ip_forward(ns: &str) -> String {
 
 #[test]
 fn what_a_run_changes_is_recorded_and_put_back_by_finish_and_by_drop() {
+    // One live test at a time on this machine (hostsim_live::testing).
+    let _machine = hostsim_live::testing::exclusive();
     if !hostsim_live::sys::is_root() {
         return skip("needs root (namespaces, other processes' affinity)");
     }

@@ -5,8 +5,8 @@
 //! cgroup2 and BPF; elsewhere it writes why to the terminal and skips.
 
 use hostsim_live::harness::{LiveError, LiveRun};
-use hostsim_live::hooks::Rescan;
-use hostsim_live::xdp::{level_of_nice, PbqXdp};
+use hostsim_live::ozaki_pbq::hooks::Rescan;
+use hostsim_live::ozaki_pbq::xdp::{level_of_nice, PbqXdp};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -87,6 +87,8 @@ fn until(x: &PbqXdp, r: &mut Rescan, what: &str, ok: impl Fn(&PbqXdp) -> bool) {
 
 #[test]
 fn binds_in_the_group_set_their_ports_level_and_others_do_not() {
+    // One live test at a time on this machine (hostsim_live::testing).
+    let _machine = hostsim_live::testing::exclusive();
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return skip("needs root (cgroups, BPF)");

@@ -3,7 +3,7 @@
 //! Needs root and BPF; elsewhere it says so on the terminal and skips (it never passes
 //! silently: the skip line names the reason).
 
-use hostsim_live::xdp::*;
+use hostsim_live::ozaki_pbq::xdp::*;
 use std::io::Write;
 
 fn load() -> Option<PbqXdp> {

@@ -22,6 +22,58 @@ pub fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED (live): {why}");
 }
 
+/// Are we root (the live tests' first condition)?
+pub fn root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Did the run exit 2 because this machine cannot run it (the harness's `hostsim live: <why>`),
+/// so that the test skips? An exit 2 that is a command-line error (clap's, also exit 2: a flag
+/// the test got wrong) fails the test instead of passing as a skip.
+pub fn cannot_run_here(code: Option<i32>, err: &str) -> bool {
+    if code != Some(2) {
+        return false;
+    }
+    assert!(
+        !err.contains("For more information, try '--help'") && !err.starts_with("error:"),
+        "exit 2 from a command-line error, not from this machine: {err}"
+    );
+    skip(&format!("this machine cannot run it (exit 2): {}", err.trim()));
+    true
+}
+
+/// Set FS_IMMUTABLE_FL on a directory (or clear it): nothing can be created in it, not even by
+/// root. False if the file system cannot.
+pub fn set_immutable(dir: &Path, on: bool) -> bool {
+    use std::os::fd::AsRawFd;
+    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
+    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
+    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
+    let Ok(f) = std::fs::File::open(dir) else { return false };
+    let mut flags: libc::c_long = 0;
+    // SAFETY: the flag ioctls read and write one long.
+    unsafe {
+        if libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) < 0 {
+            return false;
+        }
+        flags = if on { flags | FS_IMMUTABLE_FL } else { flags & !FS_IMMUTABLE_FL };
+        libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS, &flags) == 0
+    }
+}
+
+/// Processes in the cgroups the run recorded that `which` selects, read while the run lives.
+pub fn group_pids(entries: &[Entry], which: impl Fn(&Path) -> bool) -> Vec<u32> {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Cgroup { path } if which(path) => std::fs::read_to_string(path.join("cgroup.procs")).ok(),
+            _ => None,
+        })
+        .flat_map(|t| t.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
+        .collect()
+}
+
 /// An empty scratch path for this test process: `hostsim-live-TAG-PID-NAME` in the temp dir.
 pub fn tmp(tag: &str, name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("hostsim-live-{tag}-{}-{name}", std::process::id()));
@@ -50,7 +102,7 @@ pub fn start_live(
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null());
-    cmd.stderr(if piped_stderr { Stdio::piped() } else { Stdio::inherit() });
+    cmd.stderr(Stdio::piped());
     // SAFETY: signal() between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -61,6 +113,7 @@ pub fn start_live(
         });
     }
     let mut child = cmd.spawn().expect("start hostsim live");
+    capture_stderr(&mut child, !piped_stderr);
     let end = Instant::now() + within;
     loop {
         let e = entries_of(child.id());
@@ -94,13 +147,51 @@ pub fn wait_exit(child: &mut Child, secs: u64) -> std::process::ExitStatus {
     }
 }
 
-/// What the run wrote on a piped stderr (empty when it was inherited).
+/// Runs' stderr as read so far, by pid (`start_live` reads it in a thread, so a long run never
+/// blocks on a full pipe).
+/// A run's stderr read so far, and the thread reading it (joined once the run has ended).
+type Captured = (std::sync::Arc<std::sync::Mutex<String>>, Option<std::thread::JoinHandle<()>>);
+static STDERR: std::sync::Mutex<BTreeMap<u32, Captured>> = std::sync::Mutex::new(BTreeMap::new());
+
+/// Read the child's stderr in a thread, into a buffer `stderr_of` returns; `echo`: also onto the
+/// test's own stderr, as the line comes (what an inherited stderr showed).
+fn capture_stderr(child: &mut Child, echo: bool) {
+    let Some(mut e) = child.stderr.take() else { return };
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let b = std::sync::Arc::clone(&buf);
+    let t = std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut e, &mut chunk) {
+            if n == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&chunk[..n]);
+            if echo {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            b.lock().unwrap().push_str(&text);
+        }
+    });
+    STDERR.lock().unwrap().insert(child.id(), (buf, Some(t)));
+}
+
+/// What the run wrote on its stderr (all of it once the run has ended).
 pub fn stderr_of(child: &mut Child) -> String {
     let mut err = String::new();
     if let Some(e) = child.stderr.as_mut() {
         let _ = std::io::Read::read_to_string(e, &mut err);
+        return err;
     }
-    err
+    let ended = child.try_wait().ok().flatten().is_some();
+    // Once the run has ended its stderr reaches EOF: join the reader so that nothing is missed.
+    let entry =
+        STDERR.lock().unwrap().get_mut(&child.id()).map(|(b, t)| (b.clone(), if ended { t.take() } else { None }));
+    let Some((buf, reader)) = entry else { return err };
+    if let Some(t) = reader {
+        let _ = t.join();
+    }
+    let text = buf.lock().unwrap().clone();
+    text
 }
 
 /// SIGKILLs the run after its set-up (`entries`), then checks that it left something and that

@@ -1,0 +1,107 @@
+//! # `goda-rfs` on today's Linux: wake-ups measured, not changed
+//!
+//! Paper 001's mechanism needs a hook in wake-up placement that this kernel does not offer (no
+//! sched_ext, no kprobes) and RFS, which a global sysctl switches on. What can run is the
+//! measurement its Fig. 2 rests on: for every wake-up of the run's own readers, the waking CPU,
+//! the CPU the reader last ran on and the CPU the kernel chose, from three `tp_btf`
+//! tracepoints, classified by the model's own classifier: `hostsim live goda-wakeups`
+//! ([`Options`], [`experiment`]).
+//!
+//! ```text
+//!   bpf/wake_tp.bpf.c   tp_btf sched_waking / sched_wakeup / sched_migrate_task, tgid-filtered
+//!   wake.rs             load/attach (bpf_links), the tgid filter, pairing into Fig. 2 rows
+//!   experiment.rs       the experiment: N paced TCP flows into N unpinned readers, a sweep
+//!   ../tcp_worker.rs    the senders and the readers
+//! ```
+
+pub mod experiment;
+pub mod wake;
+
+use crate::command::{f64_in, Common, Experiment};
+use crate::harness::{LiveError, LiveRun};
+use crate::worker::WorkerExe;
+
+/// Paper 001's Fig. 2 on this kernel: where the scheduler places TCP readers' wake-ups.
+///
+/// Without RFS: N bulk TCP
+/// senders to N readers over a veth, unpinned on every CPU; the readers' wake-ups recorded from
+/// the scheduler's tracepoints (waking CPU, previous CPU, chosen CPU) and classified as the
+/// model's goda-rfs metrics. Writes DIR/results.csv (the model's metric names) and DIR/run.json.
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+pub struct Options {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: Common,
+    /// Flow counts, comma-separated (each flow is two processes) [--quick: 2].
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8", default_value_if("quick", "true", "2"),
+          value_parser = clap::value_parser!(u32).range(1..=experiment::FLOWS_MAX as i64))]
+    pub flows: Vec<u32>,
+    /// Warm-up before each window, seconds [--quick: 0.5].
+    #[arg(long, default_value_t = 1.0, default_value_if("quick", "true", "0.5"), value_parser = f64_in(0.0, 30.0, "s"))]
+    pub warmup_s: f64,
+    /// Measurement window per point, seconds [--quick: 1].
+    #[arg(long, default_value_t = 3.0, default_value_if("quick", "true", "1"), value_parser = f64_in(0.2, 60.0, "s"))]
+    pub window_s: f64,
+    /// All flows' rate together, Mbit/s of payload: each sender paces at rate / flows
+    /// (`SO_MAX_PACING_RATE`), so that the readers keep up and sleep between arrivals, as paper
+    /// 001's 512 iperf readers sharing 10 GbE did; unpaced, two bulk flows over a veth keep their
+    /// readers busy without a single wake-up (the first quick run: 11 Gbit/s, no wake-up in the
+    /// window).
+    #[arg(long, value_name = "MBIT", default_value_t = 400.0, value_parser = f64_in(1.0, 20_000.0, "Mbit/s"))]
+    pub rate_mbit: f64,
+    /// send() size of the senders (iperf's TCP default length is 128 KB in iperf 3, 8 KB in 2).
+    #[arg(skip = 65_536usize)]
+    pub unit_bytes: usize,
+    /// SO_SNDBUF of the senders (bounded by net.core.wmem_max; the kernel doubles it).
+    #[arg(skip = 212_992i32)]
+    pub sndbuf_bytes: i32,
+    /// Run the workers in a CPU cgroup of the largest weight (see `cgroup.rs`).
+    #[arg(skip = true)]
+    pub cgroup: bool,
+    #[arg(skip)]
+    #[serde(skip)]
+    pub worker: WorkerExe,
+}
+
+impl Experiment for Options {
+    const NAME: &'static str = "goda-wakeups";
+
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn points(&self) -> usize {
+        self.flows.len() * self.common.reps as usize
+    }
+
+    fn plan(&self) -> String {
+        format!("each {:.1} s (+{:.1} s warm-up), flows {:?}", self.window_s, self.warmup_s, self.flows)
+    }
+
+    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
+        experiment::run(self, run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::testing::{assert_refused, options};
+
+    #[test]
+    fn the_options_are_the_experiments_configuration() {
+        let o: Options = options(&[]).unwrap();
+        let got = (o.flows.as_slice(), o.warmup_s, o.window_s, o.rate_mbit, o.points());
+        assert_eq!(got, (&[1, 2, 4, 8][..], 1.0, 3.0, 400.0, 12));
+        let q: Options = options(&["--quick"]).unwrap();
+        assert_eq!((q.flows.as_slice(), q.warmup_s, q.window_s, q.common.reps), (&[2][..], 0.5, 1.0, 1));
+        let bad: [&[&str]; 5] = [
+            &["--flows", "0"],
+            &["--flows", "65"],
+            &["--warmup-s", "31"],
+            &["--window-s", "0.1"],
+            &["--rate-mbit", "0.5"],
+        ];
+        assert_refused::<Options>(&bad);
+    }
+}
