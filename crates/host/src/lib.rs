@@ -61,10 +61,10 @@ pub use net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 // 2.4/2.5's nanosleep rule, also what `hostsim live kawai-interval`'s quantised sleeps follow.
 pub use kernel::time::nanosleep::{nanosleep_jiffies, Nanosleep};
 /// Paper 001's wake-up migration classes (unintended ping-pongs, settling): also fed from a live
-/// run's scheduler tracepoints (crates/live/src/wake.rs), so both use one definition.
+/// run's scheduler tracepoints (crates/live/src/goda_rfs/wake.rs), so both use one definition.
 pub use metrics::migration_class::{insert as insert_class_metrics, ClassCounts, MigrationClass};
 /// A stream sink's metrics (bandwidth, inter-arrival histograms) from its [`hostsim_workload::SinkStats`]:
-/// also filled from a live run's frames (crates/live/src/tabata.rs), so both use one definition.
+/// also filled from a live run's frames (crates/live/src/tabata_speed/experiment.rs), so both use one definition.
 pub use metrics::sink::insert as insert_sink_metrics;
 pub use metrics::summary::{
     CacheSummary, ConcurrencySummary, CpuSummary, FdirSummary, HttpTotals, Latency, PacketSummary, ProcessSummary,

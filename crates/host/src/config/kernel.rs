@@ -81,7 +81,7 @@ pub struct KernelConfig {
     #[option(default = false)]
     pub napi_threaded: bool,
     /// Threaded NAPI: the kthreads' SCHED_FIFO priority (Linux starts them SCHED_OTHER nice 0;
-    /// `hostsim live ozaki-pbq` sets FIFO 50, ozaki.rs `napi_fifo_prio`).
+    /// `hostsim live ozaki-pbq` sets FIFO 50, crates/live/src/ozaki_pbq/mod.rs `napi_fifo_prio`).
     #[option(default = 50, bound = int(1, 99), why = "SCHED_FIFO priorities are 1..=99")]
     pub napi_rt_prio: u8,
     /// Receive Packet Steering (the `rps_needed` switch): steer packets to other CPUs' backlogs

@@ -2,7 +2,7 @@
 //! a paper's baseline needs (an era's scheduler, the big kernel lock, poll(), nanosleep) is kernel
 //! code and lives with its subsystem. A mechanism is a folder (or a single file) plus one line in
 //! the registry below: its state and options, its timers and its hooks (`crate::hooks`), each
-//! chosen by a `[kernel]` or `[[process]]` key, never by scenario name. `docs/extending.md` shows
+//! chosen by a `[kernel]` or `[[process]]` key, never by scenario name. `docs/src/extending.md` shows
 //! how to add another.
 //!
 //! | entry | paper | hooks | baseline it changes |

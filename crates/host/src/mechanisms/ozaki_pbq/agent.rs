@@ -1,4 +1,4 @@
-//! The XDP program's agent (`kernel.xdp = "pbq"` or `"detect"`; crates/live/src/agent.rs does the
+//! The XDP program's agent (`kernel.xdp = "pbq"` or `"detect"`; crates/live/src/ozaki_pbq/agent.rs does the
 //! same on the kernel's counters): every `xdp_poll_ms` it reads the backlog drops, the longest
 //! backlog and the drops at the sockets of the highest priority level bound since its previous
 //! poll, and feeds them with the program's arrival counts to the detector (`xdp.rs`), which sets

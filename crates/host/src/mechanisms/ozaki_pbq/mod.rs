@@ -157,7 +157,7 @@ impl Mechanism for OzakiPbq {
         }
     }
 
-    /// Named as the live experiment's columns (crates/live/src/ozaki.rs) where it has them.
+    /// Named as the live experiment's columns (crates/live/src/ozaki_pbq/experiment.rs) where it has them.
     fn metrics(&self, m: &mut BTreeMap<String, f64>, now: Time, window_s: f64) {
         let rate = |a: u64, b: u64| (a - b) as f64 / window_s;
         m.insert("irq_suppressions_per_s".into(), rate(self.suppress.count, self.suppress.warm_count));

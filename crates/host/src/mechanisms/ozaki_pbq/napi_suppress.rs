@@ -1,5 +1,5 @@
 //! Interrupt suppression as the live agent does it (`kernel.napi_suppress`; paper 000 §3.3 on
-//! today's Linux, crates/live/src/suppress.rs and agent.rs), beside `suppress.rs`, which is the
+//! today's Linux, crates/live/src/ozaki_pbq/suppress.rs and agent.rs), beside `suppress.rs`, which is the
 //! paper's own rule at the context switch.
 //!
 //! With threaded NAPI (`net/core/napi_thread.rs`) the receive work of the NIC queues runs in
@@ -26,7 +26,7 @@ use super::options::{NapiSuppress, OzakiOptions};
 use crate::hooks::{part, timer_id, Packets, Part, Project, Reach, Tasks, Timers};
 use hostsim_engine::{Time, Timer};
 
-/// The live rule (crates/live/src/suppress.rs `wanted`): suppress while the detector says high
+/// The live rule (crates/live/src/ozaki_pbq/suppress.rs `wanted`): suppress while the detector says high
 /// load and the top level's sockets hold more than `queued_bytes_min` bytes.
 pub fn wanted(high_load: bool, top_queued_bytes: u64, queued_bytes_min: u64) -> bool {
     high_load && top_queued_bytes > queued_bytes_min

@@ -66,7 +66,7 @@ pub struct OzakiOptions {
 }
 
 /// Interrupt suppression as the live agent does it with threaded NAPI
-/// (`mechanisms/ozaki_pbq/napi_suppress.rs`, crates/live/src/suppress.rs): what the agent changes
+/// (`mechanisms/ozaki_pbq/napi_suppress.rs`, crates/live/src/ozaki_pbq/suppress.rs): what the agent changes
 /// on the NAPI kthreads while the rule holds.
 #[options]
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! `ozaki-pbq`'s priority drop moved to the driver's entry point, as `hostsim live` runs it on
-//! Linux 6.x with XDP (crates/live/src/bpf/pbq_xdp.bpf.c), and the agent's high-load detector.
+//! Linux 6.x with XDP (crates/live/src/ozaki_pbq/bpf/pbq_xdp.bpf.c), and the agent's high-load detector.
 //! This is the model twin of the live mechanism: the per-packet verdict mirrors the XDP program
-//! line for line, and [`Detector`] *is* the agent's state machine (crates/live/src/agent.rs runs
+//! line for line, and [`Detector`] *is* the agent's state machine (crates/live/src/ozaki_pbq/agent.rs runs
 //! this very code on the kernel's counters; the model feeds it the model's).
 //!
 //! Verdict (paper 000 Fig. 3 at the driver): a packet's priority level comes from the port →
