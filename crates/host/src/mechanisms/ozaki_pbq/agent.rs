@@ -36,6 +36,7 @@ impl XdpAgent {
             escalate_ms: k.xdp_escalate_ms,
             probe_ms: k.xdp_probe_ms,
             capacity_pps: k.xdp_capacity_pps,
+            capacity_frac: k.xdp_capacity_frac,
             ..DetectorConfig::default()
         };
         let mut prog = XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000);
@@ -119,5 +120,14 @@ mod tests {
         // Default 0: no capacity sign; no backlog or socket counter moved, so no high load.
         let off = OzakiOptions::default();
         assert!(!high_after(&off, 4000));
+    }
+
+    #[test]
+    fn the_capacity_fraction_option_reaches_the_detector() {
+        // 2,000 + 340 frames per 10 ms = 234,000 pkt/s: under 90% of 400,000, over half of it.
+        let half = OzakiOptions { xdp_capacity_pps: 400_000.0, xdp_capacity_frac: 0.5, ..OzakiOptions::default() };
+        assert!(high_after(&half, 2000), "234,000 pkt/s is over 50% of 400,000");
+        assert!(!high_after(&half, 1500), "184,000 pkt/s is under 50% of 400,000");
+        assert_eq!(OzakiOptions::default().xdp_capacity_frac, DetectorConfig::default().capacity_frac);
     }
 }

@@ -48,10 +48,15 @@ pub struct OzakiOptions {
     pub xdp_window_ms: u64,
     /// XDP `pbq`: the receiver's capacity in packets per second, measured with the mechanism
     /// off (the live agent's `--capacity-pps`, or what its sweep measured on the `off` points);
-    /// an arrival rate the program counts of at least 90% of it is overload. 0 (default): this
-    /// sign unused, overload only from the backlogs and the top level's socket drops.
+    /// an arrival rate the program counts of at least `xdp_capacity_frac` of it is overload. 0
+    /// (default): this sign unused, overload only from the backlogs and the top level's socket
+    /// drops.
     #[option(default = 0.0, bound = float(0.0, 1e10), why = "packets per second (0: unused); a frame takes at least 0.1 ns")]
     pub xdp_capacity_pps: f64,
+    /// XDP `pbq`: the fraction of `xdp_capacity_pps` at which the arrival rate counts as
+    /// overload (the live agent's `DetectorConfig::capacity_frac`, 0.9).
+    #[option(default = 0.9, bound = float(0.01, 1.0), why = "a fraction of the capacity; at least 1 %, where any arrival is overload")]
+    pub xdp_capacity_frac: f64,
     /// Threaded NAPI: the live agent's interrupt suppression (`mechanisms/ozaki_pbq/napi_suppress.rs`);
     /// needs `napi_threaded` and a program whose detector polls (`xdp = "pbq"` or `"detect"`).
     #[option(default = NapiSuppress::Off)]
