@@ -1,6 +1,12 @@
-"""Japanese in the report renders on any machine: the characters the page uses (the papers'
-quotes) are cut out of a CJK font found on the machine that builds the report and embedded in the
-page as a WOFF data URL (fontTools' subsetter; a few tens of KB instead of megabytes).
+"""The report's fonts travel with it: the characters the page uses are cut out of the fonts and
+embedded in the page as WOFF data URLs (fontTools' subsetter; a few tens of KB instead of
+megabytes), so that it renders the same on any machine.
+
+- Latin text, the page's and the figures' (inline SVG whose text is kept as text): DejaVu Sans,
+  regular and bold, the font matplotlib lays the figures' text out in (it ships with
+  matplotlib), embedded under that family name, so that a label measured to fit is drawn in the
+  font it was measured in.
+- Japanese (the papers' quotes): a CJK font found on the machine that builds the report.
 
 The font: IPAex Gothic (Debian's `fonts-ipaexfont-gothic`, which scripts/deps.sh installs for
 `scripts/reproduce.sh` and `scripts/test.sh`), else Noto Sans CJK, else whatever fontconfig
@@ -60,19 +66,39 @@ def subset_woff(font: Path, chars: str) -> bytes:
     return buf.getvalue()
 
 
+LATIN = "DejaVu Sans"
+
+
+def latin_fonts() -> list[tuple[int, Path]]:
+    """(weight, file) of matplotlib's DejaVu Sans, regular and bold."""
+    from matplotlib import font_manager
+
+    out = []
+    for weight in (400, 700):
+        p = font_manager.findfont(font_manager.FontProperties(family=LATIN, weight=weight), fallback_to_default=False)
+        out.append((weight, Path(p)))
+    return out
+
+
+def _face(family: str, font: Path, chars: str, weight: int = 400, ranges: bool = False) -> str:
+    data = base64.b64encode(subset_woff(font, chars)).decode("ascii")
+    rng = ("unicode-range: " + ",".join(f"U+{ord(c):04X}" for c in chars) + "; ") if ranges else ""
+    return (
+        f"@font-face {{ font-family: '{family}'; font-weight: {weight}; "
+        f"src: url(data:font/woff;base64,{data}) format('woff'); {rng}}}\n"
+    )
+
+
 def font_face_css(text: str) -> tuple[str, str | None]:
-    """The @font-face rule embedding the CJK characters of `text` (empty if there are none), and
-    the font's file name (None if none was found)."""
+    """The @font-face rules embedding the characters of `text`: the Latin ones in DejaVu Sans, the
+    CJK ones in the CJK font (if any), and the CJK font's file name (None if it has none or none
+    was found)."""
+    latin = "".join(sorted({c for c in text if not is_cjk(c) and c.isprintable()} | {" "}))
+    css = "".join(_face(LATIN, f, latin, w) for w, f in latin_fonts())
     chars = "".join(sorted({c for c in text if is_cjk(c)}))
     if not chars:
-        return "", None
+        return css, None
     font = find_font()
     if font is None:
-        return "", None
-    data = base64.b64encode(subset_woff(font, chars)).decode("ascii")
-    ranges = ",".join(f"U+{ord(c):04X}" for c in chars)
-    css = (
-        f"@font-face {{ font-family: '{FAMILY}'; src: url(data:font/woff;base64,{data}) format('woff'); "
-        f"unicode-range: {ranges}; }}\n"
-    )
-    return css, font.name
+        return css, None
+    return css + _face(FAMILY, font, chars, ranges=True), font.name

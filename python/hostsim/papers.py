@@ -7,8 +7,9 @@ Nothing here may state a result or name a number (the report's tests check it): 
 - `mechanism`: what the mechanism does, and what the paper reports, attributed to the paper;
 - `live`: why the paper has no live experiment (when it has one, `live-<id>`, the report says so
   from its results instead);
-- `headline_claims`: the claims (by the start of their text) that the summary shows with their
-  verdict and finding: the paper's main result and what most limits its reproduction.
+- `headline_claims`: the claims (by the start of their text; the primary reading where a sentence
+  is read several ways) that the paper's section opens with, with their verdict and finding: the
+  paper's main result and what most limits its reproduction (a test checks that each names one).
 """
 
 PAPERS = {
@@ -73,8 +74,8 @@ PAPERS = {
         ),
         "live": "hostsim live takeuchi-symbiose: the split by XDP + cpumap and by AF_XDP batches, beside its twin (the docs book's live pages)",
         "headline_claims": [
-            "003-Q2 [R1] HiTactix dual's per-CPU load is 0.57x HiTactix single's (its one CPU), at 10,000",
-            "003-L1 UNIX dual outputs fewer packets",
+            "003-Q2: HiTactix dual's per-CPU load is about 43 % below HiTactix single's",
+            "003-L1: UNIX dual outputs fewer packets",
         ],
     },
     "kawai-interval": {

@@ -64,7 +64,7 @@ def test_figure_draws_each_placement_variant_in_its_model_colour():
         "live: off (threaded)",
     }
     for sim, meas in (("rps-off", "live: off (rps)"), ("threaded-off", "live: off (threaded)")):
-        assert lines[meas].get_color() == lines[f"simulated: {sim}"].get_color()
+        assert lines[meas].get_color() == lines[f"model: {sim}"].get_color()
     want = live[(live["variant"] == "off") & (live["placement"] == "threaded")].groupby(KEY)["bw_rx_pps"].mean().values
     assert list(lines["live: off (threaded)"].get_ydata()) == list(want)
     plt.close(fig)

@@ -99,3 +99,18 @@ pub fn calibrate(args: &[String]) -> Result<i32, String> {
         .map_err(|e| format!("{}: {e}", py.display()))?;
     Ok(status.code().unwrap_or(1))
 }
+
+/// The commit of the checkout this binary belongs to (`git rev-parse HEAD`, with `+changes` when
+/// tracked files differ from it), for the provenance of `hostsim reproduce`; None without a
+/// checkout or git. The model-source id, not this, says which model ran.
+pub fn checkout_commit() -> Option<String> {
+    let git = on_path("git")?;
+    let dir = checkouts().into_iter().next()?;
+    let run = |args: &[&str]| {
+        let o = Command::new(&git).arg("-C").arg(&dir).args(args).output().ok()?;
+        o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = run(&["rev-parse", "HEAD"]).filter(|h| !h.is_empty())?;
+    let changed = run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if changed { format!("{head}+changes") } else { head })
+}

@@ -7,7 +7,10 @@
 //! DIR/<experiment>/results.csv, scenario.toml, measured data (the report reads these)
 //! DIR/<experiment>/rows.json            every run's exact metrics (what --resume reads back)
 //! DIR/<experiment>/expectations.json    its claims' verdicts
-//! DIR/expectations.json     all verdicts, written last
+//! DIR/expectations.json     all verdicts, written last (deterministic: the same for the same model and seeds)
+//! DIR/provenance.json       what made them: hostsim's version, the commit of its checkout, the
+//!                           model-source id, the command, when and on what machine (not deterministic,
+//!                           so kept out of expectations.json; the report shows it at the top)
 //! ```
 //!
 //! `--resume` reuses an experiment whose record's fingerprint matches (a hash of every run's
@@ -150,7 +153,12 @@ fn run_all(
     resume: bool,
     marker: &Marker,
 ) -> Result<Vec<ExpectResult>, String> {
-    outputs::remove_stale(out, &["expectations.json"])?;
+    outputs::remove_stale(out, &["expectations.json", PROVENANCE])?;
+    // What made the results is what ran when they started (the checkout and the machine's load
+    // may change meanwhile).
+    let (started, commit, machine) =
+        (utc_now(), crate::report::checkout_commit(), hostsim_live::harness::machine_facts());
+    let mut resumed = Vec::new();
     let record_path = out.join("reproduce.json");
     let fresh = Record {
         version: env!("CARGO_PKG_VERSION").into(),
@@ -194,6 +202,7 @@ fn run_all(
                     list.len(),
                     dir.join("rows.json").display()
                 );
+                resumed.push(name.to_string());
                 rows
             }
             None => {
@@ -217,7 +226,66 @@ fn run_all(
     }
     let json = serde_json::to_string_pretty(&all).expect("serialises") + "\n";
     write_file(&out.join("expectations.json"), &json)?;
+    let prov = provenance(seeds, started, commit, machine, resumed);
+    write_file(&out.join(PROVENANCE), &(serde_json::to_string_pretty(&prov).expect("serialises") + "\n"))?;
     Ok(all)
+}
+
+/// `DIR/provenance.json`.
+pub const PROVENANCE: &str = "provenance.json";
+
+/// What made a reproduce directory's results, for a reader of its report: which hostsim (version,
+/// the commit of the checkout it belongs to when the run started, the model-source id), run how
+/// (the command as given), when (UTC) and where (the machine: the facts a live run records, read
+/// when the run started, and the OS).
+/// Experiments taken over from an interrupted run (`--resume`) are named: their runs are that
+/// run's.
+fn provenance(
+    seeds: SeedChoice,
+    started: String,
+    commit: Option<String>,
+    mut machine: serde_json::Value,
+    resumed: Vec<String>,
+) -> serde_json::Value {
+    let os = std::fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        .unwrap_or_default();
+    machine["os"] = serde_json::Value::String(os);
+    serde_json::json!({
+        "hostsim": env!("CARGO_PKG_VERSION"),
+        "model_source_id": hostsim_scenario::MODEL_SOURCE_ID,
+        "commit": commit,
+        "command": std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        "seeds": seeds,
+        "started": started,
+        "finished": utc_now(),
+        "resumed": resumed,
+        "machine": machine,
+    })
+}
+
+/// Now as `YYYY-MM-DDTHH:MM:SSZ`.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    utc_iso(secs)
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar,
+/// H. Hinnant's `civil_from_days`).
+fn utc_iso(secs: u64) -> String {
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// An experiment's directory: results.csv, scenario.toml, its measured data, rows.json,
@@ -265,4 +333,17 @@ fn write_experiment(
     )?;
     let rows: Vec<RowJson> = rows.iter().map(row_json).collect();
     write_file(&dir.join("rows.json"), &(serde_json::to_string(&rows).expect("serialises") + "\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_iso;
+
+    #[test]
+    fn utc_dates_as_the_calendar_has_them() {
+        assert_eq!(utc_iso(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso(951_782_400), "2000-02-29T00:00:00Z", "a leap day of a century divisible by 400");
+        assert_eq!(utc_iso(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(utc_iso(4_107_542_400), "2100-03-01T00:00:00Z", "2100 is not a leap year");
+    }
 }

@@ -208,6 +208,16 @@ fn an_interrupted_reproduce_says_so_and_resumes_to_the_same_verdicts() {
     let r = reproduce(&straight, &[]).output().unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let want = std::fs::read_to_string(straight.join("expectations.json")).unwrap();
+    // What made them is recorded beside them, not in them (expectations.json is deterministic).
+    let prov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(straight.join("provenance.json")).unwrap()).unwrap();
+    for k in ["hostsim", "model_source_id", "commit", "command", "started", "finished", "machine"] {
+        assert!(prov.get(k).is_some(), "provenance.json has no `{k}`: {prov}");
+    }
+    assert_eq!(prov["command"][1], "reproduce", "{prov}");
+    assert!(prov["started"].as_str().unwrap().ends_with('Z') && prov["machine"]["cpus"].as_u64().unwrap() >= 1);
+    assert_eq!(prov["resumed"], serde_json::json!([]));
+    assert!(!want.contains(prov["started"].as_str().unwrap()));
 
     let out = tmp("repro");
     // An earlier, complete reproduce of the first experiment alone.
@@ -226,6 +236,7 @@ fn an_interrupted_reproduce_says_so_and_resumes_to_the_same_verdicts() {
     assert_eq!(res.status.code(), Some(130), "{}", String::from_utf8_lossy(&res.stderr));
     assert!(out.join("INCOMPLETE").exists(), "an interrupted reproduce does not say so: {:?}", names(&out));
     assert!(!out.join("expectations.json").exists(), "the earlier expectations.json stands beside new results");
+    assert!(!out.join("provenance.json").exists(), "the earlier provenance.json stands beside new results");
     assert_eq!(temporaries(&out), Vec::<String>::new());
 
     let r = reproduce(&out, &["--resume"]).output().unwrap();
@@ -233,6 +244,9 @@ fn an_interrupted_reproduce_says_so_and_resumes_to_the_same_verdicts() {
     assert!(r.status.success(), "{err}");
     assert!(err.contains("examples/livelock: finished earlier (resumed"), "the finished experiment ran again: {err}");
     assert!(!out.join("INCOMPLETE").exists());
+    let prov: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("provenance.json")).unwrap()).unwrap();
+    assert_eq!(prov["resumed"], serde_json::json!(["examples/livelock"]), "the resumed experiment is named");
     assert_eq!(
         std::fs::read_to_string(out.join("expectations.json")).unwrap(),
         want,

@@ -244,6 +244,14 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
                 "a claim with `applicable = false` needs a `finding` saying why the model cannot test it".into(),
             ));
         }
+        if e.applicable == e.untestable.is_some() {
+            let msg = if e.applicable {
+                "`untestable` is for a claim with `applicable = false`: remove it, or say the claim cannot be tested"
+            } else {
+                "a claim with `applicable = false` needs `untestable`: \"no_reference\" (the paper gives nothing to compare with) or \"not_simulated\" (the model does not simulate the quantity); a value the model does not produce is a failing claim, not an untestable one"
+            };
+            return Err(at(elem("expect", i, if e.applicable { "untestable" } else { "applicable" }), msg.into()));
+        }
         if let Err((k, msg)) = crate::finding::check(&e.finding, &e.detail, e.finding_model.as_deref()) {
             return Err(at(elem("expect", i, k), msg));
         }
@@ -257,9 +265,14 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
         .expects
         .iter()
         .map(|e| crate::finding::Reading {
+            claim: &e.claim,
             claim_id: e.claim_id.as_deref(),
             reading: e.reading.as_deref(),
             primary: e.primary,
+            from_above: e.bounds_from_above(),
+            from_below: matches!(e.op, crate::Op::Gt | crate::Op::Ge),
+            calibration: e.role == crate::expect::Role::Calibration,
+            applicable: e.applicable,
         })
         .collect();
     if let Err((i, k, msg)) = crate::finding::check_readings(&readings) {

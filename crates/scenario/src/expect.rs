@@ -17,7 +17,10 @@
 //! factor = 0.2                      # right-hand side = factor × rhs (or a literal `value`)
 //! finding = "..."                   # optional: what we found about why the model agrees or not
 //! applicable = false                # optional: the model cannot test this claim; `finding`
-//!                                   # must then say why (the report shows it, no verdict)
+//!                                   # must then say why (the report shows it, no verdict) and
+//! untestable = "not_simulated"      # which of the two reasons it is: "no_reference" (the paper
+//!                                   # gives nothing to compare with) or "not_simulated" (the model
+//!                                   # does not simulate the quantity)
 //! ```
 //!
 //! ## How a claim is judged
@@ -40,10 +43,29 @@
 //! - **inconclusive**: the interval straddles the boundary: the seeds cannot tell (run more).
 //!
 //! With one seed the interval is the point itself (a deterministic verdict, as before seeds
-//! existed). A seed on which either side is NaN (a stalled measurement) fails the claim. The
-//! result also reports the mean of each side with its own interval and `held`, the fraction of
-//! seeds on which the claim holds. Claims with `applicable = false` get the verdict
-//! `not_applicable` and are shown with their `finding`.
+//! existed). The result also reports the mean of each side with its own interval and `held`, the
+//! fraction of seeds on which the claim holds.
+//!
+//! **No model value.** A claim the model gives no value for on some seed (a side is NaN, e.g. a
+//! gap statistic of a run that had no long gap, or no row meets the claim's conditions) fails:
+//! the model did not show what the paper states. Its result says so in `no_model_value` (on how
+//! many seeds, and why), so that a reader tells a missing model value from a missing reference.
+//!
+//! **Not applicable** is only for a claim the model cannot test at all, for one of two reasons,
+//! which `untestable` names: the paper gives no reference to compare with (`no_reference`), or
+//! the quantity is one the model does not simulate (`not_simulated`; the report draws it as
+//! absent, never as 0). `applicable = false` needs both `untestable` and a `finding` saying why.
+//! Its verdict is `not_applicable` whatever the values; it is counted apart from the judged
+//! claims. A value the model does not produce is never a reason: that claim fails (above).
+//!
+//! **Ranges.** A paper's range ("8-15 %") is written as two claims, one bounding the value from
+//! above (`<`, `<=`) and one from below (`>`, `>=`), that share their `claim_id` and `reading`
+//! (`finding::check_readings` allows exactly such a pair). They are judged as **one claim**
+//! ([`evaluate_claims`]): it passes when both ends pass, fails when either fails, and is
+//! inconclusive otherwise; `held` counts the seeds on which both ends hold. The result carries the
+//! first end's text (in file order), both ends' results in `ends` (lower end first), and the
+//! numbers of the end that decides the verdict (a failing end, else an inconclusive one, else the
+//! lower end; the lower end first).
 //!
 //! `offset` is added to the target after `factor` (e.g. "1 ms longer than at 100 %": `rhs =
 //! {...}`, `offset = 1000`). With `tolerance_abs` an `approx` claim is judged on the absolute
@@ -162,6 +184,16 @@ impl Verdict {
     }
 }
 
+/// Why a claim cannot be tested (`untestable`, with `applicable = false`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Untestable {
+    /// The paper gives nothing to compare with (e.g. background it cites from another work).
+    NoReference,
+    /// The model does not simulate the quantity (the report draws it as absent, never as 0).
+    NotSimulated,
+}
+
 /// Which value(s) of a metric: a variant, sweep coordinates, and how to reduce several rows.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -199,9 +231,13 @@ pub struct Expect {
     /// `calibration` (about the baseline system; may be fitted to) or `prediction` (default).
     #[serde(default)]
     pub role: Role,
-    /// False when the model cannot test the claim; `finding` says why.
+    /// False when the model cannot test the claim; `untestable` says for which reason and
+    /// `finding` why.
     #[serde(default = "yes")]
     pub applicable: bool,
+    /// With `applicable = false`: no reference, or a quantity the model does not simulate.
+    #[serde(default)]
+    pub untestable: Option<Untestable>,
     /// What was found about the claim: why the model does not reproduce it, or why it is not
     /// applicable (at most 300 characters and two sentences; numbers as placeholders such as
     /// `{sim}`: see the `finding` module).
@@ -286,6 +322,8 @@ pub struct ExpectResult {
     pub paper_value: Option<f64>,
     pub role: Role,
     pub applicable: bool,
+    /// Why the claim cannot be tested (with `applicable = false`).
+    pub untestable: Option<Untestable>,
     /// What was found, its placeholders filled from this result.
     pub finding: String,
     /// The longer evidence, its placeholders filled.
@@ -323,6 +361,11 @@ pub struct ExpectResult {
     pub pass: bool,
     /// Why the claim could not be evaluated, if it couldn't.
     pub error: Option<String>,
+    /// The model gave no value on some seed: on how many and why (the verdict is `fail`).
+    pub no_model_value: Option<String>,
+    /// A range claim's two ends (lower first), each judged alone; empty for any other claim.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ends: Vec<ExpectResult>,
 }
 
 pub(crate) fn same(a: &Value, b: &Value) -> bool {
@@ -646,8 +689,15 @@ impl Expect {
         }
     }
 
-    /// Evaluate against a sweep's rows (every seed's), see the module documentation.
+    /// Evaluate against a sweep's rows (every seed's), see the module documentation. A range's
+    /// end is judged alone here: [`evaluate_claims`] judges the two ends as one claim.
     pub fn evaluate(&self, scenario: &str, rows: &[Row]) -> ExpectResult {
+        self.evaluate_seeds(scenario, rows).0
+    }
+
+    /// The result and, per seed (ascending), whether the claim holds on it (false where the model
+    /// gave no value).
+    fn evaluate_seeds(&self, scenario: &str, rows: &[Row]) -> (ExpectResult, Vec<bool>) {
         let seeds = seeds_of(rows);
         let mut r = ExpectResult {
             scenario: scenario.to_string(),
@@ -656,6 +706,7 @@ impl Expect {
             paper_value: self.paper_value,
             role: self.role,
             applicable: self.applicable,
+            untestable: if self.applicable { None } else { self.untestable },
             finding: String::new(),
             detail: String::new(),
             finding_model: self.finding_model.clone(),
@@ -678,10 +729,13 @@ impl Expect {
             verdict: Verdict::Fail,
             pass: false,
             error: None,
+            no_model_value: None,
+            ends: Vec::new(),
         };
         let (mut sims, mut targets, mut xs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut holds = vec![false; seeds.len()];
         let mut nan_seeds = 0;
-        for &s in &seeds {
+        for (k, &s) in seeds.iter().enumerate() {
             let rs: Vec<&Row> = rows.iter().filter(|r| r.seed == s).collect();
             let lhs = self.lhs().select(&rs);
             let rhs = match (&self.rhs, self.value) {
@@ -694,12 +748,17 @@ impl Expect {
                     if a.is_nan() || b.is_nan() {
                         nan_seeds += 1;
                     } else {
+                        let x = self.judged_value(a, b);
+                        holds[k] = self.holds(x);
                         sims.push(a);
                         targets.push(b);
-                        xs.push(self.judged_value(a, b));
+                        xs.push(x);
                     }
                 }
                 (Err(e), _) | (_, Err(e)) => {
+                    // The form and the metric names were checked before anything ran
+                    // (`claims.rs`): what is left is a value the model did not produce.
+                    r.no_model_value = Some(if seeds.len() > 1 { format!("seed {s}: {e}") } else { e.clone() });
                     r.error = Some(if seeds.len() > 1 { format!("seed {s}: {e}") } else { e });
                     break;
                 }
@@ -707,6 +766,7 @@ impl Expect {
         }
         if seeds.is_empty() {
             r.error = Some("no results".into());
+            r.no_model_value = Some("no results".into());
         }
         if !sims.is_empty() {
             let (m, ci) = mean_ci(&sims);
@@ -723,8 +783,12 @@ impl Expect {
             let held = xs.iter().filter(|&&x| self.holds(x)).count();
             r.held = Some(held as f64 / seeds.len() as f64);
             r.verdict = if nan_seeds > 0 {
-                r.error =
-                    Some(format!("no value on {nan_seeds} of {} seeds (NaN: e.g. a stalled measurement)", seeds.len()));
+                let why = format!(
+                    "undefined (NaN) on {nan_seeds} of {} seeds: the run measured nothing to compute it from (e.g. no gap of that kind, a stalled measurement)",
+                    seeds.len()
+                );
+                r.error = Some(why.clone());
+                r.no_model_value = Some(why);
                 Verdict::Fail
             } else {
                 self.judge(r.judged_ci.expect("set with the values"))
@@ -748,8 +812,86 @@ impl Expect {
         };
         r.finding = crate::finding::render(&self.finding, &v);
         r.detail = crate::finding::render(&self.detail, &v);
-        r
+        (r, holds)
     }
+
+    /// The upper end of a range (`<`, `<=`), else a lower end (`>`, `>=`) or a band.
+    pub(crate) fn bounds_from_above(&self) -> bool {
+        matches!(self.op, Op::Lt | Op::Le)
+    }
+}
+
+/// Judge a scenario's claims in order: each alone, except the two ends of a range (the same
+/// `claim_id` and `reading`), judged as one claim in the place of its first end (see the module
+/// documentation).
+pub fn evaluate_claims<'a>(
+    expects: impl IntoIterator<Item = &'a Expect>,
+    scenario: &str,
+    rows: &[Row],
+) -> Vec<ExpectResult> {
+    let mut out: Vec<(ExpectResult, Vec<bool>, bool)> = Vec::new();
+    for e in expects {
+        let (r, holds) = e.evaluate_seeds(scenario, rows);
+        let upper = e.bounds_from_above();
+        match out.iter().position(|(o, _, _)| o.claim_id == r.claim_id && o.reading == r.reading) {
+            Some(i) => {
+                let (a, ha, a_upper) = out.remove(i);
+                out.insert(i, (range(a, ha, a_upper, r, holds, upper), Vec::new(), false));
+            }
+            None => out.push((r, holds, upper)),
+        }
+    }
+    out.into_iter().map(|(r, _, _)| r).collect()
+}
+
+/// One range claim from its two ends' results and per-seed holds (`*_upper`: that end bounds
+/// from above).
+fn range(a: ExpectResult, ha: Vec<bool>, a_upper: bool, b: ExpectResult, hb: Vec<bool>, b_upper: bool) -> ExpectResult {
+    debug_assert!(a_upper != b_upper, "check_readings allows only a lower and an upper end");
+    let text = a.claim.clone();
+    let (lower, upper) = if b_upper { (a, b) } else { (b, a) };
+    let ends = [&lower, &upper];
+    let verdict = if ends.iter().any(|e| e.verdict == Verdict::NotApplicable) {
+        Verdict::NotApplicable
+    } else if ends.iter().any(|e| e.verdict == Verdict::Fail) {
+        Verdict::Fail
+    } else if ends.iter().any(|e| e.verdict == Verdict::Inconclusive) {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Pass
+    };
+    let decides = if verdict == Verdict::Pass || verdict == Verdict::NotApplicable {
+        &lower
+    } else {
+        ends.iter().copied().find(|e| e.verdict == verdict).unwrap_or(&lower)
+    };
+    let mut r = decides.clone();
+    r.claim = text;
+    r.verdict = verdict;
+    r.pass = verdict == Verdict::Pass;
+    let n = ha.len().max(hb.len());
+    r.held = (lower.held.is_some() && upper.held.is_some() && n > 0)
+        .then(|| (0..n).filter(|&k| ha.get(k) == Some(&true) && hb.get(k) == Some(&true)).count() as f64 / n as f64);
+    let join = |f: fn(&ExpectResult) -> &str| {
+        let mut parts: Vec<&str> = Vec::new();
+        for e in ends {
+            let t = f(e).trim();
+            if !t.is_empty() && !parts.contains(&t) {
+                parts.push(t);
+            }
+        }
+        parts.join(" ")
+    };
+    r.finding = join(|e| &e.finding);
+    r.detail = join(|e| &e.detail);
+    let errors = join(|e| e.error.as_deref().unwrap_or(""));
+    r.error = (!errors.is_empty()).then_some(errors);
+    let missing = join(|e| e.no_model_value.as_deref().unwrap_or(""));
+    r.no_model_value = (!missing.is_empty()).then_some(missing);
+    r.finding_stale = lower.finding_stale || upper.finding_stale;
+    r.finding_model = lower.finding_model.clone().or_else(|| upper.finding_model.clone());
+    r.ends = vec![lower, upper];
+    r
 }
 
 impl ExpectResult {
@@ -763,8 +905,12 @@ impl ExpectResult {
     /// - a met order claim: 0; a missed one: `1 + d`, `d` = the violation relative to the larger
     ///   of the two sides (0 to 1);
     /// - a met `outside` claim: 0; a missed one: `1 + (t − |e|) / t` (1 to 2);
-    /// - a claim without a value: 2.
+    /// - a claim without a value: 2;
+    /// - a range: the sum of its ends' terms (a met end costs nothing).
     pub fn calibration_loss(&self) -> f64 {
+        if !self.ends.is_empty() {
+            return self.ends.iter().map(ExpectResult::calibration_loss).sum();
+        }
         let (Some(x), None) = (self.judged_mean, &self.error) else {
             return 2.0;
         };
@@ -940,6 +1086,70 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_model_value_fails_and_says_so() {
+        let mut rs = paired(4, 0.0);
+        rs[0].metrics.insert("m".into(), f64::NAN);
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=0");
+        let r = e.evaluate("s", &rs);
+        assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
+        assert!(r.no_model_value.as_deref().unwrap().starts_with("undefined (NaN) on 1 of 4 seeds"), "{r:?}");
+        // No row meeting the conditions is no value either.
+        let rows = sweep_rows();
+        let none = ex("claim='c'\nmetric='x'\nvariant='a'\nreduce='max'\nwhere=[{metric='thr', op='>', value=100}]\nop='>='\nvalue=0");
+        let r = none.evaluate("s", &rows);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert!(r.no_model_value.unwrap().contains("no row meets the claim's conditions"));
+        // A value the model gives is never "no model value", whatever the verdict.
+        let r = ex("claim='c'\nmetric='m'\nvariant='a'\nop='>'\nvalue=1000").evaluate("s", &paired(4, 0.0));
+        assert_eq!((r.verdict, r.no_model_value), (Verdict::Fail, None));
+    }
+
+    /// The two ends of "m of b lies within [lo, hi]" (upper end first, as a file may have them).
+    fn range_claims(lo: f64, hi: f64) -> Vec<Expect> {
+        vec![
+            ex(&format!(
+                "claim='upper'\nclaim_id='r'\nmetric='m'\nvariant='b'\nop='<='\nvalue={hi}\nfinding='too high'"
+            )),
+            ex(&format!("claim='lower'\nclaim_id='r'\nmetric='m'\nvariant='b'\nop='>='\nvalue={lo}")),
+        ]
+    }
+
+    #[test]
+    fn a_range_is_one_claim_judged_against_both_ends() {
+        // b = 100 + noise (-6..6) + 10 over 10 seeds: about 104 to 116.
+        let rs = paired(10, 10.0);
+        let one = |lo, hi| {
+            let r = evaluate_claims(&range_claims(lo, hi), "s", &rs);
+            assert_eq!(r.len(), 1, "two ends, one claim");
+            r.into_iter().next().unwrap()
+        };
+        let r = one(50.0, 200.0);
+        assert_eq!((r.verdict, r.held, r.claim.as_str()), (Verdict::Pass, Some(1.0), "upper"));
+        assert_eq!(r.ends.iter().map(|e| e.claim.as_str()).collect::<Vec<_>>(), ["lower", "upper"]);
+        // The upper end fails: the claim fails, whatever the lower end says; its numbers are the
+        // failing end's.
+        let r = one(50.0, 60.0);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!((r.op, r.rhs, r.finding.as_str()), (Op::Le, Some(60.0), "too high"));
+        assert_eq!(r.ends[0].verdict, Verdict::Pass);
+        // Each end holds on some seeds, never both on the same one: held counts seeds where both do.
+        let r = one(111.0, 109.0);
+        assert_eq!(r.held, Some(0.0), "{r:?}");
+        assert!(r.ends.iter().all(|e| e.held.unwrap() > 0.0));
+        // An inconclusive end and a passing one: inconclusive.
+        assert_eq!(one(50.0, 110.0).verdict, Verdict::Inconclusive);
+        // A claim of another sentence or another reading stays apart.
+        let mut cs = range_claims(50.0, 200.0);
+        cs.push(ex("claim='other'\nmetric='m'\nvariant='b'\nop='>='\nvalue=0"));
+        assert_eq!(evaluate_claims(&cs, "s", &rs).len(), 2);
+        // Judged alone (as `hostsim calibrate`'s objective sees each claim), the ends are two.
+        assert_eq!(
+            one(50.0, 60.0).calibration_loss(),
+            range_claims(50.0, 60.0)[0].evaluate("s", &rs).calibration_loss()
+        );
+    }
+
+    #[test]
     fn paired_seeds_see_a_small_shift_through_large_noise() {
         // Noise of +-6 per seed, a shift of 1: unpaired means would overlap, the paired
         // difference is exactly 1 on every seed.
@@ -998,9 +1208,10 @@ mod tests {
 
     #[test]
     fn not_applicable_keeps_numbers_but_has_no_verdict() {
-        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=1\napplicable=false\nfinding='why'");
+        let e = ex("claim='c'\nmetric='m'\nvariant='a'\nat={rate=3}\nop='<'\nvalue=1\napplicable=false\nuntestable='not_simulated'\nfinding='why'");
         let r = e.evaluate("s", &rows());
         assert_eq!((r.verdict, r.pass, r.sim), (Verdict::NotApplicable, false, Some(5.0)));
+        assert_eq!(r.untestable, Some(Untestable::NotSimulated));
     }
 
     #[test]

@@ -29,7 +29,10 @@ mod validate;
 
 pub use calibrate::{CalibrateParam, Calibration, Overlay};
 pub use error::ScenarioError;
-pub use expect::{mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Verdict};
+pub use expect::{
+    evaluate_claims, mean_ci, seeds_of, Expect, ExpectResult, Interval, Op, Reduce, Role, Row, Selector, Untestable,
+    Verdict,
+};
 pub use figure::{Figure, FigureKind, PaperMark};
 pub use paths::{parse_value, set_path};
 
@@ -1166,9 +1169,10 @@ impl Scenario {
         Ok(())
     }
 
-    /// Evaluate the scenario's claims against sweep results (every seed's rows).
+    /// Evaluate the scenario's claims against sweep results (every seed's rows); a range's two
+    /// ends are judged as one claim ([`evaluate_claims`]).
     pub fn evaluate(&self, rows: &[Row]) -> Vec<ExpectResult> {
-        self.expects.iter().map(|e| e.evaluate(&self.name, rows)).collect()
+        evaluate_claims(&self.expects, &self.name, rows)
     }
 
     /// Indices (in [`Scenario::runs`]' order) of the runs the claims with `role` need: the
@@ -1197,6 +1201,6 @@ impl Scenario {
 
     /// Evaluate only the claims with `role` (on rows that may hold only the runs they need).
     pub fn evaluate_role(&self, rows: &[Row], role: Role) -> Vec<ExpectResult> {
-        self.expects.iter().filter(|e| e.role == role).map(|e| e.evaluate(&self.name, rows)).collect()
+        evaluate_claims(self.expects.iter().filter(|e| e.role == role), &self.name, rows)
     }
 }
