@@ -145,10 +145,14 @@ pub(crate) fn check(kernel: &KernelConfig, processes: &[ProcessConfig]) -> Resul
         let msg = crate::humanize(&f.msg, &s);
         (s, msg)
     })?;
-    let json = serde_json::to_value(kernel).expect("the kernel's options serialise");
+    let policies = kernel.policies();
     for k in KernelConfig::keys() {
         let Gen::Selector(sel) = (k.gen)() else { continue };
-        let value = json.get(sel.key).and_then(|v| v.as_str()).unwrap_or_default();
+        let value = policies
+            .iter()
+            .find(|(key, _)| *key == sel.key)
+            .map(|(_, p)| p.0.as_str())
+            .expect("every policy key is in KernelConfig::policies (keys.rs tests)");
         let all = values(sel);
         if !all.iter().any(|v| v.0 == value) {
             let names: Vec<&str> = all.iter().map(|v| v.0).collect();
@@ -339,6 +343,29 @@ mod tests {
         }
         assert!(bad.is_empty(), "keys missing a part of their declaration:\n{}", bad.join("\n"));
         assert!(entries().len() > 150, "{} keys", entries().len());
+    }
+
+    #[test]
+    fn every_policy_key_is_read_by_kernel_policies() {
+        let k = KernelConfig::default();
+        let read: Vec<&str> = k.policies().iter().map(|(key, _)| *key).collect();
+        let declared: Vec<&str> = KernelConfig::keys()
+            .iter()
+            .filter_map(|key| match (key.gen)() {
+                Gen::Selector(sel) => Some(sel.key),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(read.len(), declared.len(), "KernelConfig::policies {read:?}, the selectors {declared:?}");
+        assert!(
+            declared.iter().all(|d| read.contains(d)),
+            "KernelConfig::policies {read:?} misses one of {declared:?}"
+        );
+        // The values are the fields': the default's as serialised.
+        let json = serde_json::to_value(&k).unwrap();
+        for (key, p) in k.policies() {
+            assert_eq!(json[key].as_str(), Some(p.0.as_str()), "{key}");
+        }
     }
 
     #[test]

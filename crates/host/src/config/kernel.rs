@@ -231,6 +231,18 @@ impl KernelConfig {
         self
     }
 
+    /// The kernel's policy keys (`kernel.backlog`, `xdp`, `wake_policy`, `concurrency`: the
+    /// [`hostsim_options::Selector`]s of `config/policy.rs`) with their values, read without
+    /// serialising the configuration (the scenario's check of every run's values).
+    pub fn policies(&self) -> [(&'static str, &Policy); 4] {
+        [
+            (BACKLOG.key, &self.backlog),
+            (XDP.key, &self.xdp),
+            (WAKE_POLICY.key, &self.wake_policy),
+            (CONCURRENCY.key, &self.concurrency),
+        ]
+    }
+
     /// The kernel's HZ period (a jiffy) in ns.
     pub fn tick_ns(&self) -> u64 {
         1_000_000_000 / u64::from(self.hz.max(1))
