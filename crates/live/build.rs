@@ -1,7 +1,7 @@
 //! Compiles the BPF programs (`src/bpf/*.bpf.c`, the shared generator, and each paper's
 //! `src/<paper id>/bpf/*.bpf.c`) with clang and generates their libbpf-rs skeletons: the
 //! live-frames traffic generator, the ozaki-pbq XDP program (with its cgroup hooks),
-//! goda-wakeups' scheduler tracepoints, tabata-speed's arrival recorder and takeuchi-symbiose's
+//! goda-wakeups' scheduler tracepoints and segment-train recorder, tabata-speed's arrival recorder and takeuchi-symbiose's
 //! router and sink programs. Needs
 //! clang and, for libbpf-sys, libelf and zlib headers: `scripts/deps.sh` installs them from
 //! Debian's packages.
@@ -12,7 +12,7 @@ use std::process::Command;
 
 /// (source, skeleton file, headers it includes): the shared generator at the top, each paper's
 /// programs in its folder.
-const PROGRAMS: [(&str, &str, &[&str]); 5] = [
+const PROGRAMS: [(&str, &str, &[&str]); 6] = [
     // The live-frames traffic generator (src/gen.rs).
     ("src/bpf/gen.bpf.c", "gen.skel.rs", &["src/bpf/gen.h"]),
     // ozaki-pbq's priority drop (XDP) and its bind/close/connect hooks.
@@ -20,6 +20,9 @@ const PROGRAMS: [(&str, &str, &[&str]); 5] = [
     // goda-wakeups' wake-up recorder (tp_btf sched_waking/sched_wakeup/sched_migrate_task,
     // src/goda_rfs/wake.rs).
     ("src/goda_rfs/bpf/wake_tp.bpf.c", "wake_tp.skel.rs", &["src/goda_rfs/bpf/wake.h"]),
+    // goda-wakeups' segment-train recorder (tp_btf net_dev_queue/netif_receive_skb, the pacing
+    // timer's expiry, softirq entry/exit: src/goda_rfs/trains.rs).
+    ("src/goda_rfs/bpf/trains_tp.bpf.c", "trains_tp.skel.rs", &["src/goda_rfs/bpf/trains.h"]),
     // tabata-speed's arrival recorder (tcx ingress, src/tabata_speed/arrivals.rs).
     ("src/tabata_speed/bpf/arrivals_tc.bpf.c", "arrivals_tc.skel.rs", &["src/tabata_speed/bpf/arrivals.h"]),
     // takeuchi-symbiose's router input (pass, cpumap or XSKMAP redirect), checksum-checking sink

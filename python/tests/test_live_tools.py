@@ -268,3 +268,29 @@ def test_kawai_interval_model_writes_one_row_per_sleep_and_variant(monkeypatch, 
     assert len(hr) == len(seen) // 2 and all(x[3]["kernel.timer_tick_sleep"] == "false" for x in hr)
     assert all(x[3][kawai_interval.KEY] == "3000" and x[3]["traffic.clients.http.conns"] == 6000 for x in seen)
     assert {x[0] for x in seen if "dynamic" in x[1]} == {"kawai-interval-dynamic.toml"}
+
+
+def test_goda_rfs_variants_and_trains_summarise_the_committed_runs():
+    """The RFS off / on / one-segment-per-skb run (`--variants linux,rfs,per-segment`) and its
+    per-flow segment trains: one row per (flow count, variant), each cell the mean over the rows
+    with their range, recomputed here from the CSVs."""
+    live, trains = LIVE / "goda-wakeups-variants.csv", LIVE / "goda-wakeups-trains.csv"
+    head, body = goda_rfs.variants_summary(live)
+    lr = csv_rows(live)
+    assert len(body) == len({(r["variant"], r["process.reader.instances"]) for r in lr})
+    for b in body:
+        rs = [r for r in lr if r["variant"] == b[1] and r["process.reader.instances"] == b[0]]
+        assert b[2] == str(len(rs))
+        w = [float(r["wakeups_per_s"]) for r in rs]
+        assert b[head.index("wake-ups/s")] == f"{sum(w) / len(w):,.0f} [{min(w):,.0f}-{max(w):,.0f}]"
+    head, body = goda_rfs.trains_summary(trains)
+    tr = csv_rows(trains)
+    col = head.index("wake-ups/skb")
+    for b in body:
+        rs = [r for r in tr if r["variant"] == b[1] and r["process.reader.instances"] == b[0]]
+        assert b[2] == str(len(rs)), "one row per flow and repetition"
+        ratio = [float(r["reader_wakeups_per_s"]) / float(r["emits_per_s"]) for r in rs]
+        assert b[col].startswith(f"{sum(ratio) / len(ratio):.2f}")
+        if b[1] == "per-segment":
+            assert b[head.index("segs/skb")].startswith("1.0"), "gso_max_segs 1: one segment per skb"
+    assert md_rows(run_tool("goda-rfs", "trains", str(trains))) == body

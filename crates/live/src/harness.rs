@@ -196,6 +196,8 @@ pub struct LiveRun {
     info: serde_json::Map<String, serde_json::Value>,
     points: Vec<Point>,
     finished: bool,
+    /// Files (namespace, path) whose value before the run's first write the ledger holds.
+    written: std::sync::Mutex<std::collections::BTreeSet<(Option<String>, String)>>,
 }
 
 impl LiveRun {
@@ -250,6 +252,7 @@ impl LiveRun {
             info,
             points: Vec::new(),
             finished: false,
+            written: Default::default(),
         })
     }
 
@@ -311,12 +314,20 @@ impl LiveRun {
             .map_err(|e| LiveError::Unsupported(format!("creating a veth pair: {e}")))
     }
 
-    /// Write `value` to `path` as namespace `ns` sees it (None: the root namespace's view),
-    /// recording the value it had, which clean-up writes back.
+    /// Write `value` to `path` as namespace `ns` sees it (None: the root namespace's view: a
+    /// global sysctl such as `net.core.flow_limit_cpu_bitmap`), recording the value it had
+    /// before the run first wrote it, which clean-up writes back. Later writes of the same file
+    /// (a setting switched point by point) add nothing to the ledger: its entry already holds
+    /// the value to restore.
     pub fn write_value(&self, ns: Option<&Netns>, path: &str, value: &str) -> Result<(), LiveError> {
         let n = ns.map(|n| n.name.as_str());
-        let old = crate::netns::read_in(n, path).map_err(failed)?;
-        self.record(Entry::File { ns: n.map(str::to_string), path: path.to_string(), old: old.trim().to_string() })?;
+        let key = (n.map(str::to_string), path.to_string());
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if !written.contains(&key) {
+            let old = crate::netns::read_in(n, path).map_err(failed)?;
+            self.record(Entry::File { ns: key.0.clone(), path: path.to_string(), old: old.trim().to_string() })?;
+            written.insert(key);
+        }
         crate::netns::write_in(n, path, value).map_err(failed)
     }
 
@@ -353,6 +364,16 @@ impl LiveRun {
         self.record(Entry::Cgroup { path: path.clone() })?;
         std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
         std::fs::write(path.join(file), value).map_err(|e| failed(format!("{}: {e}", path.join(file).display())))?;
+        Ok(CpuGroup { path })
+    }
+
+    /// Create CPU group `<parent>/<role>` (a group of the run's group: tabata-speed's `cfs`
+    /// variant gives its sender a quota of its own), recorded before creation and removed at
+    /// the end, before its parent.
+    pub fn cpu_child(&self, parent: &CpuGroup, role: &str) -> Result<CpuGroup, LiveError> {
+        let path = parent.path().join(role);
+        self.record(Entry::Cgroup { path: path.clone() })?;
+        std::fs::create_dir(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
         Ok(CpuGroup { path })
     }
 

@@ -93,6 +93,9 @@ pub struct Softnet {
     pub dropped: u64,
     pub time_squeeze: u64,
     pub received_rps: u64,
+    /// Packets the RPS flow limit dropped at this CPU's enqueues (`sd->flow_limit->count`:
+    /// counted on the CPU that enqueues, whichever backlog it enqueues to).
+    pub flow_limit_count: u64,
     /// Packets in the backlog now (0 on kernels before 5.10 that lack the column).
     pub backlog_len: u64,
 }
@@ -102,7 +105,14 @@ pub fn parse_softnet(text: &str) -> Vec<Softnet> {
         .map(|l| {
             let v: Vec<u64> = l.split_whitespace().map(|x| u64::from_str_radix(x, 16).unwrap_or(0)).collect();
             let g = |i: usize| v.get(i).copied().unwrap_or(0);
-            Softnet { processed: g(0), dropped: g(1), time_squeeze: g(2), received_rps: g(9), backlog_len: g(11) }
+            Softnet {
+                processed: g(0),
+                dropped: g(1),
+                time_squeeze: g(2),
+                received_rps: g(9),
+                flow_limit_count: g(10),
+                backlog_len: g(11),
+            }
         })
         .collect()
 }
@@ -250,9 +260,17 @@ mod tests {
 
     #[test]
     fn softnet_columns() {
-        let t = "0000153e 00000002 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000007 00000000 0000000a 00000001 0000000a 00000000\n";
+        let t = "0000153e 00000002 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000007 0000001f 0000000a 00000001 0000000a 00000000\n";
         let v = parse_softnet(t);
-        assert_eq!(v[0], Softnet { processed: 0x153e, dropped: 2, time_squeeze: 1, received_rps: 7, backlog_len: 10 });
+        let want = Softnet {
+            processed: 0x153e,
+            dropped: 2,
+            time_squeeze: 1,
+            received_rps: 7,
+            flow_limit_count: 31,
+            backlog_len: 10,
+        };
+        assert_eq!(v[0], want);
     }
 
     #[test]

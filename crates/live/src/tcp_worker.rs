@@ -260,6 +260,7 @@ pub fn run_tcp_sender(s: &SendSpec) -> io::Result<()> {
         "sndbuf_effective": sndbuf_effective, "snd_mss": i.snd_mss, "snd_cwnd": i.snd_cwnd,
         "total_retrans": i.total_retrans, "busy_us": i.busy_us, "rwnd_limited_us": i.rwnd_limited_us,
         "sndbuf_limited_us": i.sndbuf_limited_us, "acked": info.is_some_and(|i| i.unacked == 0),
+        "cpu_us": own_cpu_us(),
     });
     let _ = writeln!(std::io::stdout().lock(), "{j}");
     Ok(())
@@ -305,15 +306,19 @@ pub fn run_tcp_sink(a: &SinkArgs) -> io::Result<()> {
             Err(e) => return Err(io::Error::new(e.kind(), format!("read: {e}"))),
         }
     }
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: our own usage into a local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let cpu_us =
-        (ru.ru_utime.tv_sec * 1_000_000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1_000_000 + ru.ru_stime.tv_usec)
-            as u64;
+    let cpu_us = own_cpu_us();
     let _ =
         writeln!(std::io::stdout().lock(), "{}", serde_json::json!({ "bytes": bytes, "eof": eof, "cpu_us": cpu_us }));
     Ok(())
+}
+
+/// This process's CPU time so far (user + system), µs.
+fn own_cpu_us() -> u64 {
+    // SAFETY: a plain C struct, all zeroes is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: our own usage into a local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    (ru.ru_utime.tv_sec * 1_000_000 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1_000_000 + ru.ru_stime.tv_usec) as u64
 }
 
 #[cfg(test)]

@@ -1,32 +1,55 @@
-//! # `goda-rfs` on today's Linux: wake-ups measured, not changed
+//! # `goda-rfs` on today's Linux: wake-ups measured, with RFS off and on
 //!
 //! Paper 001's mechanism needs a hook in wake-up placement that this kernel does not offer (no
-//! sched_ext, no kprobes) and RFS, which a global sysctl switches on. What can run is the
-//! measurement its Fig. 2 rests on: for every wake-up of the run's own readers, the waking CPU,
-//! the CPU the reader last ran on and the CPU the kernel chose, from three `tp_btf`
-//! tracepoints, classified by the model's own classifier: `hostsim live goda-wakeups`
-//! ([`Options`], [`experiment`]).
+//! sched_ext, no kprobes). What can run is the measurement its Fig. 2 rests on: for every
+//! wake-up of the run's own readers, the waking CPU, the CPU the reader last ran on and the CPU
+//! the kernel chose, from `tp_btf` tracepoints, classified by the model's own classifier, with
+//! RFS off (`linux`) and on (`rfs`: EEVDF's placement with RFS, today's counterpart of the
+//! paper's setting), and the segment trains that the readers wake for: `hostsim live
+//! goda-wakeups` ([`Options`], [`experiment`]).
 //!
 //! ```text
 //!   bpf/wake_tp.bpf.c   tp_btf sched_waking / sched_wakeup / sched_migrate_task, tgid-filtered
 //!   wake.rs             load/attach (bpf_links), the tgid filter, pairing into Fig. 2 rows
+//!   bpf/trains_tp.bpf.c tp_btf net_dev_queue / netif_receive_skb / the pacing timer, filtered
+//!                       to the run's two devices: the segment trains of its flows
+//!   trains.rs           load/attach, the per-flow summary (trains.csv)
+//!   rfs.rs              RFS switched on for the `rfs` points, through the run's ledger
 //!   experiment.rs       the experiment: N paced TCP flows into N unpinned readers, a sweep
 //!   ../tcp_worker.rs    the senders and the readers
 //! ```
 
 pub mod experiment;
+pub mod rfs;
+pub mod trains;
 pub mod wake;
 
 use crate::command::{f64_in, Common, Experiment};
 use crate::harness::{LiveError, LiveRun};
 use crate::worker::WorkerExe;
 
+crate::named_values! {
+    /// How a point's flows are sent and received.
+    pub enum Variant {
+        /// RFS off (no flow table on the readers' veth): the kernel's own placement.
+        Linux = "linux",
+        /// RFS on for the point: net.core.rps_sock_flow_entries and the readers' veth queues'
+        /// rps_flow_cnt, written through the run's ledger and put back after the point.
+        Rfs = "rfs",
+        /// RFS off, and the senders' veth's gso_max_segs 1 for the point: every TCP skb is one
+        /// segment, paced alone (the control for the segment trains, issue 42).
+        PerSegment = "per-segment",
+    }
+}
+
 /// Paper 001's Fig. 2 on this kernel: where the scheduler places TCP readers' wake-ups.
 ///
-/// Without RFS: N bulk TCP
-/// senders to N readers over a veth, unpinned on every CPU; the readers' wake-ups recorded from
-/// the scheduler's tracepoints (waking CPU, previous CPU, chosen CPU) and classified as the
-/// model's goda-rfs metrics. Writes DIR/results.csv (the model's metric names) and DIR/run.json.
+/// N paced TCP senders to N readers over a veth, unpinned on every CPU; the readers' wake-ups
+/// recorded from the scheduler's tracepoints (waking CPU, previous CPU, chosen CPU) and
+/// classified as the model's goda-rfs metrics, and the flows' segment trains from the network
+/// tracepoints. Variants: RFS off (`linux`), RFS on (`rfs`, a machine-wide sysctl restored by
+/// the run's ledger), one segment per skb (`per-segment`). Writes DIR/results.csv (the model's
+/// metric names), DIR/trains.csv (per flow) and DIR/run.json.
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct Options {
     #[command(flatten)]
@@ -36,6 +59,10 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8", default_value_if("quick", "true", "2"),
           value_parser = clap::value_parser!(u32).range(1..=experiment::FLOWS_MAX as i64))]
     pub flows: Vec<u32>,
+    /// Variants, comma-separated: each point of each repetition is measured in every variant,
+    /// one after another [--quick: linux].
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "linux")]
+    pub variants: Vec<Variant>,
     /// Warm-up before each window, seconds [--quick: 0.5].
     #[arg(long, default_value_t = 1.0, default_value_if("quick", "true", "0.5"), value_parser = f64_in(0.0, 30.0, "s"))]
     pub warmup_s: f64,
@@ -71,11 +98,12 @@ impl Experiment for Options {
     }
 
     fn points(&self) -> usize {
-        self.flows.len() * self.common.reps as usize
+        self.flows.len() * self.variants.len() * self.common.reps as usize
     }
 
     fn plan(&self) -> String {
-        format!("each {:.1} s (+{:.1} s warm-up), flows {:?}", self.window_s, self.warmup_s, self.flows)
+        let v: Vec<&str> = self.variants.iter().map(|v| v.name()).collect();
+        format!("each {:.1} s (+{:.1} s warm-up), flows {:?}, variants {v:?}", self.window_s, self.warmup_s, self.flows)
     }
 
     fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
@@ -91,11 +119,15 @@ mod tests {
     #[test]
     fn the_options_are_the_experiments_configuration() {
         let o: Options = options(&[]).unwrap();
-        let got = (o.flows.as_slice(), o.warmup_s, o.window_s, o.rate_mbit, o.points());
-        assert_eq!(got, (&[1, 2, 4, 8][..], 1.0, 3.0, 400.0, 12));
+        let got = (o.flows.as_slice(), o.variants.as_slice(), o.warmup_s, o.window_s, o.rate_mbit, o.points());
+        assert_eq!(got, (&[1, 2, 4, 8][..], &[Variant::Linux][..], 1.0, 3.0, 400.0, 12));
+        let v: Options = options(&["--variants", "linux,rfs,per-segment", "--flows", "1,16"]).unwrap();
+        assert_eq!((v.variants.as_slice(), v.points()), (Variant::ALL, 18));
+        assert_eq!(serde_json::to_value(&v).unwrap()["variants"], serde_json::json!(["linux", "rfs", "per-segment"]));
         let q: Options = options(&["--quick"]).unwrap();
         assert_eq!((q.flows.as_slice(), q.warmup_s, q.window_s, q.common.reps), (&[2][..], 0.5, 1.0, 1));
-        let bad: [&[&str]; 5] = [
+        let bad: [&[&str]; 6] = [
+            &["--variants", "linux,fq"],
             &["--flows", "0"],
             &["--flows", "65"],
             &["--warmup-s", "31"],

@@ -100,6 +100,9 @@ pub struct WakeCounts {
     pub wakeups: u64,
     /// ... of which the waking CPU was not the previous CPU.
     pub wakeups_remote: u64,
+    /// ... of which the reader was queued on the waking CPU (RFS's aim: the CPU that ran the
+    /// flow's softirq and the CPU that runs its reader agree).
+    pub wakeups_on_waker: u64,
     /// ... of which the task was still queued at `sched_waking` (woken in place by
     /// `ttwu_runnable`, no placement), and of those, held by EEVDF's delayed dequeue.
     pub wakeups_on_rq: u64,
@@ -225,6 +228,9 @@ impl Tracker {
                     if waker != prev {
                         self.counts.wakeups_remote += 1;
                     }
+                    if waker == target {
+                        self.counts.wakeups_on_waker += 1;
+                    }
                     if target != prev {
                         self.counts.migrations_wakeup += 1;
                     }
@@ -254,6 +260,7 @@ impl Tracker {
         );
         let frac = |x: u64| if c.wakeups == 0 { f64::NAN } else { x as f64 / c.wakeups as f64 };
         m.insert("wakeups_on_rq_frac".into(), frac(c.wakeups_on_rq));
+        m.insert("wakeups_on_waker_frac".into(), frac(c.wakeups_on_waker));
         m.insert("wakeups_delayed_frac".into(), frac(c.wakeups_delayed));
         m.insert("wakeups_by_idle_frac".into(), frac(c.wakeups_by_idle));
         m.insert("wakeups_by_kthread_frac".into(), frac(c.wakeups_by_kthread));
@@ -422,6 +429,8 @@ mod tests {
         assert_eq!(m["unintended_fraction"], 0.75);
         assert_eq!(m["settle_mean"], 3.0);
         assert_eq!(m["wakeups_remote_frac"], 0.6);
+        // Run where woken: #1 (0 -> 1 woken by 0: no), #2 (0 by 0: yes), #3 (1 by 1: yes), #4, #5.
+        assert_eq!(m["wakeups_on_waker_frac"], 0.8);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! Results use the model's metric names (`crates/host/src/metrics/app.rs`), with the accelerator
 //! named `chamomile` and the clients `clients`, as in the kawai scenarios.
 
+use super::rx::{self, RxKnobs, RxPath, RxState};
 use super::{AccelCmd, ClientsCmd, Options, OriginCmd, SoakCmd};
 use crate::cgroup::CpuGroup;
 use crate::harness::{failed, LiveError, LiveRun, Netns, Point, Shown};
@@ -271,14 +272,24 @@ fn snap(accel: u32, soak: Option<u32>, clients: u32, origin: u32) -> Snap {
 }
 
 /// One point: the metrics of variant `variant` at `rate` (repetition `rep` seeds the draws).
+/// The variant's receive path (`rx.rs`, after a `+`) is put in place first, through `rxs`.
 pub fn run_point(
     cfg: &Options,
     run: &LiveRun,
     s: &Setup,
+    rxs: &mut RxState,
     variant: &str,
     rate: f64,
     rep: u32,
 ) -> Result<BTreeMap<String, f64>, LiveError> {
+    let (lp, rx_path) = rx::split_variant(variant).map_err(failed)?;
+    let knobs = RxKnobs {
+        defer_hard_irqs: cfg.defer_hard_irqs,
+        gro_flush_timeout_ns: cfg.gro_flush_timeout_ns,
+        busy_poll_us: cfg.busy_poll_us,
+    };
+    // The accelerator's veths' peers: the clients' and the origin's ends.
+    rxs.apply(run, &s.acc, &[(&s.cli, "eth0"), (&s.org, "eth0")], rx_path, &knobs)?;
     let secs = cfg.ramp_ms as f64 / 1e3 + cfg.warmup_s + cfg.window_s + cfg.drain_s + 30.0; // each worker's own limit
     let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(rep) * 7919).wrapping_add(rate as u64);
     let (acc, cli, org) = (s.acc.file()?, s.cli.file()?, s.org.file()?);
@@ -307,7 +318,7 @@ pub fn run_point(
         &worker::args(
             "kawai-accel",
             &AccelCmd {
-                variant: variant.to_string(),
+                variant: lp.to_string(),
                 port: HTTP_PORT,
                 origin: ORG_ADDR,
                 origin_port: ORIGIN_PORT,
@@ -358,11 +369,13 @@ pub fn run_point(
         w.signal(libc::SIGUSR1);
     }
     let a = snap(accel.pid(), soak_pid, clients.pid(), origin.pid());
+    let rx_a = rx::counters(&s.acc, &acc);
     run.sleep(Duration::from_secs_f64(cfg.window_s))?;
     for w in [&accel, &clients] {
         w.signal(libc::SIGUSR2);
     }
     let b = snap(accel.pid(), soak_pid, clients.pid(), origin.pid());
+    let rx_b = rx::counters(&s.acc, &acc);
     run.sleep(Duration::from_secs_f64(cfg.drain_s))?;
     let grace = Duration::from_secs(5);
     let cj = clients.finish_json(grace).map_err(failed)?;
@@ -374,6 +387,7 @@ pub fn run_point(
     let mut m = metrics(&a, &b, &cj, &aj, &oj, cfg.server_cpu, cfg.client_cpu, soak_pid.is_some());
     m.insert("loadavg_1m".into(), load.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(f64::NAN));
     m.insert("target_rps".into(), rate);
+    rx::metrics(&rx_a, &rx_b, b.t.duration_since(a.t).as_secs_f64().max(1e-9), rx_path, &mut m);
     Ok(m)
 }
 
@@ -526,11 +540,24 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
             "load_generator": "hostsim live-worker kawai-clients (open-loop Poisson, crates/live/src/kawai_interval/clients.rs)",
         }),
     );
+    let paths: Vec<RxPath> = cfg.variants.iter().filter_map(|v| rx::split_variant(v).ok()).map(|(_, r)| r).collect();
+    if paths.iter().any(|&r| r != RxPath::Plain) {
+        let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+        run.set_info(
+            "rx_paths",
+            serde_json::json!({
+                "defer_hard_irqs": cfg.defer_hard_irqs, "gro_flush_timeout_ns": cfg.gro_flush_timeout_ns,
+                "busy_poll_us": cfg.busy_poll_us,
+                "busy_poll_before": read(rx::BUSY_POLL), "busy_read_before": read(rx::BUSY_READ),
+            }),
+        );
+    }
+    let mut rxs = RxState::new(paths);
     for rep in 1..=cfg.common.reps {
         for &rate in &cfg.rates_rps {
             for v in &cfg.variants {
                 run.check()?;
-                let metrics = run_point(cfg, run, &s, v, rate, rep)?;
+                let metrics = run_point(cfg, run, &s, &mut rxs, v, rate, rep)?;
                 let keys = [("variant", v.clone()), (RATE_KEY, format!("{rate}")), ("rep", rep.to_string())];
                 let p = Point::new(&keys, metrics);
                 run.progress(p.line(SHOWN));
@@ -555,6 +582,8 @@ const SHOWN: &[Shown] = &[
     ("polls/s", "polls_per_s", 0),
     ("lag p99 ms", "clients_lag_ms_p99", 2),
     ("client cpu", "clients_cpu_frac", 2),
+    ("rx napi pps", "rx_napi_pps", 0),
+    ("busy pps", "busy_poll_rx_pps", 0),
     ("errors", "clients_errors_count", 0),
     ("load", "loadavg_1m", 2),
 ];

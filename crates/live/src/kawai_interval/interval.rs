@@ -137,9 +137,12 @@ pub const VARIANTS: &str = "none,none-fifo,static-10,static-20,static-30,static-
 static-30-nofifo,dynamic-2x,dynamic-3x,dynamic-4x,dynamic-2x-nofifo,dynamic-3x-nofifo,dynamic-4x-nofifo,\
 dynamic-2x-hz100,dynamic-3x-hz100,dynamic-4x-hz100";
 
-/// A variant's name, checked (`--variants`' value parser): the name as given.
+/// A variant's name, checked (`--variants`' value parser): the name as given, a loop's
+/// (`static-20`) optionally with a receive path of today's kernel after `+` (`none+defer`,
+/// `rx.rs`).
 pub fn variant_name(s: &str) -> Result<String, String> {
-    Control::parse(s).map(|_| s.to_string())
+    let (lp, _) = super::rx::split_variant(s)?;
+    Control::parse(lp).map(|_| s.to_string())
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@
 //!   http.rs         requests, responses and their bodies on the wire (httparse)
 //!   counters.rs     the accelerator's counters and their window marks
 //!   os.rs           epoll, poll, clocks, sleeps, sched_setscheduler
+//!   rx.rs           today's counterparts on the receive path (issue 45): GRO/NAPI on the veths,
+//!                   napi_defer_hard_irqs + gro_flush_timeout, busy polling (variants `<loop>+<rx>`)
 //!   experiment.rs   namespaces, RPS, the CPU group and its RT budget, points, metrics
 //!   (mod.rs)        the command's options, and the workers' entry points (`hostsim live-worker kawai-*`)
 //! ```
@@ -30,8 +32,10 @@
 //! `accel.rs`), the content mix and draws are the model's `http_clients`. What a run changes on
 //! the machine and how it is undone: three namespaces `hsl-<pid>-<n>-{acc,cli,org}` with two
 //! veth pairs, RPS masks, two sysctls in the clients' namespace, and a CPU group `hsl-<pid>-<n>`
-//! with its `cpu.rt_runtime_us`, all in the run's ledger (`ledger.rs`); workers die with the run
-//! and stop by themselves after their time limit.
+//! with its `cpu.rt_runtime_us`, all in the run's ledger (`ledger.rs`); a variant with a receive
+//! path of today's kernel (`+defer`, `+busy`…, `rx.rs`) also the accelerator veths' deferral
+//! files and the machine-wide `net.core.busy_poll` / `busy_read`, through the same ledger;
+//! workers die with the run and stop by themselves after their time limit.
 
 pub mod accel;
 pub mod clients;
@@ -41,6 +45,7 @@ pub mod http;
 pub mod interval;
 pub mod origin;
 pub mod os;
+pub mod rx;
 pub mod soak;
 
 use crate::command::{f64_in, positive_up_to, Common, Experiment};
@@ -68,7 +73,8 @@ pub struct Options {
           default_value_if("quick", "true", "300"), value_parser = f64_in(1.0, 200_000.0, "req/s"))]
     pub rates_rps: Vec<f64>,
     /// Variants, comma-separated: none, none-fifo, static-N[-nofifo|-hzH], dynamic-Kx[-nofifo|-hzH]
-    /// (interval.rs) [--quick: static-20].
+    /// (interval.rs), each optionally `+RX`, a receive path of today's kernel: defer-plain, gro,
+    /// defer, busy-plain, busy (rx.rs; issue 45) [--quick: static-20].
     #[arg(long, value_delimiter = ',', default_value = interval::VARIANTS,
           default_value_if("quick", "true", "static-20"), value_parser = interval::variant_name)]
     pub variants: Vec<String>,
@@ -94,6 +100,19 @@ pub struct Options {
     /// After the window the load goes on while the window's requests finish, seconds [--quick: 2].
     #[arg(long, default_value_t = 1.0, default_value_if("quick", "true", "2"), value_parser = positive_up_to(60.0, "s"))]
     pub drain_s: f64,
+    /// Variants `+defer`, `+defer-plain`: each accelerator veth's `napi_defer_hard_irqs` (rx.rs;
+    /// the kernel's example in Documentation/networking/napi.rst: 2).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub defer_hard_irqs: u32,
+    /// Variants `+defer`, `+defer-plain`: each accelerator veth's `gro_flush_timeout`, ns (the
+    /// kernel's example in Documentation/networking/napi.rst: 200,000).
+    #[arg(long, value_name = "NS", default_value_t = 200_000,
+          value_parser = clap::value_parser!(u64).range(1000..=100_000_000))]
+    pub gro_flush_timeout_ns: u64,
+    /// Variants `+busy`, `+busy-plain`: `net.core.busy_poll` and `busy_read`, µs (the value
+    /// Documentation/admin-guide/sysctl/net.rst recommends: 50).
+    #[arg(long, value_name = "US", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub busy_poll_us: u32,
     /// No idle soaker on the accelerator's CPU (soak.rs).
     #[arg(long)]
     pub no_soak: bool,
@@ -263,8 +282,28 @@ mod tests {
         assert_eq!(got, (200, 100, 300, 0.7, 1.5, 2.0));
         let e = options::<Options>(&["--variants", "static-20,static"]).unwrap_err();
         assert!(e.contains("variant `static`: expected none, none-fifo"), "{e}");
-        let bad: [&[&str]; 4] =
-            [&["--conns", "0"], &["--origin-conns", "10001"], &["--rates", "0.5"], &["--window-s", "0.1"]];
+        let bad: [&[&str]; 9] = [
+            &["--conns", "0"],
+            &["--origin-conns", "10001"],
+            &["--rates", "0.5"],
+            &["--window-s", "0.1"],
+            &["--defer-hard-irqs", "0"],
+            &["--gro-flush-timeout-ns", "999"],
+            &["--busy-poll-us", "0"],
+            &["--variants", "none+fast"],
+            &["--variants", "stat+defer"],
+        ];
         assert_refused::<Options>(&bad);
+    }
+
+    /// Today's receive paths ride on a loop's variant; their knobs default to the kernel
+    /// documentation's examples.
+    #[test]
+    fn a_variant_may_name_a_receive_path_of_todays_kernel() {
+        let o: Options = options(&["--variants", "none,none+gro,none+defer,dynamic-2x+busy"]).unwrap();
+        assert_eq!(o.variants.len(), 4);
+        assert_eq!((o.defer_hard_irqs, o.gro_flush_timeout_ns, o.busy_poll_us), (2, 200_000, 50));
+        let e = options::<Options>(&["--variants", "none+plain"]).unwrap_err();
+        assert!(e.contains("the receive path after `+` is one of defer-plain, gro, defer, busy-plain, busy"), "{e}");
     }
 }

@@ -95,6 +95,9 @@ crate::named_values! {
         Supp = "supp",
         /// Both, as the paper's proposal.
         Both = "both",
+        /// Today's counterpart (issue 45): the program counts only, and the kernel's RPS flow
+        /// limit is on (`flow_limit.rs`; `rps` placement only).
+        FlowLimit = "flow-limit",
     }
 }
 
@@ -105,6 +108,11 @@ impl Variant {
 
     pub fn suppresses(self) -> bool {
         matches!(self, Variant::Supp | Variant::Both)
+    }
+
+    /// The kernel's RPS flow limit on (`flow_limit.rs`).
+    pub fn limits_flows(self) -> bool {
+        self == Variant::FlowLimit
     }
 }
 
@@ -278,6 +286,8 @@ struct Snap {
     t: Instant,
     stat: Vec<CpuTimes>,
     softnet_dropped: u64,
+    /// Packets the RPS flow limit dropped, every CPU's (machine-wide, as `softnet_dropped`).
+    flow_limit_count: u64,
     agent: Snapshot,
     /// Frames each generator stream has built (its next sequence number).
     gen_seq: Vec<u64>,
@@ -305,11 +315,13 @@ fn snap(agent: &Agent, sinks: &[Worker], (t, gen_seq): (Instant, Vec<u64>)) -> S
         }
     }
     let bw_sched = sinks.iter().find(|w| w.name == "bw").and_then(|w| read_schedstat(w.pid()));
+    let softnet = procfs::read_softnet().unwrap_or_default();
     Snap {
         bw_sched,
         t,
         stat: procfs::read_stat().unwrap_or_default(),
-        softnet_dropped: procfs::read_softnet().unwrap_or_default().iter().map(|x| x.dropped).sum(),
+        softnet_dropped: softnet.iter().map(|x| x.dropped).sum(),
+        flow_limit_count: softnet.iter().map(|x| x.flow_limit_count).sum(),
         agent: agent.snapshot(),
         gen_seq,
         proc_ticks,
@@ -362,6 +374,9 @@ pub fn run_point(
     capacity_pps: f64,
 ) -> Result<BTreeMap<String, f64>, LiveError> {
     let agent = &s.agent;
+    if cfg.variants.iter().any(|v| v.limits_flows()) {
+        super::flow_limit::set(run, variant.limits_flows())?;
+    }
     agent.enable(variant.drops());
     agent.set_capacity(capacity_pps);
     if variant.suppresses() {
@@ -426,7 +441,7 @@ pub fn run_point(
             .quantum_us(BW_QUANTUM_US),
         {
             let flood = Stream::new("flood", "eth1", s.frames.1.clone(), rate_pps)
-                .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS.to_vec())
+                .rotate(gen::UDP4_DST_PORT_OFF, FLOOD_PORTS[..usize::from(cfg.flood_flows)].to_vec())
                 .seq_at(gen::UDP4_PAYLOAD_OFF);
             if cfg.gen_spread > 0.0 {
                 flood.spread(cfg.gen_spread)
@@ -528,6 +543,8 @@ pub fn run_point(
     // The socket limit bw actually had (getsockopt), so a row says which set-up it measured.
     m.insert("bw_rcvbuf_bytes".into(), got.get("bw").and_then(|r| r.rcvbuf_bytes).map_or(f64::NAN, |b| b as f64));
     m.insert("capacity_pps".into(), capacity_pps);
+    m.insert("flood_flows".into(), f64::from(cfg.flood_flows));
+    m.insert("flow_limit_on".into(), if variant.limits_flows() { 1.0 } else { 0.0 });
     m.insert("loadavg_1m_start".into(), load_start);
     m.insert("loadavg_1m_end".into(), loadavg_1m());
     Ok(m)
@@ -548,6 +565,9 @@ fn metrics(
     m.insert("drop_xdp_pps".into(), d(&|s: &Snap| s.agent.xdp.iter().map(|l| l.drop).sum()));
     // Machine-wide (every namespace's backlog): reported, never used by the detector.
     m.insert("drop_backlog_pps".into(), d(&|s: &Snap| s.softnet_dropped));
+    // The RPS flow limit's drops (machine-wide too; part of drop_backlog_pps): today's
+    // counterpart's own counter, 0 wherever it cannot act.
+    m.insert("flow_limit_pps".into(), d(&|s: &Snap| s.flow_limit_count));
     m.insert("drop_socket_pps".into(), d(&udp("RcvbufErrors")));
     m.insert("drop_no_socket_pps".into(), d(&udp("NoPorts")));
     // A veth's ring (VETH_RING_SIZE, 256) stands where the NIC's RX ring does: a frame the
@@ -636,6 +656,9 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     let modes: Vec<serde_json::Value> =
         s.agent.attachments().iter().map(|a| serde_json::json!({ "iface": a.iface, "mode": a.mode })).collect();
     run.set_info("xdp_attachments", modes.into());
+    if cfg.variants.iter().any(|v| v.limits_flows()) {
+        run.set_info("flow_limit_before", super::flow_limit::before()?);
+    }
     let mut capacity: BTreeMap<RxPlacement, f64> = BTreeMap::new();
     for rep in 1..=cfg.common.reps {
         for &placement in &cfg.placements {
@@ -690,5 +713,6 @@ const SHOWN: &[Shown] = &[
     ("capacity", "capacity_pps", 0),
     ("supp", "supp_frac", 2),
     ("bw wait us", "bw_wait_us_mean", 0),
+    ("flow limit", "flow_limit_pps", 0),
     ("load", "loadavg_1m_start", 1),
 ];

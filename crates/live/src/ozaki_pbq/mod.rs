@@ -15,6 +15,7 @@
 //!   suppress.rs         §3.3's interrupt suppression, live: NAPI kthreads moved/lowered
 //!   hooks.rs            bind()/close() hooks (cgroup/post_bind4/6, sock_release); renice rescan
 //!   tool.rs             `hostsim live pbq --dev IFACE`: the agent on a server's interface
+//!   flow_limit.rs       today's counterpart: the kernel's RPS flow limit (variant `flow-limit`)
 //!   experiment.rs       the experiment: topology, sweep, points (the generator: ../gen.rs)
 //! ```
 //!
@@ -55,11 +56,14 @@
 //! the agent detaches the links and the harness undoes the ledger: namespaces deleted (with their
 //! veths and RPS masks), cgroups removed. Workers die with the run (PR_SET_PDEATHSIG) and stop by
 //! themselves after their time limit. After a SIGKILL the ledger remains; the next run (or
-//! `hostsim live clean`) undoes it. Nothing in the root namespace, no global sysctl and no pinned
-//! BPF object is touched.
+//! `hostsim live clean`) undoes it. Nothing in the root namespace and no pinned BPF object is
+//! touched; the one global sysctl, `net.core.flow_limit_cpu_bitmap`, only by a run with the
+//! `flow-limit` variant (today's counterpart, [`flow_limit`]), through the ledger: the value it
+//! had is written back on every ending and by `hostsim live clean`.
 
 pub mod agent;
 pub mod experiment;
+pub mod flow_limit;
 pub mod hooks;
 pub mod suppress;
 pub mod tool;
@@ -91,7 +95,8 @@ pub struct Options {
           default_value_if("quick", "true", "400000"), value_parser = f64_in(0.0, 5e6, "pkt/s"))]
     pub rates_pps: Vec<f64>,
     /// Variants to run at each rate: `supp` and `both` only in the `threaded` placement (in `rps`
-    /// no kthread carries the receive work to move) [--quick: off,on].
+    /// no kthread carries the receive work to move), `flow-limit` (today's counterpart, not in
+    /// the default list) only in `rps` (in `threaded` no packet enters a backlog) [--quick: off,on].
     #[arg(
         long,
         value_delimiter = ',',
@@ -100,6 +105,10 @@ pub struct Options {
         default_value_if("quick", "true", "off,on")
     )]
     pub variants: Vec<Variant>,
+    /// Flows of the flood: its frames go round the first N of the four flood ports (the
+    /// paper's four flood clients; 1 = one flow, the case the RPS flow limit can single out).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4))]
+    pub flood_flows: u16,
     /// Where the server veths' receive work runs [--quick: rps].
     #[arg(
         long,
@@ -210,10 +219,15 @@ impl Options {
         (self.bw_slice_us > 0).then_some(u64::from(self.bw_slice_us) * 1000)
     }
 
-    /// The variants run in placement `p` (`supp` and `both` need the threaded kthreads).
+    /// The variants run in placement `p` (`supp` and `both` need the threaded kthreads, the
+    /// flow limit a backlog: `rps`).
     pub fn variants_in(&self, p: RxPlacement) -> Vec<Variant> {
-        let mut v: Vec<Variant> =
-            self.variants.iter().copied().filter(|v| p == RxPlacement::Threaded || !v.suppresses()).collect();
+        let mut v: Vec<Variant> = self
+            .variants
+            .iter()
+            .copied()
+            .filter(|v| if p == RxPlacement::Threaded { !v.limits_flows() } else { !v.suppresses() })
+            .collect();
         v.sort(); // `off` first: the detector's capacity comes from `off` points only
         v.dedup();
         v
@@ -291,5 +305,20 @@ mod tests {
         assert!(options::<Options>(&["--ports", "procfs"]).unwrap_err().contains("[possible values: hooks, proc]"));
         let o: Options = options(&["--gen-spread", "0.75", "--bw-slice-us", "0", "--ports", "proc"]).unwrap();
         assert_eq!((o.gen_spread, o.bw_slice_ns(), o.ports), (0.75, None, Ports::Proc));
+    }
+
+    /// Today's counterpart runs where it can act: the flow limit needs a backlog (`rps`), as
+    /// suppression needs the kthreads (`threaded`); the flood's flows are 1..=4 of its ports.
+    #[test]
+    fn the_flow_limit_runs_in_the_rps_placement_only() {
+        let o: Options = options(&["--variants", "flow-limit,supp,off,on", "--placements", "rps,threaded"]).unwrap();
+        assert_eq!(o.variants_in(RxPlacement::Rps), [Variant::Off, Variant::On, Variant::FlowLimit]);
+        assert_eq!(o.variants_in(RxPlacement::Threaded), [Variant::Off, Variant::On, Variant::Supp]);
+        assert_eq!(o.points(), 4 * 6 * 3, "four rates, six variant-placements, three repetitions");
+        assert_eq!(o.flood_flows, 4, "the paper's four flood clients by default");
+        assert!(Variant::FlowLimit.limits_flows() && !Variant::FlowLimit.drops() && !Variant::FlowLimit.suppresses());
+        let o: Options = options(&["--flood-flows", "1"]).unwrap();
+        assert_eq!(o.flood_flows, 1);
+        assert_refused::<Options>(&[&["--flood-flows", "0"], &["--flood-flows", "5"], &["--variants", "flowlimit"]]);
     }
 }

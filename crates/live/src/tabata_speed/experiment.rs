@@ -1,8 +1,9 @@
 //! The experiment (see the module page, `mod.rs`): set-up, points, the sweep.
 
 use super::arrivals::{Arrival, Recorder};
+use super::counterparts;
 use super::regulator::{self, FreezeGate, Gate, Regulation, RegulatorConfig, SignalGate};
-use super::{GateKind, Options};
+use super::{GateKind, Options, Via};
 use crate::cgroup::CpuGroup;
 pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point, Shown};
@@ -66,8 +67,29 @@ pub struct Setup {
     pub freeze: Option<PathBuf>,
     pub group: Option<CpuGroup>,
     group_procs: Option<File>,
+    /// Variant `cfs`: the sender's CPU group (a child of `group`) and its `cgroup.procs`.
+    pub cfs: Option<(CpuGroup, File)>,
+    /// The shaper's rate now, kbit/s (variant `tbf` changes it for its points).
+    tbf_kbit: std::cell::Cell<u64>,
     /// What the setup found, for run.json: offloads, qdisc.
     pub facts: serde_json::Value,
+}
+
+/// The sender veth's tbf at `kbit` kbit/s. tbf sends a frame once the bucket holds its length
+/// (+ overhead), so with a bucket of one full frame a frame leaves the time of its *own* length
+/// after the previous one when they queue: the gap a receiver timestamping at the end of each
+/// frame sees on a wire. A bucket of two frames (the first try) let full frames arrive back to
+/// back, gaps a wire cannot make. 1600 B: one 1538 B frame plus tc's rounding of the burst to
+/// time (net/sched/sch_tbf.c drops a frame above the bucket's size). The queue limit is far above
+/// the send buffer: the shaper delays and never drops.
+fn shape(snd: &Netns, kbit: u64) -> Result<(), LiveError> {
+    let rate = format!("{kbit}kbit");
+    let overhead = WIRE_OVERHEAD_BYTES.to_string();
+    let tbf = [
+        "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "1600", "limit", "4194304",
+        "overhead", &overhead,
+    ];
+    ns_cmd(snd, &tbf).map(|_| ())
 }
 
 /// Create the namespaces and the shaped veth, turn offloads off, attach the recorder, create the
@@ -109,20 +131,9 @@ pub fn setup(cfg: &Options, run: &LiveRun) -> Result<Setup, LiveError> {
     if !tso.starts_with("off") || !gso.starts_with("off") {
         return Err(failed(format!("the sender's veth kept its offloads (tso {tso}, gso {gso})")));
     }
-    // 100 Mbit/s. tbf sends a frame once the bucket holds its length (+ overhead), so with a
-    // bucket of one full frame a frame leaves the time of its *own* length after the previous
-    // one when they queue: the gap a receiver timestamping at the end of each frame sees on a
-    // wire. A bucket of two frames (the first try) let full frames arrive back to back, gaps
-    // a wire cannot make. 1600 B: one 1538 B frame plus tc's rounding of the burst to time
-    // (net/sched/sch_tbf.c drops a frame above the bucket's size). The queue limit is far above
-    // the send buffer: the shaper delays and never drops.
-    let rate = format!("{}mbit", cfg.rate_mbit);
-    let overhead = WIRE_OVERHEAD_BYTES.to_string();
-    let tbf = [
-        "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", &rate, "burst", "1600", "limit", "4194304",
-        "overhead", &overhead,
-    ];
-    ns_cmd(&snd, &tbf)?;
+    // The wire: 100 Mbit/s (see `shape`).
+    let wire_kbit = u64::from(cfg.rate_mbit) * 1000;
+    shape(&snd, wire_kbit)?;
     let qdisc = ns_cmd(&snd, &["tc", "qdisc", "show", "dev", "eth0"])?.trim().to_string();
     let mut recorder = Recorder::load(PORT).map_err(|e| LiveError::Unsupported(e.0))?;
     let (prog_id, link_id) = recorder.attach(&rcv.file()?, "eth0").map_err(|e| LiveError::Unsupported(e.0))?;
@@ -132,12 +143,22 @@ pub fn setup(cfg: &Options, run: &LiveRun) -> Result<Setup, LiveError> {
         GateKind::Signal => None,
     };
     let (group, group_procs) = run.optional_cpu_group(cfg.cgroup)?;
+    let cfs = if cfg.variants.contains(&Via::Cfs) {
+        let g = counterparts::cfs_group(run, group.as_ref())?;
+        let procs = std::fs::OpenOptions::new()
+            .write(true)
+            .open(g.procs_file())
+            .map_err(|e| failed(format!("{}: {e}", g.procs_file().display())))?;
+        Some((g, procs))
+    } else {
+        None
+    };
     let facts = serde_json::json!({
         "sender_veth": { "tcp-segmentation-offload": tso, "generic-segmentation-offload": gso, "qdisc": qdisc },
         "sink_veth": { "generic-receive-offload": gro, "tcx_ingress_prog_id": prog_id },
         "sender_tcp_timestamps": 0,
     });
-    Ok(Setup { snd, rcv, recorder, freeze, group, group_procs, facts })
+    Ok(Setup { snd, rcv, recorder, freeze, group, group_procs, cfs, tbf_kbit: wire_kbit.into(), facts })
 }
 
 /// The regulator's thread. It is made (SCHED_FIFO, on the sender's CPU) before the sender is
@@ -268,13 +289,15 @@ pub struct PointResult {
 /// measured again with twice the lead.
 pub const START_LEAD_MS: u64 = 150;
 
-/// One point. `Ok(None)`: the sender could not be started and put in its group within
-/// `lead_ms` (an overloaded machine): nothing was measured; the caller measures it again with
-/// a longer lead.
+/// One point: the sender regulated `via` at `speed_pct` (None: unregulated, variant `off`).
+/// `Ok(None)`: the sender could not be started and put in its group within `lead_ms` (an
+/// overloaded machine): nothing was measured; the caller measures it again with a longer lead.
+#[allow(clippy::too_many_arguments)]
 pub fn run_point(
     cfg: &Options,
     run: &LiveRun,
     s: &Setup,
+    via: Via,
     speed_pct: Option<u32>,
     unit: usize,
     rep: u32,
@@ -283,7 +306,31 @@ pub fn run_point(
     let secs = cfg.point_timeout_s;
     let _ = s.recorder.drain().map_err(failed)?; // anything left from before: not this point's
     let lost0 = s.recorder.lost();
+    // Today's counterparts: the shaper's rate, the sender's quota and socket option.
+    let wire_kbit = u64::from(cfg.rate_mbit) * 1000;
+    let kbit = match (via, speed_pct) {
+        (Via::Tbf, Some(sp)) => counterparts::tbf_rate_kbit(cfg.rate_mbit, sp),
+        _ => wire_kbit,
+    };
+    if s.tbf_kbit.get() != kbit {
+        shape(&s.snd, kbit)?;
+        s.tbf_kbit.set(kbit);
+    }
+    let mut cfs_quota = None;
+    if let (Via::Cfs, Some(sp), Some((g, _))) = (via, speed_pct, s.cfs.as_ref()) {
+        let q = counterparts::cfs_quota_us(cfg.cfs_period_us, sp).map_err(failed)?;
+        counterparts::set_quota(run, g, q, cfg.cfs_period_us)?;
+        cfs_quota = Some((q, counterparts::cfs_stat(g)?));
+    }
+    let pacing = match (via, speed_pct) {
+        (Via::Pacing, Some(sp)) => Some(counterparts::pacing_bytes_per_s(cfg.rate_mbit, sp)),
+        _ => None,
+    };
     let cg = s.group_procs.as_ref();
+    let sender_cg = match (cfs_quota, s.cfs.as_ref()) {
+        (Some(_), Some((_, procs))) => Some(procs),
+        _ => cg,
+    };
     let rcv = s.rcv.file()?;
     let snd = s.snd.file()?;
     let args = worker::args("tcp-sink", &SinkArgs { port: PORT, secs });
@@ -311,7 +358,7 @@ pub fn run_point(
         slots_max: (secs * 1e9) as u64 / slot_ns + 1000,
     };
     // The regulator first (see RegThread), the sender after it.
-    let mut reg = speed_pct.map(|_| RegThread::start(reg_cfg.clone(), origin));
+    let mut reg = speed_pct.filter(|_| via == Via::Regulated).map(|_| RegThread::start(reg_cfg.clone(), origin));
     let spec = SendSpec {
         dst: SINK_ADDR,
         port: PORT,
@@ -320,14 +367,21 @@ pub fn run_point(
         sndbuf_bytes: cfg.sndbuf_bytes,
         start_ns: start,
         secs,
-        pacing_bytes_per_s: None,
+        pacing_bytes_per_s: pacing,
     };
     let args = worker::args("tcp-send", &spec);
     let mut sender = worker::spawn(
         "sender",
         &cfg.worker,
         &args,
-        &Placement { netns: &snd, cpu: Some(cfg.sender_cpu), nice: 0, slice_ns: None, cgroup: cg, cgroup2: None },
+        &Placement {
+            netns: &snd,
+            cpu: Some(cfg.sender_cpu),
+            nice: 0,
+            slice_ns: None,
+            cgroup: sender_cg,
+            cgroup2: None,
+        },
     )
     .map_err(failed)?;
     let pid = sender.pid();
@@ -415,6 +469,18 @@ pub fn run_point(
     m.insert("sender_sndbuf_bytes".into(), num(&sent, "sndbuf_effective"));
     m.insert("sender_mss_bytes".into(), num(&sent, "snd_mss"));
     m.insert("sender_acked".into(), if sent["acked"].as_bool() == Some(true) { 1.0 } else { 0.0 });
+    // The sender's own CPU time, start to exit (the cost side of every variant).
+    m.insert("sender_cpu_ms".into(), num(&sent, "cpu_us") / 1e3);
+    m.insert("tbf_rate_mbit".into(), kbit as f64 / 1e3);
+    m.insert("pacing_mbit".into(), pacing.map_or(f64::NAN, |b| b as f64 * 8.0 / 1e6));
+    if let (Some((q, (p0, t0, ns0))), Some((g, _))) = (cfs_quota, s.cfs.as_ref()) {
+        let (p1, t1, ns1) = counterparts::cfs_stat(g)?;
+        m.insert("cfs_quota_us".into(), q as f64);
+        m.insert("cfs_period_us".into(), cfg.cfs_period_us as f64);
+        m.insert("cfs_periods".into(), p1.saturating_sub(p0) as f64);
+        m.insert("cfs_throttled_periods".into(), t1.saturating_sub(t0) as f64);
+        m.insert("cfs_throttled_ms".into(), ns1.saturating_sub(ns0) as f64 / 1e6);
+    }
     let span_s = st.first_ns.map_or(f64::NAN, |f| (st.last_ns - f) as f64 * 1e-9);
     m.insert("receiver_span_ms".into(), span_s * 1e3);
     m.insert("sink_bytes".into(), num(&got, "bytes"));
@@ -469,6 +535,12 @@ fn frames_csv(frames: &[Arrival], origin_ns: u64) -> String {
 /// The whole sweep (repetitions outermost, so a drift of the machine spreads over all points);
 /// each point is written to results.csv as it is measured. The caller ends `run`.
 pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
+    if cfg.variants.contains(&Via::Cfs) {
+        // Every speed's quota fits the kernel's bounds, before anything is created.
+        for &sp in &cfg.speeds_pct {
+            counterparts::cfs_quota_us(cfg.cfs_period_us, sp).map_err(failed)?;
+        }
+    }
     let s = setup(cfg, run)?;
     run.set_info("setup", s.facts.clone());
     let frames_dir = run.out().join("frames");
@@ -477,12 +549,14 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     }
     for rep in 1..=cfg.common.reps {
         for &unit in &cfg.units_bytes {
-            let mut plan: Vec<Option<u32>> = Vec::new();
+            let mut plan: Vec<(Via, Option<u32>)> = Vec::new();
             if !cfg.no_off {
-                plan.push(None);
+                plan.push((Via::Regulated, None));
             }
-            plan.extend(cfg.speeds_pct.iter().map(|&v| Some(v)));
-            for speed in plan {
+            for &via in &cfg.variants {
+                plan.extend(cfg.speeds_pct.iter().map(|&v| (via, Some(v))));
+            }
+            for (via, speed) in plan {
                 run.check()?;
                 // A point the receiver limited (its window closed for more than
                 // RWND_LIMITED_MAX of the busy time: the sink starved of CPU by other work on
@@ -495,7 +569,7 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
                 let mut attempt = 1;
                 let mut lead_ms = START_LEAD_MS;
                 let PointResult { metrics: mut m, frames, origin_ns: origin } = loop {
-                    let Some(r) = run_point(cfg, run, &s, speed, unit, rep, lead_ms)? else {
+                    let Some(r) = run_point(cfg, run, &s, via, speed, unit, rep, lead_ms)? else {
                         if attempt >= ATTEMPTS_MAX {
                             return Err(failed(format!(
                                 "the sender could not be started within the {lead_ms} ms before its start in {attempt} attempts (an overloaded machine)"
@@ -524,7 +598,7 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
                     attempt += 1;
                 };
                 m.insert("attempts".into(), f64::from(attempt));
-                let variant = if speed.is_some() { "regulated" } else { "off" };
+                let variant = if speed.is_some() { via.name() } else { "off" };
                 let sp = speed.unwrap_or(100);
                 if cfg.frames {
                     let p = frames_path(run.out(), variant, unit, sp, rep);
@@ -556,6 +630,8 @@ const SHOWN: &[Shown] = &[
     ("late p50 us", "regulator_late_us_p50", 0),
     ("p99", "regulator_late_us_p99", 0),
     ("run outside slots", "sender_runtime_out_frac", 3),
+    ("sender cpu ms", "sender_cpu_ms", 1),
+    ("throttled", "cfs_throttled_periods", 0),
     ("load", "loadavg_1m", 2),
 ];
 

@@ -41,15 +41,35 @@
 //! program attached through a tcx bpf_link (gone with the run's descriptor); a cgroup v2 group
 //! `hsl-<pid>-<n>-sender` for the freezer (thawed and removed); the v1 CPU group of the largest
 //! weight (removed). The regulator's SCHED_FIFO policy and affinity belong to a thread of the run
-//! that ends with each point; the workers die with the run (PR_SET_PDEATHSIG).
+//! that ends with each point; the workers die with the run (PR_SET_PDEATHSIG). Today's
+//! counterparts (`--variants cfs,pacing,tbf`, `counterparts.rs`) add a child CPU group
+//! `hsl-<pid>-<n>/cfs` whose quota and period are written through the ledger (the group is
+//! removed), the shaper's rate changed in the sender's namespace (gone with it), and a socket
+//! option of the sender's own.
 
 pub mod arrivals;
+pub mod counterparts;
 pub mod experiment;
 pub mod regulator;
 
 use crate::command::{Common, Experiment};
 use crate::harness::{LiveError, LiveRun};
 use crate::worker::WorkerExe;
+
+crate::named_values! {
+    /// What regulates the sender at each speed: the paper's slots, or one of what Linux ships
+    /// today (issue 45's counterparts, `counterparts.rs`).
+    pub enum Via {
+        /// The slot regulator: n of T = 1000 1-ms slots (the paper's mechanism).
+        Regulated = "regulated",
+        /// CFS bandwidth control: the sender's CPU group gets `speed` % of each period as quota.
+        Cfs = "cfs",
+        /// TCP's own pacing: SO_MAX_PACING_RATE = `speed` % of the wire's rate.
+        Pacing = "pacing",
+        /// tc tbf: the shaper's rate = `speed` % of the wire's rate.
+        Tbf = "tbf",
+    }
+}
 
 crate::named_values! {
     /// How the regulator stops the sender.
@@ -93,6 +113,15 @@ pub struct Options {
     /// How the regulator stops the sender.
     #[arg(long, value_enum, default_value = "freeze")]
     pub gate: GateKind,
+    /// What regulates the sender at each speed, comma-separated: `regulated` (the paper's
+    /// slots), and today's counterparts `cfs`, `pacing` and `tbf` (`counterparts.rs`).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "regulated")]
+    pub variants: Vec<Via>,
+    /// CFS bandwidth control's period, µs (variant `cfs`; its quota is speed × period, at least
+    /// the kernel's 1 ms): the kernel's default, 100 ms, as `cpu.max` and `cpu.cfs_period_us` have it.
+    #[arg(long, value_name = "US", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(1000..=1_000_000))]
+    pub cfs_period_us: u64,
     /// Skip the unregulated sender (variant `off`, once per unit and repetition).
     #[arg(long)]
     pub no_off: bool,
@@ -144,7 +173,9 @@ impl Experiment for Options {
     }
 
     fn points(&self) -> usize {
-        (self.speeds_pct.len() + usize::from(!self.no_off)) * self.units_bytes.len() * self.common.reps as usize
+        (self.speeds_pct.len() * self.variants.len() + usize::from(!self.no_off))
+            * self.units_bytes.len()
+            * self.common.reps as usize
     }
 
     fn plan(&self) -> String {
@@ -177,13 +208,25 @@ mod tests {
         assert_eq!(got, (&[100, 20][..], &[1024][..], 1));
         let v = serde_json::to_value(&q).unwrap();
         assert_eq!((v["gate"].as_str(), v["quick"].as_bool()), (Some("freeze"), Some(true)));
-        let bad: [&[&str]; 5] = [
+        let bad: [&[&str]; 7] = [
             &["--speeds", "0"],
             &["--speeds", "101"],
             &["--units", "65537"],
             &["--sndbuf", "1023"],
             &["--gate", "cfs"],
+            &["--variants", "quota"],
+            &["--cfs-period-us", "999"],
         ];
         assert_refused::<Options>(&bad);
+    }
+
+    #[test]
+    fn counterparts_run_at_every_speed_beside_the_slots() {
+        let o: Options = options(&["--variants", "regulated,cfs,pacing,tbf", "--speeds", "20,50"]).unwrap();
+        assert_eq!(o.variants, [Via::Regulated, Via::Cfs, Via::Pacing, Via::Tbf]);
+        assert_eq!(o.points(), (2 * 4 + 1) * 2 * 3, "each speed in each variant, `off` once per unit and rep");
+        assert_eq!(o.cfs_period_us, 100_000, "the kernel's default period");
+        let d: Options = options(&[]).unwrap();
+        assert_eq!(d.variants, [Via::Regulated], "the paper's experiment by default");
     }
 }

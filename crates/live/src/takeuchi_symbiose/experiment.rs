@@ -40,6 +40,9 @@ crate::named_values! {
         SplitCpumap = "split-cpumap",
         /// The paper's design over AF_XDP: driver and IP threads, 5 ms bulk exchange (hitactix-smp).
         SplitAfxdp = "split-afxdp",
+        /// Today's kernel doing the split itself (issue 45): the driver half in the input veth's
+        /// NAPI kthread pinned to CPU 0, RPS sending every flow's IP half to CPU 1's backlog.
+        KernelSplit = "kernel-split",
     }
 }
 
@@ -50,6 +53,9 @@ impl Variant {
             Variant::Kernel1 => "unix-up",
             Variant::KernelRps => "unix-smp",
             Variant::SplitCpumap | Variant::SplitAfxdp => "hitactix-smp",
+            // A split whose hand-over is the kernel's per-packet enqueue to a remote backlog
+            // (one IPI per poll): no model variant has that yet (issue 45's model half).
+            Variant::KernelSplit => "(none)",
         }
     }
 
@@ -446,7 +452,11 @@ fn place(cfg: &Options, run: &LiveRun, s: &mut Setup, v: Variant) -> Result<(), 
             afxdp_off(s);
         }
     }
-    let mask = if v == Variant::KernelRps { (1u64 << cfg.driver_cpu) | (1u64 << cfg.other_cpu) } else { 0 };
+    let mask = match v {
+        Variant::KernelRps => (1u64 << cfg.driver_cpu) | (1u64 << cfg.other_cpu),
+        Variant::KernelSplit => 1u64 << cfg.other_cpu,
+        _ => 0,
+    };
     if s.rps_mask != Some(mask) {
         run.set_rps(&s.rtr, "in0", mask)?;
         s.rps_mask = Some(mask);
@@ -830,7 +840,8 @@ mod tests {
         assert_eq!(Variant::SplitCpumap.model_variant(), "hitactix-smp");
         assert_eq!(Variant::SplitAfxdp.model_variant(), "hitactix-smp");
         assert_eq!(Variant::parse("split-afxdp"), Some(Variant::SplitAfxdp));
-        assert_eq!(Variant::ALL.iter().map(|v| v.router_cpus()).collect::<Vec<_>>(), [1, 2, 2, 2]);
+        assert_eq!(Variant::ALL.iter().map(|v| v.router_cpus()).collect::<Vec<_>>(), [1, 2, 2, 2, 2]);
+        assert_eq!(Variant::parse("kernel-split"), Some(Variant::KernelSplit));
     }
 
     #[test]

@@ -42,6 +42,13 @@
 //!   Its `forwarded_pps` is what the IP thread forwarded (the kernel's ForwDatagrams stays 0);
 //!   its threads' runtime (`/proc/<tid>/schedstat`) is in `cpu<N>_kthread_frac` of their CPU and
 //!   apart in `xsk_driver_thread_frac` / `xsk_ip_thread_frac`.
+//! - `kernel-split` [none yet]: today's kernel doing the functional split by itself (issue 45's
+//!   counterpart, not in the default list): `symb_rtr` passes every frame, the input veth's NAPI
+//!   kthread stays pinned to CPU 0 (the driver half: veth poll, GRO, `get_rps_cpu`), and RPS
+//!   with CPU 1 alone in the mask sends every flow's IP half (IP forwarding, output) to CPU 1's
+//!   backlog softirq: one `enqueue_to_backlog` per frame under the backlog's lock, one IPI per
+//!   poll round (`net_rps_send_ipi`), against split-cpumap's bulk queue and split-afxdp's 5 ms
+//!   exchange.
 //!
 //! **What this machine can reproduce of Fig. 4.** It has two CPUs. The generator and the sink
 //! need one (CPU 1), so only the single-CPU router (`kernel-1cpu`) has a CPU to itself; the
