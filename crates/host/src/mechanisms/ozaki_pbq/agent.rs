@@ -37,7 +37,6 @@ impl XdpAgent {
             probe_ms: k.xdp_probe_ms,
             capacity_pps: k.xdp_capacity_pps,
             capacity_frac: k.xdp_capacity_frac,
-            ..DetectorConfig::default()
         };
         let mut prog = XdpPbq::new(cfg, k.xdp_min_share_top, k.xdp_window_ms * 1_000_000);
         prog.drops = drops;
