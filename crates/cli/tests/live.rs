@@ -88,15 +88,20 @@ fn start_run_with(out: &Path, args: &[&str], nohup: bool) -> (Child, Vec<Entry>)
     let end = Instant::now() + Duration::from_secs(20);
     loop {
         let e = entries_of(pid);
-        if e.iter().any(|e| matches!(e, Entry::Xdp { .. })) {
-            // Let the workers start.
+        // The set-up is complete once the program is attached and the first point has placed
+        // the receive work (its RPS mask, the run's first file write). The mask is written after
+        // the set-up's workers start, which took more than the 800 ms this once waited after the
+        // attachment alone on a loaded machine ("the run recorded no file", 1 failure beside a
+        // test build and two busy loops).
+        if e.iter().any(|e| matches!(e, Entry::Xdp { .. })) && e.iter().any(|e| matches!(e, Entry::File { .. })) {
+            // Let the point's workers start.
             std::thread::sleep(Duration::from_millis(800));
             return (child, entries_of(pid));
         }
         if Instant::now() > end {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("hostsim live recorded no XDP attachment within 20 s: {e:?}");
+            panic!("hostsim live recorded no XDP attachment and RPS mask within 20 s: {e:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
