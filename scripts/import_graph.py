@@ -1,91 +1,38 @@
 #!/usr/bin/env python3
-"""Module dependency graph of each crate's `src/` and its import circles. Exit 1 if there is one.
+"""Module dependency graph of each crate's `src/`, its import circles and, for the host crate,
+the edges that point up its layers. Exit 1 if there is a circle or an upward edge.
 
-    python3 scripts/import_graph.py                    # every crate of the workspace (crates/*/src)
-    python3 scripts/import_graph.py crates/host/src    # one crate
+    python3 scripts/import_graph.py          # every crate of the workspace (crates/*/src)
+    python3 scripts/import_graph.py host     # one crate
 
-A module is a file under `src/` (`kernel/sched/core.rs` is `kernel/sched/core`; a folder's `mod.rs`
-is the folder). Every `crate::a::b::c` mention is an edge to the longest of `a/b/c`, `a/b`, `a` that
-is a module: `use` lines and inline paths alike, test modules included. `crate::kernel::sched::X`
-from `kernel/sched/core.rs` is an edge to `kernel/sched` (its `mod.rs`), the folder's header. The
-crate root (`lib.rs`, `main.rs`) is left out: it declares every module and re-exports their items.
-crates/host/tests/imports.rs checks the same rules in `cargo test`.
+The rules and the parser are those of crates/host/tests/imports.rs (which `cargo test` runs):
+this prints its ignored test `print_graphs`. A module is a file under `src/` (`kernel/sched/core.rs`
+is `kernel/sched/core`; a folder's `mod.rs` is the folder); every path in the parsed source is an
+edge to the longest of its prefixes that is a module, whatever its form (`crate::`, `super::`,
+`self::`, a child module's path, the branches of a `use` group, paths inside macro calls).
 """
 
+import os
 import pathlib
-import re
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def modules(src):
-    mods = {}
-    for p in sorted(src.rglob("*.rs")):
-        rel = p.relative_to(src).with_suffix("")
-        parts = list(rel.parts)
-        if parts[-1] == "mod":
-            parts = parts[:-1]
-        if parts in (["lib"], ["main"]) or not parts or "bin" in parts[:1]:
-            continue
-        mods["/".join(parts)] = p.read_text()
-    return mods
-
-
-def graph(mods):
-    edges = {}
-    for m, text in mods.items():
-        deps = set()
-        for path in re.findall(r"crate((?:::\w+)+)", text):
-            segs = path.strip(":").split("::")
-            for k in range(len(segs), 0, -1):
-                cand = "/".join(segs[:k])
-                if cand in mods:
-                    if cand != m:
-                        deps.add(cand)
-                    break
-        edges[m] = sorted(deps)
-    return edges
-
-
-def cycles(edges):
-    found, seen = [], set()
-
-    def dfs(node, stack):
-        for d in edges[node]:
-            if d in stack:
-                cyc = stack[stack.index(d) :]
-                key = frozenset(cyc)
-                if key not in seen:
-                    seen.add(key)
-                    found.append(cyc + [d])
-            elif len(stack) < 64:
-                dfs(d, stack + [d])
-
-    for m in sorted(edges):
-        dfs(m, [m])
-    return found
-
-
 def main(args):
-    srcs = [pathlib.Path(a) for a in args] or sorted(ROOT.glob("crates/*/src"))
-    status = 0
-    for src in srcs:
-        edges = graph(modules(src))
-        print(f"== {src}: {len(edges)} modules")
-        width = max((len(m) for m in edges), default=0)
-        for m in sorted(edges):
-            print(f"{m:{width}} -> {', '.join(edges[m])}")
-        cyc = cycles(edges)
-        if cyc:
-            status = 1
-            print(f"\n{len(cyc)} import circle(s):")
-            for c in cyc:
-                print("  " + " -> ".join(c))
-        else:
-            print("no import circle")
-        print()
-    return status
+    env = dict(os.environ)
+    if args:
+        env["IMPORT_GRAPH_CRATE"] = args[0].removeprefix("crates/").removesuffix("/src").strip("/")
+    cmd = ["cargo", "test", "-q", "-p", "hostsim-host", "--test", "imports", "--", "--ignored", "--nocapture"]
+    r = subprocess.run(cmd + ["print_graphs"], cwd=ROOT, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout + r.stderr)
+        return r.returncode
+    lines = [ln for ln in r.stdout.splitlines() if not ln.startswith(("running ", "test ", "test result"))]
+    out = "\n".join(lines).strip()
+    print(out)
+    return 1 if ("import circle:" in out or "upward edge(s):" in out) else 0
 
 
 if __name__ == "__main__":

@@ -39,6 +39,26 @@ cargo fmt --all -- --check 2>&1 || { status=$?; echo "test: cargo fmt --check fa
 cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1 || status=$?
 .venv/bin/ruff check . 2>&1 || status=$?
 .venv/bin/ruff format --check . 2>&1 || { status=$?; echo "test: ruff format --check failed: run .venv/bin/ruff format ." >&2; }
+# The Python package needs no BPF toolchain (issue 39): hostsim-py does not depend on the live
+# crate (no libbpf in its dependency tree), and it builds and imports with clang hidden from PATH
+# (a PATH whose one directory links every command of the real one but clang*).
+if cargo tree -p hostsim-py --locked -e normal,build 2>&1 | grep -i libbpf; then
+  status=1; echo "test: hostsim-py depends on libbpf (through the live crate?): cargo tree -p hostsim-py -i libbpf-rs" >&2
+fi
+noclang=$(mktemp -d)
+IFS=: read -r -a dirs <<<"$PATH"
+for d in "${dirs[@]}"; do
+  for f in "$d"/*; do
+    n=${f##*/}
+    case $n in clang*) continue ;; esac
+    [ -x "$f" ] && [ ! -e "$noclang/$n" ] && ln -s "$f" "$noclang/$n"
+  done
+done
+if ! (VIRTUAL_ENV="$PWD/.venv" PATH="$noclang" .venv/bin/maturin develop --release --locked -q 2>&1 | tail -3 &&
+  PATH="$noclang" .venv/bin/python -c "import hostsim, hostsim._native; print('test: hostsim builds and imports without clang')"); then
+  status=1; echo "test: the Python package did not build or import with clang hidden from PATH" >&2
+fi
+rm -rf "$noclang"
 cargo test --workspace --locked 2>&1 || status=$?
 HOSTSIM_BIN="$PWD/target/release/hostsim" .venv/bin/python -m pytest -p no:cacheprovider python/tests 2>&1 || status=$?
 mdbook build docs 2>&1 || { status=$?; echo "test: the docs book does not build (mdbook build docs)" >&2; }

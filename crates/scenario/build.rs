@@ -3,12 +3,27 @@
 //! any directory.
 //!
 //! Also computes `MODEL_SOURCE_ID`: a hash (64-bit FNV-1a) of the sources that decide a run's
-//! results, i.e. the Rust sources of the engine, workload, host and scenario crates and the
-//! machine profiles. The CLI and the Python module (`_native`) are built separately; `hostsim
+//! results, i.e. the Rust sources of the crates in [`MODEL_CRATES`] and the machine profiles.
+//! Every crate of the workspace is either one of them or in [`OTHER_CRATES`] with the reason it
+//! decides no result; `tests/model_source.rs` fails on a crate in neither list, so a new crate
+//! cannot escape the id. The CLI and the Python module (`_native`) are built separately; `hostsim
 //! calibrate` fits through `_native`, so it compares the two ids and refuses a stale module.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// The crates (`crates/<name>`) whose Rust sources decide a run's results: the options'
+/// declarations (defaults, bounds), the event engine, the sending TCP, the workloads, the host
+/// model, the scenario format (a configuration's values, sweeps, claims) and the runner (which
+/// runs, with which seeds, what their rows say).
+const MODEL_CRATES: &[&str] = &["options-macros", "options", "engine", "tcp", "workload", "host", "scenario", "run"];
+
+/// The workspace's other crates, and why no result depends on their sources.
+const OTHER_CRATES: &[(&str, &str)] = &[
+    ("cli", "the `hostsim` command: arguments, the claims table, the report's invocation; every run goes through the runner crate"),
+    ("py", "the Python binding: passes scenarios and results between Python and the runner crate"),
+    ("live", "experiments on this machine's kernel: their results are measurements, not the model's"),
+];
 
 /// Every file under `dir` (sorted, recursive) whose extension is `ext`.
 fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
@@ -27,7 +42,7 @@ fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
 /// 64-bit FNV-1a over each file's path (relative to the repository) and contents.
 fn model_source_id(root: &Path) -> String {
     let mut files = Vec::new();
-    for krate in ["engine", "workload", "host", "scenario"] {
+    for krate in MODEL_CRATES {
         let dir = root.join("crates").join(krate).join("src");
         println!("cargo:rerun-if-changed={}", dir.display());
         walk(&dir, "rs", &mut files);
@@ -49,6 +64,8 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let mut code = String::new();
     code.push_str(&format!("pub const MODEL_SOURCE_ID: &str = {:?};\n", model_source_id(&root)));
+    code.push_str(&format!("pub const MODEL_SOURCE_CRATES: &[&str] = &{MODEL_CRATES:?};\n"));
+    code.push_str(&format!("pub const OTHER_CRATES: &[(&str, &str)] = &{OTHER_CRATES:?};\n"));
     for (var, sub) in [("PROFILES", "profiles"), ("SCENARIOS", "scenarios"), ("CALIBRATIONS", "calibration")] {
         let dir = root.join(sub);
         println!("cargo:rerun-if-changed={}", dir.display());

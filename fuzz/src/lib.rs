@@ -6,24 +6,33 @@
 //! boundary between accepted and refused, and on the runs of accepted ones.
 
 use arbitrary::Arbitrary;
+use hostsim_options::{Gen, Key};
 use hostsim_scenario::bounds::{self, Range};
+use hostsim_scenario::keys;
+use std::sync::OnceLock;
 use toml::{Table, Value};
 
 /// The file name every generated scenario is loaded as (its directory does not exist, so only
 /// built-in profiles are found).
 pub const PATH: &str = "/nonexistent-hostsim-fuzz/fuzz.toml";
 
-/// How a key's value is generated.
-#[derive(Clone, Copy, Debug)]
+/// How a key's value is generated: from its declaration's generator (`hostsim_options::Gen`).
+#[derive(Clone, Debug)]
 pub enum Kind {
     Int,
     Float,
     Bool,
-    Enum(&'static [&'static str]),
+    /// One of these values (a choice's, or a policy's: Linux's and the mechanisms').
+    Enum(Vec<&'static str>),
     /// A name from the pool (`eth0`, `sink`, …), so references resolve often.
     Name,
     Cpus,
-    Renice,
+    /// An array of tables with these keys (`renice`, `thread`): one element, each key typical.
+    Tables(&'static [Key]),
+    /// An array of values of one kind (`tcp_rmem`).
+    List(Box<Kind>),
+    /// A table with these keys, each typical.
+    Table(&'static [Key]),
     Profile,
     Text,
 }
@@ -31,183 +40,78 @@ use Kind::*;
 
 const NAMES: &[&str] = &["eth0", "eth1", "sink", "echo", "load", "flood", "a", "0", "x-y", "bad,name", ""];
 
-pub const TOP: &[(&str, Kind)] = &[
-    ("duration_ms", Int),
-    ("warmup_ms", Int),
-    ("seed", Int),
-    ("sample_interval_ms", Int),
-    ("profile", Profile),
-    ("description", Text),
-    ("name", Text),
-];
-pub const KERNEL: &[(&str, Kind)] = &[
-    ("rx_path", Enum(&["legacy", "napi"])),
-    ("hz", Int),
-    ("netdev_max_backlog", Int),
-    ("netdev_budget", Int),
-    ("net_rx_time_max_us", Int),
-    ("napi_weight", Int),
-    ("softirq_restart_max", Int),
-    ("softirq_time_max_us", Int),
-    ("softirq_defer_to_ksoftirqd", Bool),
-    ("irq_time_accounting", Bool),
-    ("ksoftirqd_nice", Int),
-    ("irq_frames_max", Int),
-    ("backlog", Enum(&["fifo", "pbq"])),
-    ("pbq_min_packets", Int),
-    ("irq_suppression", Bool),
-    ("rps", Bool),
-    ("rps_cpus", Cpus),
-    ("rfs", Bool),
-    ("rfs_no_reorder_rule", Bool),
-    ("rfs_entries", Int),
-    ("rcvbuf_bytes", Int),
-    ("skb_overhead_bytes", Int),
-    ("wake_policy", Enum(&["linux", "goda_rfs"])),
-    ("sched_latency_us", Int),
-    ("sched_min_granularity_us", Int),
-    ("sched_wakeup_granularity_us", Int),
-    ("wake_affine", Bool),
-    ("imbalance_pct", Int),
-    ("balance_interval_ms", Int),
-    ("timer_tick_sleep", Bool),
-    ("timer_slack_ns", Int),
-    ("delack_ms", Int),
-    ("concurrency", Enum(&["smp", "up", "bkl", "functional"])),
-    ("online_cpus", Int),
-    ("driver_cpu", Int),
-    ("ip_cpu", Int),
-    ("exchange_period_us", Int),
-    ("pool_buffers", Int),
-];
-pub const NIC: &[(&str, Kind)] = &[
-    ("name", Name),
-    ("rate_mbps", Int),
-    ("queues", Int),
-    ("rx_ring", Int),
-    ("tx_ring", Int),
-    ("coalesce_frames", Int),
-    ("coalesce_usecs", Int),
-    ("irq_routing", Enum(&["fixed", "mask", "balance_irq", "msix"])),
-    ("irq_cpus", Cpus),
-    ("switch_latency_ns", Int),
-    ("switch_buffer_bytes", Int),
-    ("itr_ints_per_s", Int),
-    ("balance_irq_interval_us", Int),
-];
-pub const PROCESS: &[(&str, Kind)] = &[
-    ("name", Name),
-    (
-        "program",
-        Enum(&[
-            "udp_sink",
-            "udp_echo",
-            "tcp_stream",
-            "tcp_echo",
-            "spin",
-            "periodic",
-            "yielder",
-            "accelerator",
-            "stream_send",
-        ]),
-    ),
-    ("port", Int),
-    ("nice", Int),
-    ("sched", Enum(&["normal", "fifo"])),
-    ("rt_priority", Int),
-    ("cpus", Cpus),
-    ("work_ns", Int),
-    ("work_dist", Enum(&["fixed", "exp"])),
-    ("read_bytes", Int),
-    ("reply_bytes", Int),
-    ("sleep_ns", Int),
-    ("renice", Renice),
-    ("rcvbuf_bytes", Int),
-    ("start_ms", Int),
-    ("instances", Int),
-    ("accelerator.interval_control", Enum(&["none", "old", "static", "dynamic"])),
-    ("accelerator.min_cycle_ms", Float),
-    ("accelerator.ratio", Float),
-    ("accelerator.origin_conns", Int),
-    ("accelerator.listen_backlog", Int),
-    ("accelerator.fifo_priority", Int),
-];
-pub const TRAFFIC: &[(&str, Kind)] = &[
-    ("name", Name),
-    (
-        "kind",
-        Enum(&["cbr", "poisson", "ping_pong", "tcp_window", "stream_sink", "http_clients", "http_origin", "sink"]),
-    ),
-    ("nic", Name),
-    ("dst_port", Int),
-    ("clients", Int),
-    ("protocol", Enum(&["udp", "tcp"])),
-    ("rate_pps", Float),
-    ("payload_bytes", Int),
-    ("flows", Int),
-    ("start_ms", Int),
-    ("stop_ms", Int),
-    ("link_mbps", Int),
-    ("client_stack_ns", Int),
-    ("timeout_ms", Int),
-    ("window_bytes", Int),
-    ("rto_ms", Int),
-    ("total_bytes", Int),
-    ("dst_port_per_flow", Bool),
-    ("link_delay_us", Int),
-    ("http.rate_rps", Float),
-    ("http.conns", Int),
-    ("http.hit_ratio", Float),
-    ("http.object_bytes", Int),
-    ("http.timeout_ms", Int),
-    ("http.think_ms_mean", Float),
-];
-/// `[profile_set]` keys (dotted inside it).
-pub const PROFILE_SET: &[(&str, Kind)] = &[
-    ("clock_mhz", Int),
-    ("topology.packages", Int),
-    ("topology.cores_per_package", Int),
-    ("topology.threads_per_core", Int),
-    ("topology.llc", Enum(&["per_core", "per_package"])),
-    ("costs.hardirq_entry_ns", Int),
-    ("costs.driver_rx_frame_ns", Int),
-    ("costs.netif_rx_ns", Int),
-    ("costs.softirq_entry_ns", Int),
-    ("costs.ip_udp_rx_ns", Int),
-    ("costs.tcp_rx_ns", Int),
-    ("costs.rx_per_byte_ns", Float),
-    ("costs.wakeup_ns", Int),
-    ("costs.syscall_ns", Int),
-    ("costs.recv_ns", Int),
-    ("costs.copy_per_byte_ns", Float),
-    ("costs.udp_send_ns", Int),
-    ("costs.tcp_ack_send_ns", Int),
-    ("costs.tx_per_byte_ns", Float),
-    ("costs.context_switch_ns", Int),
-    ("costs.tick_ns", Int),
-    ("costs.ipi_ns", Int),
-    ("cache.migrate_warmup_ns", Int),
-    ("cache.migrate_llc_load_misses", Int),
-    ("cache.remote_packet_ns", Int),
-    ("mechanisms.pbq_branch_ns", Int),
-    ("mechanisms.pbq_classify_ns", Int),
-    ("mechanisms.irq_suppress_check_ns", Int),
-    ("mechanisms.smp_lock_factor", Float),
-    ("mechanisms.lock_acquire_ns", Int),
-    ("costs.ip_forward_ns", Int),
-    ("syscalls.poll_base_ns", Int),
-    ("syscalls.accept_ns", Int),
-];
+/// The generator of a declared key.
+pub fn kind_of(g: Gen) -> Kind {
+    match g {
+        Gen::Int => Int,
+        Gen::Float => Float,
+        Gen::Bool => Bool,
+        Gen::Text => Text,
+        Gen::Choice(v) => Enum(v.iter().map(|c| c.0).collect()),
+        Gen::Selector(sel) => Enum(keys::values(sel).into_iter().map(|v| v.0).collect()),
+        Gen::Cpus => Cpus,
+        Gen::Name => Name,
+        Gen::Profile => Profile,
+        Gen::List(e) => match e() {
+            Gen::Table(f) => Tables(f()),
+            inner => List(Box::new(kind_of(inner))),
+        },
+        Gen::Table(f) => Kind::Table(f()),
+    }
+}
+
+/// A section's keys (dotted inside it), from the declarations (`hostsim_scenario::keys`).
+fn declared(table: &str) -> Vec<(String, Kind)> {
+    keys::section(table).into_iter().map(|(k, g)| (k, kind_of(g))).collect()
+}
+
+/// `[profile_set]` keys (dotted inside it): every number of the built-in profiles.
+fn profile_keys() -> Vec<(String, Kind)> {
+    fn leaves(t: &Table, prefix: &str, out: &mut Vec<(String, Kind)>) {
+        for (k, v) in t {
+            let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            match v {
+                Value::Table(s) => leaves(s, &path, out),
+                Value::Integer(_) => out.push((path, Int)),
+                Value::Float(_) => out.push((path, Float)),
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<(String, Kind)> = Vec::new();
+    for (_, text) in hostsim_scenario::builtin_profiles() {
+        let mut these = Vec::new();
+        leaves(&text.parse().expect("built-in profiles are valid TOML"), "", &mut these);
+        for (k, kind) in these {
+            if !out.iter().any(|(o, _)| *o == k) {
+                out.push((k, kind));
+            }
+        }
+    }
+    out.push(("topology.llc".into(), Enum(vec!["per_core", "per_package"])));
+    out
+}
 
 /// Sections a mutation can address: (array name or table, its keys, is an array of tables).
-const SECTIONS: &[(&str, &[(&str, Kind)], bool)] = &[
-    ("", TOP, false),
-    ("kernel", KERNEL, false),
-    ("nic", NIC, true),
-    ("process", PROCESS, true),
-    ("traffic", TRAFFIC, true),
-    ("profile_set", PROFILE_SET, false),
-];
+fn sections() -> &'static [(&'static str, Vec<(String, Kind)>, bool)] {
+    static S: OnceLock<Vec<(&'static str, Vec<(String, Kind)>, bool)>> = OnceLock::new();
+    S.get_or_init(|| {
+        vec![
+            ("", declared(""), false),
+            ("kernel", declared("kernel"), false),
+            ("nic", declared("nic.*"), true),
+            ("process", declared("process.*"), true),
+            ("traffic", declared("traffic.*"), true),
+            ("route", declared("route.*"), true),
+            ("profile_set", profile_keys(), false),
+        ]
+    })
+}
+
+/// The keys of section `name` (`kernel`, `nic`, …).
+pub fn section_keys(name: &str) -> &'static [(String, Kind)] {
+    &sections().iter().find(|s| s.0 == name).expect("a section").1
+}
 
 /// A value, before it is shaped by the key it goes to.
 #[derive(Arbitrary, Debug, Clone)]
@@ -281,7 +185,7 @@ pub fn base_tables() -> &'static [Table] {
 }
 
 fn bound_of(path: &str, profile: bool) -> Option<Range> {
-    let table = if profile { bounds::PROFILE } else { bounds::SCENARIO };
+    let table = if profile { bounds::PROFILE } else { bounds::scenario() };
     let segs: Vec<&str> = path.split('.').collect();
     table.iter().find_map(|(p, r, _)| {
         let pat: Vec<&str> = p.split('.').collect();
@@ -295,7 +199,7 @@ fn bound_of(path: &str, profile: bool) -> Option<Range> {
     })
 }
 
-fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
+fn shape(val: &Val, kind: &Kind, path: &str, profile: bool, depth: u8) -> Value {
     let range = bound_of(path, profile);
     match val {
         Val::Typical(n) => match kind {
@@ -310,12 +214,13 @@ fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
             Enum(vals) => Value::String(vals[*n as usize % vals.len()].to_string()),
             Name => Value::String(NAMES[*n as usize % 6].to_string()),
             Cpus => Value::Array((0..(n % 3)).map(|c| Value::Integer(i64::from(c))).collect()),
-            Renice => {
-                let mut t = Table::new();
-                t.insert("at_ms".into(), Value::Integer(i64::from(n % 20)));
-                t.insert("nice".into(), Value::Integer(i64::from(*n as i8 % 20)));
-                Value::Array(vec![Value::Table(t)])
-            }
+            Tables(keys) => Value::Array(vec![typical_table(keys, *n, &format!("{path}.0"), profile, depth)]),
+            Kind::Table(keys) => typical_table(keys, *n, path, profile, depth),
+            List(elem) => Value::Array(
+                (0..(n % 4))
+                    .map(|i| shape(&Val::Typical(n.wrapping_add(i)), elem, &format!("{path}.0"), profile, depth + 1))
+                    .collect(),
+            ),
             Profile => {
                 let p = hostsim_scenario::builtin_profiles();
                 Value::String(p[*n as usize % p.len()].0.to_string())
@@ -355,7 +260,7 @@ fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
         Val::Str(s) => Value::String(s.chars().take(64).collect()),
         Val::Bool(b) => Value::Boolean(*b),
         Val::Array(items) if depth < 3 => {
-            let elem = if matches!(kind, Cpus) { Int } else { kind };
+            let elem = if matches!(kind, Cpus) { &Int } else { kind };
             Value::Array(
                 items.iter().take(8).map(|v| shape(v, elem, &format!("{path}.0"), profile, depth + 1)).collect(),
             )
@@ -365,9 +270,21 @@ fn shape(val: &Val, kind: Kind, path: &str, profile: bool, depth: u8) -> Value {
     }
 }
 
+/// A table of `keys`, each typical (its bound's low end shifted by `n`).
+fn typical_table(keys: &[Key], n: u8, path: &str, profile: bool, depth: u8) -> Value {
+    let mut t = Table::new();
+    if depth < 3 {
+        for k in keys {
+            let v = shape(&Val::Typical(n), &kind_of((k.gen)()), &format!("{path}.{}", k.name), profile, depth + 1);
+            t.insert(k.name.into(), v);
+        }
+    }
+    Value::Table(t)
+}
+
 /// The table a section names (created if missing); for arrays, element `elem` (if any).
 fn section_table<'a>(doc: &'a mut Table, section: usize, elem: u8) -> Option<&'a mut Table> {
-    let (name, _, array) = SECTIONS[section];
+    let (name, array) = (sections()[section].0, sections()[section].2);
     if name.is_empty() {
         return Some(doc);
     }
@@ -405,7 +322,7 @@ fn set_dotted(t: &mut Table, key: &str, v: Value) {
 
 /// The dotted key path (as `--set` and sweeps write it) of a section's key.
 pub fn key_path(doc: &Table, section: usize, elem: u8, key: &str) -> String {
-    let (name, _, array) = SECTIONS[section];
+    let (name, array) = (sections()[section].0, sections()[section].2);
     if name.is_empty() {
         return key.to_string();
     }
@@ -427,15 +344,15 @@ pub fn key_path(doc: &Table, section: usize, elem: u8, key: &str) -> String {
     format!("{name}.{key}")
 }
 
-fn pick(section: u8, key: u8) -> (usize, &'static str, Kind) {
-    let s = section as usize % SECTIONS.len();
-    let keys = SECTIONS[s].1;
-    let (k, kind) = keys[key as usize % keys.len()];
-    (s, k, kind)
+fn pick(section: u8, key: u8) -> (usize, &'static str, &'static Kind) {
+    let s = section as usize % sections().len();
+    let keys = &sections()[s].1;
+    let (k, kind) = &keys[key as usize % keys.len()];
+    (s, k.as_str(), kind)
 }
 
 fn val_path(section: usize, key: &str) -> (String, bool) {
-    let (name, _, array) = SECTIONS[section];
+    let (name, array) = (sections()[section].0, sections()[section].2);
     if name == "profile_set" {
         (key.to_string(), true)
     } else if name.is_empty() {
@@ -468,7 +385,7 @@ fn apply(doc: &mut Table, m: &Mutation) {
             }
         }
         Mutation::SetRaw { path, val } => {
-            let v = shape(val, Int, "", false, 0);
+            let v = shape(val, &Int, "", false, 0);
             let _ = hostsim_scenario::set_path(doc, &path.chars().take(80).collect::<String>(), v);
         }
         Mutation::Remove { section, elem, key } => {
@@ -478,8 +395,8 @@ fn apply(doc: &mut Table, m: &Mutation) {
             }
         }
         Mutation::RemoveSection { section } => {
-            let s = *section as usize % SECTIONS.len();
-            let name = SECTIONS[s].0;
+            let s = *section as usize % sections().len();
+            let name = sections()[s].0;
             if name.is_empty() {
                 doc.remove("profile");
             } else {
@@ -487,8 +404,8 @@ fn apply(doc: &mut Table, m: &Mutation) {
             }
         }
         Mutation::Duplicate { section, elem } => {
-            let s = *section as usize % SECTIONS.len();
-            if let Some(Value::Array(a)) = doc.get_mut(SECTIONS[s].0) {
+            let s = *section as usize % sections().len();
+            if let Some(Value::Array(a)) = doc.get_mut(sections()[s].0) {
                 if !a.is_empty() && a.len() < 64 {
                     let e = a[*elem as usize % a.len()].clone();
                     a.push(e);
@@ -496,11 +413,11 @@ fn apply(doc: &mut Table, m: &Mutation) {
             }
         }
         Mutation::AddElem { section, name } => {
-            let s = *section as usize % SECTIONS.len();
+            let s = *section as usize % sections().len();
             let mut t = Table::new();
             let nm = NAMES[*name as usize % NAMES.len()];
             t.insert("name".into(), Value::String(format!("{nm}{}", name / 16)));
-            match SECTIONS[s].0 {
+            match sections()[s].0 {
                 "nic" => {
                     t.insert("rate_mbps".into(), Value::Integer(1000));
                 }
@@ -523,7 +440,8 @@ fn apply(doc: &mut Table, m: &Mutation) {
                 }
                 _ => return,
             }
-            if let Value::Array(a) = doc.entry(SECTIONS[s].0.to_string()).or_insert_with(|| Value::Array(Vec::new())) {
+            if let Value::Array(a) = doc.entry(sections()[s].0.to_string()).or_insert_with(|| Value::Array(Vec::new()))
+            {
                 if a.len() < 64 {
                     a.push(Value::Table(t));
                 }
@@ -605,7 +523,7 @@ pub fn build_sets(input: &SetInput) -> (String, Vec<(String, String)>) {
                 format!("{path}={}", shape(val, kind, &vp, prof, 0))
             }
             SetExpr::RawKey { key, val } => {
-                format!("{}={}", key.chars().take(80).collect::<String>(), shape(val, Int, "", false, 0))
+                format!("{}={}", key.chars().take(80).collect::<String>(), shape(val, &Int, "", false, 0))
             }
             SetExpr::Raw(r) => r.chars().take(120).collect(),
         };

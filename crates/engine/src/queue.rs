@@ -153,6 +153,18 @@ impl<E> EventQueue<E> {
         self.now
     }
 
+    /// Move the clock forward to `to` without an event: for a caller that drives time itself (a
+    /// unit test stepping a model by hand). Moving it back, or past a pending event, is a bug: it
+    /// panics.
+    pub fn advance(&mut self, to: Time) {
+        if to < self.now {
+            self.scheduled_in_the_past(to);
+        }
+        assert!(self.peek_time().is_none_or(|t| t >= to), "advance to {to:?} past a pending event");
+        self.now = to;
+        self.cur = to.0 >> BUCKET_SHIFT;
+    }
+
     /// Schedule `event` at absolute time `at`. Scheduling in the past is a model bug: it panics.
     #[inline(always)]
     pub fn schedule(&mut self, at: Time, event: E) {

@@ -25,7 +25,8 @@
 //! | `fs/` | poll() (`fs/select.c`) |
 //! | `net/core/` | `netif_rx`, NAPI, the NET_RX softirq, backlogs, RPS/RFS, the device transmit layer, sockets, packets |
 //! | `net/ipv4/` | UDP and TCP input, the sending TCP (around the `hostsim-tcp` crate), event-driven servers' connections, forwarding |
-//! | `mechanisms/` | one entry per paper id (`ozaki_pbq`, `goda_rfs`, `tabata_speed`, `takeuchi_symbiose`) plus `flow_limit`: only the papers' policies |
+//! | `mechanisms/` | one entry per paper id (`ozaki_pbq`, `goda_rfs`, `tabata_speed`, `takeuchi_symbiose`) plus `flow_limit`, and the registry: only the papers' policies |
+//! | `hooks.rs` | what a mechanism implements and what the host offers it (the hub is generic over the registry) |
 //! | `metrics/` | counters, time series, windowed metrics and `summary.json`, traces, paper 001's migration classifier |
 //! | `wire/` | outside the host: sources, their links and the switch in front of each NIC port |
 //! | `sim.rs` | the hub: `Host` (each subsystem's state struct side by side), the event enum, the main loop |
@@ -41,6 +42,7 @@
 mod config;
 mod drivers;
 mod fs;
+pub mod hooks;
 mod kernel;
 pub mod mechanisms;
 mod metrics;
@@ -59,10 +61,10 @@ pub use net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 // 2.4/2.5's nanosleep rule, also what `hostsim live kawai-interval`'s quantised sleeps follow.
 pub use kernel::time::nanosleep::{nanosleep_jiffies, Nanosleep};
 /// Paper 001's wake-up migration classes (unintended ping-pongs, settling): also fed from a live
-/// run's scheduler tracepoints (crates/live/src/wake.rs), so both use one definition.
+/// run's scheduler tracepoints (crates/live/src/goda_rfs/wake.rs), so both use one definition.
 pub use metrics::migration_class::{insert as insert_class_metrics, ClassCounts, MigrationClass};
 /// A stream sink's metrics (bandwidth, inter-arrival histograms) from its [`hostsim_workload::SinkStats`]:
-/// also filled from a live run's frames (crates/live/src/tabata.rs), so both use one definition.
+/// also filled from a live run's frames (crates/live/src/tabata_speed/experiment.rs), so both use one definition.
 pub use metrics::sink::insert as insert_sink_metrics;
 pub use metrics::summary::{
     CacheSummary, ConcurrencySummary, CpuSummary, FdirSummary, HttpTotals, Latency, PacketSummary, ProcessSummary,
@@ -109,7 +111,7 @@ pub fn run_traced(
     try_run_traced(cfg, window, sink, progress).unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub(crate) fn output(host: &mut sim::Host) -> RunOutput {
+pub(crate) fn output<M: hooks::Mechanisms>(host: &mut sim::Host<M>) -> RunOutput {
     RunOutput {
         summary: host.summary(),
         timeseries: host.stats.series.clone(),

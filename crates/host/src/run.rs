@@ -3,6 +3,7 @@
 //! simulated time stops advancing becomes an error naming the likely cause. Nothing here changes
 //! what a run computes.
 
+use crate::mechanisms::Registry;
 use crate::sim::{Ev, Host};
 use crate::{HostConfig, RunOutput, TraceSink, TraceWindow, STATE_NAMES};
 use hostsim_engine::{Stall, Time};
@@ -56,7 +57,7 @@ fn try_run_inner(
 ) -> Result<RunOutput, RunError> {
     let seed = cfg.seed;
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-        let mut host = Host::new(cfg);
+        let mut host = Host::<Registry>::new(cfg);
         host.q.set_seed(seed);
         let sink = match traced {
             Some((window, sink)) => {
@@ -92,7 +93,7 @@ fn try_run_inner(
 }
 
 /// What the event that would have come next at the stalled instant says about why.
-fn likely_cause(h: &Host, st: &Stall<Ev>) -> String {
+fn likely_cause(h: &Host<Registry>, st: &Stall<Ev>) -> String {
     let proc_name = |pid: u32| h.procs.get(pid as usize).map_or("?".to_string(), |p| p.name.clone());
     let src_name = |s: u32| h.wire.srcs.get(s as usize).map_or("?".to_string(), |x| x.name.clone());
     match st.event {

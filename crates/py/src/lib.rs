@@ -158,28 +158,28 @@ fn run(
         };
         sc.check_aliases(&cfg, &format!("variant `{}`", variant.unwrap_or("base"))).map_err(err)?;
         let format = match trace_format {
-            "json" => hostsim_cli::TraceFormat::Json,
-            "perfetto" => hostsim_cli::TraceFormat::Perfetto,
+            "json" => hostsim_run::TraceFormat::Json,
+            "perfetto" => hostsim_run::TraceFormat::Perfetto,
             f => return Err(err(format!("trace_format: expected \"json\" or \"perfetto\", not {f:?}"))),
         };
         let (mut out, info, tr) = py.allow_threads(|| {
             guard(|| match trace_dir {
                 Some(d) => {
                     let dir = Path::new(d);
-                    hostsim_cli::prepare_out(dir).map_err(err)?;
+                    hostsim_run::prepare_out(dir).map_err(err)?;
                     let (out, info) =
-                        hostsim_cli::run_timed_traced(cfg, format, hostsim_host::TraceWindow::ALL, dir, |_| {})
+                        hostsim_run::run_timed_traced(cfg, format, hostsim_host::TraceWindow::ALL, dir, |_| {})
                             .map_err(err)?;
                     Ok((out, info, Some(dir.join(format.file_name()).display().to_string())))
                 }
                 None => {
-                    let (out, info) = hostsim_cli::run_timed(cfg).map_err(err)?;
+                    let (out, info) = hostsim_run::run_timed(cfg).map_err(err)?;
                     Ok((out, info, None))
                 }
             })
         })?;
         sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
-        Ok((hostsim_cli::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, tr))
+        Ok((hostsim_run::summary_json(&out.summary), out.timeseries.to_csv(), json(&info)?, tr))
     })
 }
 
@@ -199,20 +199,20 @@ fn run_point(
         let sc = load(path, text, &sets, max_runs)?;
         let spec = sc.run_config(index).map_err(err)?;
         let fp = fingerprint(&sc, &spec.config);
-        let what = hostsim_cli::describe_run(&spec);
+        let what = hostsim_run::describe_run(&spec);
         let cfg = spec.config;
         let mut out = py.allow_threads(|| {
-            guard(|| hostsim_cli::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}"))))
+            guard(|| hostsim_run::run_checked(cfg).map_err(|e| err(format!("{path}: run {what}: {e}"))))
         })?;
         sc.derive_metrics(&mut out.summary.metrics).map_err(err)?;
-        Ok((hostsim_cli::summary_json(&out.summary), fp))
+        Ok((hostsim_run::summary_json(&out.summary), fp))
     })
 }
 
 /// Make sure `dir` exists and can be written to, with the command line's message if not.
 #[pyfunction]
 fn prepare_out(dir: &str) -> PyResult<()> {
-    guard(|| hostsim_cli::prepare_out(Path::new(dir)).map_err(err))
+    guard(|| hostsim_run::prepare_out(Path::new(dir)).map_err(err))
 }
 
 fn rows_of(sc: &Scenario, indices: &[usize], summaries: &[String]) -> PyResult<Vec<Row>> {
@@ -254,7 +254,7 @@ fn finish(
         let rows = rows_of(&sc, &all, &summaries)?;
         let expectations = sc.evaluate(&rows);
         Ok((
-            hostsim_cli::results_csv(&sc, &rows),
+            hostsim_run::results_csv(&sc, &rows),
             serde_json::to_string_pretty(&expectations).unwrap_or_default() + "\n",
         ))
     })

@@ -8,7 +8,7 @@
 //! cargo run -p hostsim-scenario --example hostile_corpus
 //! ```
 
-use hostsim_scenario::bounds::{describe, fmt_float, fmt_int, Range, PROFILE, SCENARIO};
+use hostsim_scenario::bounds::{describe, fmt_float, fmt_int, scenario, Range, PROFILE};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -54,21 +54,6 @@ fn set_in(text: &str, header: &str, key: &str, value: &str) -> (String, usize) {
 /// A value's TOML text (floats keep a decimal point or an exponent).
 fn int(v: i64) -> String {
     v.to_string()
-}
-
-/// The keys a wildcard row stands for (`process.*.accelerator.*_ns`): each gets its own files.
-fn expand(pattern: &str) -> Vec<String> {
-    match pattern {
-        "process.*.accelerator.*_ns" => ["loop_base_ns", "user_per_fd_ns", "request_ns", "fetch_ns"]
-            .iter()
-            .map(|k| format!("process.*.accelerator.{k}"))
-            .collect(),
-        p => vec![p.to_string()],
-    }
-}
-
-fn cases_for(pattern: &str, range: Range, why: &str) -> Vec<Case> {
-    expand(pattern).iter().flat_map(|p| cases_for_key(p, range, why)).collect()
 }
 
 fn cases_for_key(pattern: &str, range: Range, why: &str) -> Vec<Case> {
@@ -171,7 +156,7 @@ fn cases_for_key(pattern: &str, range: Range, why: &str) -> Vec<Case> {
 /// A [[figure]] or [[calibrate]] entry appended, or an array one element too long.
 fn special_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    let row = |p: &str| SCENARIO.iter().find(|r| r.0 == p).copied().unwrap_or_else(|| panic!("no row {p}"));
+    let row = |p: &str| scenario().iter().find(|r| r.0 == p).copied().unwrap_or_else(|| panic!("no row {p}"));
     // Arrays one element too long.
     for (pattern, header, key, elem) in [
         ("kernel.rps_cpus", "[kernel]", "rps_cpus", "0"),
@@ -346,7 +331,7 @@ fn main() {
             std::fs::remove_file(p).unwrap();
         }
     }
-    let mut cases: Vec<Case> = SCENARIO.iter().flat_map(|(p, r, w)| cases_for(p, *r, w)).collect();
+    let mut cases: Vec<Case> = scenario().iter().flat_map(|(p, r, w)| cases_for_key(p, *r, w)).collect();
     cases.extend(special_cases());
     cases.extend(profile_cases());
     let n = cases.len();

@@ -261,7 +261,21 @@ pub(crate) fn validate(sc: &crate::Scenario) -> Result<(), crate::ScenarioError>
             }
         }
     }
-    if let Err((i, k, msg)) = crate::finding::check_readings(&sc.expects) {
+    let readings: Vec<crate::finding::Reading> = sc
+        .expects
+        .iter()
+        .map(|e| crate::finding::Reading {
+            claim: &e.claim,
+            claim_id: e.claim_id.as_deref(),
+            reading: e.reading.as_deref(),
+            primary: e.primary,
+            from_above: e.bounds_from_above(),
+            from_below: matches!(e.op, crate::Op::Gt | crate::Op::Ge),
+            calibration: e.role == crate::expect::Role::Calibration,
+            applicable: e.applicable,
+        })
+        .collect();
+    if let Err((i, k, msg)) = crate::finding::check_readings(&readings) {
         return Err(at(elem("expect", i, k), msg));
     }
     if sc.calibrate.is_empty() {

@@ -288,13 +288,30 @@ pub fn check(finding: &str, detail: &str, finding_model: Option<&str>) -> Result
     }
 }
 
+/// What [`check_readings`] reads of a claim (taken from its `[[expect]]` entry; the claims'
+/// module is above this one, so it hands over what is needed rather than the entry).
+#[derive(Clone, Copy, Debug)]
+pub struct Reading<'a> {
+    /// The claim's sentence (its id when it has no `claim_id`).
+    pub claim: &'a str,
+    pub claim_id: Option<&'a str>,
+    pub reading: Option<&'a str>,
+    pub primary: bool,
+    /// Its operator bounds the value from above (`<`, `<=`) or from below (`>`, `>=`).
+    pub from_above: bool,
+    pub from_below: bool,
+    /// `role = "calibration"`.
+    pub calibration: bool,
+    pub applicable: bool,
+}
+
 /// What is wrong with the claims' readings, as (claim index, key, message), if anything: a
 /// `reading` without `claim_id`, a shared `claim_id` whose claims do not each name their
 /// reading, or that has not exactly one primary reading; two claims of one sentence and reading
 /// that are not the two ends of a range (one bounding from above, `<`/`<=`, one from below,
 /// `>`/`>=`, alike in role, primary and applicable: `expect::evaluate_claims` judges them as one).
-pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static str, String)> {
-    let id_of = |e: &crate::Expect| e.claim_id.clone().unwrap_or_else(|| e.claim.clone());
+pub fn check_readings<'a>(expects: &[Reading<'a>]) -> Result<(), (usize, &'static str, String)> {
+    let id_of = |e: &Reading<'a>| -> &'a str { e.claim_id.unwrap_or(e.claim) };
     for (i, e) in expects.iter().enumerate() {
         if e.claim_id.is_none() && (e.reading.is_some() || !e.primary) {
             let k = if e.reading.is_some() { "reading" } else { "primary" };
@@ -313,14 +330,13 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
             .collect();
         if ends.len() > 1 && ends[0] == i {
             let (a, b) = (&expects[ends[0]], &expects[ends[1]]);
-            let lower = |x: &crate::Expect| matches!(x.op, crate::Op::Gt | crate::Op::Ge);
             let pair = ends.len() == 2
-                && a.bounds_from_above() != b.bounds_from_above()
-                && (a.bounds_from_above() || lower(a))
-                && (b.bounds_from_above() || lower(b))
-                && (a.role, a.primary, a.applicable) == (b.role, b.primary, b.applicable);
+                && a.from_above != b.from_above
+                && (a.from_above || a.from_below)
+                && (b.from_above || b.from_below)
+                && (a.calibration, a.primary, a.applicable) == (b.calibration, b.primary, b.applicable);
             if !pair {
-                let reading = e.reading.as_deref().map(|r| format!(" (reading `{r}`)")).unwrap_or_default();
+                let reading = e.reading.map(|r| format!(" (reading `{r}`)")).unwrap_or_default();
                 return Err((
                     ends[1],
                     "claim_id",
@@ -333,13 +349,13 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
                 ));
             }
         }
-        let Some(id) = e.claim_id.as_deref() else { continue };
+        let Some(id) = e.claim_id else { continue };
         let same: Vec<usize> =
-            expects.iter().enumerate().filter(|(_, f)| f.claim_id.as_deref() == Some(id)).map(|(j, _)| j).collect();
-        let mut readings: Vec<Option<&str>> = same.iter().map(|&j| expects[j].reading.as_deref()).collect();
+            expects.iter().enumerate().filter(|(_, f)| f.claim_id == Some(id)).map(|(j, _)| j).collect();
+        let mut readings: Vec<Option<&str>> = same.iter().map(|&j| expects[j].reading).collect();
         readings.sort();
         readings.dedup();
-        if readings.len() > 1 && e.reading.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        if readings.len() > 1 && e.reading.is_none_or(|r| r.trim().is_empty()) {
             return Err((
                 i,
                 "claim_id",
@@ -349,7 +365,7 @@ pub fn check_readings(expects: &[crate::Expect]) -> Result<(), (usize, &'static 
         if same[0] == i {
             // A range's two ends are one reading.
             let mut primaries: Vec<Option<&str>> =
-                same.iter().filter(|&&j| expects[j].primary).map(|&j| expects[j].reading.as_deref()).collect();
+                same.iter().filter(|&&j| expects[j].primary).map(|&j| expects[j].reading).collect();
             primaries.sort();
             primaries.dedup();
             if primaries.len() != 1 {
@@ -373,22 +389,30 @@ mod tests {
 
     #[test]
     fn two_claims_of_one_reading_must_be_the_ends_of_a_range() {
-        let ex = |src: &str| -> crate::Expect { toml::from_str(&format!("metric='m'\nvalue=1\n{src}")).unwrap() };
-        let upper = ex("claim='a'\nclaim_id='s'\nreading='r1'\nop='<='");
-        let lower = ex("claim='b'\nclaim_id='s'\nreading='r1'\nop='>'");
-        let other = ex("claim='c'\nclaim_id='s'\nreading='r2'\nprimary=false\nop='<'");
-        assert!(check_readings(&[upper.clone(), lower.clone(), other.clone()]).is_ok());
+        // A claim of sentence `s` (`claim_id`), reading `reading`, with operator `op`.
+        let ex = |claim: &'static str, reading: &'static str, op: &str| Reading {
+            claim,
+            claim_id: Some("s"),
+            reading: Some(reading),
+            primary: true,
+            from_above: matches!(op, "<" | "<="),
+            from_below: matches!(op, ">" | ">="),
+            calibration: false,
+            applicable: true,
+        };
+        let upper = ex("a", "r1", "<=");
+        let lower = ex("b", "r1", ">");
+        let other = Reading { primary: false, ..ex("c", "r2", "<") };
+        assert!(check_readings(&[upper, lower, other]).is_ok());
         // Two upper ends are no range.
-        let e = check_readings(&[upper.clone(), other.clone(), ex("claim='d'\nclaim_id='s'\nreading='r1'\nop='<'")])
-            .unwrap_err();
+        let e = check_readings(&[upper, other, ex("d", "r1", "<")]).unwrap_err();
         assert_eq!((e.0, e.1), (2, "claim_id"));
         assert!(e.2.contains("two ends of a range"), "{}", e.2);
         // Nor is a band, nor three claims, nor ends unlike in role.
-        assert!(check_readings(&[upper.clone(), ex("claim='d'\nclaim_id='s'\nreading='r1'\nop='approx'")]).is_err());
-        assert!(check_readings(&[upper.clone(), lower.clone(), ex("claim='d'\nclaim_id='s'\nreading='r1'\nop='>='")])
-            .is_err());
-        let cal = ex("claim='b'\nclaim_id='s'\nreading='r1'\nop='>'\nrole='calibration'");
-        assert!(check_readings(&[upper.clone(), cal]).is_err());
+        assert!(check_readings(&[upper, ex("d", "r1", "approx")]).is_err());
+        assert!(check_readings(&[upper, lower, ex("d", "r1", ">=")]).is_err());
+        let cal = Reading { calibration: true, ..ex("b", "r1", ">") };
+        assert!(check_readings(&[upper, cal]).is_err());
         // A range's ends are one reading: one primary reading between them.
         assert!(check_readings(&[upper, lower]).is_ok());
     }

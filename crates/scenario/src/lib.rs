@@ -23,6 +23,7 @@ mod expect;
 mod figure;
 pub mod files;
 pub mod finding;
+pub mod keys;
 mod paths;
 mod validate;
 
@@ -36,6 +37,7 @@ pub use figure::{Figure, FigureKind, PaperMark};
 pub use paths::{parse_value, set_path};
 
 use hostsim_host::{HostConfig, KernelConfig, NicConfig, ProcessConfig, Profile, RouteConfig, TrafficConfig};
+use hostsim_options::{int, len, options, Gen, DAY_MS, I64_MAX, TIME};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
@@ -44,11 +46,18 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 }
 
-/// A hash of the sources that decide a run's results (the engine, workload, host and scenario
-/// crates' Rust sources and the machine profiles), computed at build time (build.rs). Two builds
-/// with the same id run the same model; `hostsim calibrate` uses it to refuse a Python module
-/// built from other sources than the CLI.
+/// A hash of the sources that decide a run's results (the Rust sources of the crates in
+/// [`MODEL_SOURCE_CRATES`] and the machine profiles), computed at build time (build.rs). Two
+/// builds with the same id run the same model; `hostsim calibrate` uses it to refuse a Python
+/// module built from other sources than the CLI.
 pub const MODEL_SOURCE_ID: &str = builtin::MODEL_SOURCE_ID;
+
+/// The crates (`crates/<name>`) whose sources [`MODEL_SOURCE_ID`] hashes.
+pub const MODEL_SOURCE_CRATES: &[&str] = builtin::MODEL_SOURCE_CRATES;
+
+/// The workspace's other crates, each with the reason its sources decide no result (checked
+/// against the workspace's members by `tests/model_source.rs`).
+pub const NOT_MODEL_SOURCE_CRATES: &[(&str, &str)] = builtin::OTHER_CRATES;
 
 /// Built-in machine profiles: (name, TOML text).
 pub fn builtin_profiles() -> &'static [(&'static str, &'static str)] {
@@ -65,76 +74,91 @@ pub fn builtin_scenarios() -> &'static [(&'static str, &'static str)] {
     builtin::SCENARIOS
 }
 
-/// The file's top level, as deserialised.
+/// The file's top level, as deserialised. Its keys are declared here once, like the model's
+/// (`hostsim_options::options`); the claims, figures, variants and sweeps are described in their
+/// own modules (their bounds are `bounds::CLAIMS`).
+#[options]
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    #[serde(default)]
+    /// The scenario's name (default: the file's name without `.toml`).
+    #[option(default = None)]
     name: Option<String>,
-    #[serde(default)]
+    /// What the scenario is, in a sentence or two.
+    #[option(default = String::new())]
     description: String,
     /// The paper id (`ozaki-pbq`, …) whose experiment this scenario carries beyond the paper (to
     /// another machine, kernel or mechanism). Such a scenario is not a reproduction: the report
     /// draws it in its "Extensions" section.
-    #[serde(default)]
+    #[option(default = None)]
     extends: Option<String>,
     /// A profile name (`profiles/<name>.toml`) or a path relative to the scenario file.
+    #[option(gen = Gen::Profile)]
     profile: String,
+    /// Simulated time of each run.
+    #[option(bound = int(1, DAY_MS), why = TIME)]
     duration_ms: u64,
-    #[serde(default)]
+    /// Rates and latencies are measured after this (shorter than `duration_ms`).
+    #[option(default = 0, bound = int(0, DAY_MS), why = TIME)]
     warmup_ms: u64,
     /// The first seed; runs use `seed`, `seed + 1`, … (`seeds` of them).
-    #[serde(default = "seed")]
+    #[option(default = 1, bound = int(0, I64_MAX), why = "any non-negative 64-bit integer")]
     seed: u64,
     /// Seeds per sweep point × variant (1..=1000); claims are judged over them.
-    #[serde(default = "seeds")]
+    #[option(default = 1, bound = int(1, 1_000), why = "seeds per sweep point and variant")]
     seeds: u32,
     /// The calibration overlay's name (`calibration/<name>.toml`), with `[[calibrate]]`.
-    #[serde(default)]
+    #[option(default = None)]
     calibration: Option<String>,
     /// `[[calibrate]]`: parameters `hostsim calibrate` fits to the calibration claims.
     #[serde(default, rename = "calibrate")]
+    #[option(skip)]
     calibrate: Vec<CalibrateParam>,
-    #[serde(default = "sample")]
+    /// The time series' sampling interval.
+    #[option(default = 10, bound = int(1, DAY_MS), why = TIME)]
     sample_interval_ms: u64,
-    #[serde(default)]
+    /// The kernel's options (and its mechanisms').
+    #[option(default = KernelConfig::default())]
     kernel: KernelConfig,
-    #[serde(default, rename = "nic")]
+    /// The host's NIC ports.
+    #[serde(rename = "nic")]
+    #[option(default = Vec::new(), bound = len(64), why = "NICs; 64 ports are more than any server has")]
     nics: Vec<NicConfig>,
-    #[serde(default, rename = "process")]
+    /// The programs the host runs.
+    #[serde(rename = "process")]
+    #[option(default = Vec::new(), bound = len(4_096), why = "[[process]] entries (use `instances` for many copies)")]
     processes: Vec<ProcessConfig>,
-    #[serde(default, rename = "traffic")]
+    /// The machines sending to (and receiving from) the host.
+    #[serde(rename = "traffic")]
+    #[option(default = Vec::new(), bound = len(4_096), why = "[[traffic]] entries (use `clients` and `flows` for many senders)")]
     traffic: Vec<TrafficConfig>,
     /// `[[route]]`: IP forwarding routes.
-    #[serde(default, rename = "route")]
+    #[serde(rename = "route")]
+    #[option(default = Vec::new(), bound = len(64), why = "routes; one per NIC is all forwarding can use")]
     routes: Vec<RouteConfig>,
     #[serde(default)]
+    #[option(skip)]
     sweep: Table,
     #[serde(default, rename = "variant")]
+    #[option(skip)]
     variants: Vec<Variant>,
     #[serde(default, rename = "expect")]
+    #[option(skip)]
     expects: Vec<Expect>,
     /// `[[figure]]`: how the report draws the results, with the paper's published values.
     #[serde(default, rename = "figure")]
+    #[option(skip)]
     figures: Vec<Figure>,
     /// Named metrics: `name = "existing_metric"` (e.g. `udp_rtt_us = "latudp_rtt_us_mean"`).
     #[serde(default)]
+    #[option(skip)]
     metrics: std::collections::BTreeMap<String, String>,
     /// Overrides of the machine profile's keys for this scenario, shaped like the profile file
     /// (`[profile_set.costs] driver_rx_frame_ns = 2500`), so `--set`, variants and sweeps can
     /// vary a cost: `--set profile_set.costs.driver_rx_frame_ns=2500`.
     #[serde(default)]
+    #[option(skip)]
     profile_set: Table,
-}
-
-fn seed() -> u64 {
-    1
-}
-fn seeds() -> u32 {
-    1
-}
-fn sample() -> u64 {
-    10
 }
 
 /// A named set of key overrides.
@@ -500,13 +524,13 @@ fn type_name(v: &Value) -> &'static str {
 
 fn deserialize(doc: Table) -> Result<File, Fail> {
     // Ranges first: they say what is allowed in the file's words, before serde's types do.
-    bounds::check(&doc, bounds::SCENARIO, &[]).map_err(|(segs, msg)| Fail { segs, msg })?;
+    bounds::check(&doc, bounds::scenario(), &[]).map_err(|(segs, msg)| Fail { segs, msg })?;
     if let Some(Value::Table(set)) = doc.get("profile_set") {
         bounds::check(set, bounds::PROFILE, &[paths::Seg::Key("profile_set".into())])
             .map_err(|(segs, msg)| Fail { segs, msg })?;
     }
     let de = Value::Table(doc);
-    serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
+    let file = serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
         let mut segs = paths::segs_of(e.path());
         let raw = e.inner().message().trim().to_string();
         // For an unknown or missing key serde names it in the message; make it part of the key.
@@ -519,7 +543,10 @@ fn deserialize(doc: Table) -> Result<File, Fail> {
         }
         let msg = humanize(&raw, &segs);
         Fail { segs, msg }
-    })
+    })?;
+    // The keys the kernel's and the processes' own declarations left to the mechanisms.
+    keys::check(&file.kernel, &file.processes).map_err(|(segs, msg)| Fail { segs, msg })?;
+    Ok(file)
 }
 
 /// serde's messages in the words of a TOML file: keys not fields, values not variants, TOML

@@ -10,9 +10,9 @@
 
 use crate::paths::Seg;
 use crate::{Scenario, ScenarioError};
-use hostsim_host::{
-    BacklogKind, ConcurrencyKind, HostConfig, IrqRouting, ItrMode, NapiSuppress, Profile, RxPath, SchedPolicy, XdpKind,
-};
+use hostsim_host::hooks::Mechanisms;
+use hostsim_host::mechanisms::Registry;
+use hostsim_host::{cpus_text, online_text, HostConfig, IrqRouting, ItrMode, Profile, RxPath, SchedPolicy};
 use hostsim_workload::{ProgramKind, SourceKind, WorkDist};
 use std::collections::BTreeSet;
 
@@ -207,21 +207,6 @@ fn key(parts: &[&str]) -> Vec<Seg> {
 fn elem(arr: &str, i: usize, field: &str) -> Vec<Seg> {
     vec![Seg::Key(arr.into()), Seg::Index(i), Seg::Key(field.into())]
 }
-fn cpus(n: usize) -> String {
-    if n == 1 {
-        "the profile has 1 CPU: 0".to_string()
-    } else {
-        format!("the profile has {n} CPUs: 0..={}", n - 1)
-    }
-}
-/// The CPUs that exist for this run: all the profile's, or the online ones.
-fn online(n: usize, machine: usize) -> String {
-    if n == machine {
-        return cpus(n);
-    }
-    let which = if n == 1 { "0".to_string() } else { format!("0..={}", n - 1) };
-    format!("{n} of the profile's {machine} CPUs are online: {which}")
-}
 fn fail<T>(k: Vec<Seg>, msg: impl Into<String>) -> Result<T, (Vec<Seg>, String)> {
     Err((k, msg.into()))
 }
@@ -245,19 +230,9 @@ fn check_name(name: &str, what: &str, dash: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// A CPU list: every CPU exists (the first `ncpu` of the profile's `machine` are online) and,
-/// unless `dups_ok`, appears once (it is a mask).
+/// A CPU list (`hostsim_host::check_cpu_list`), its fault at `at`.
 fn check_cpu_list(list: &[u32], ncpu: usize, machine: usize, at: Vec<Seg>, dups_ok: bool) -> VResult {
-    if let Some(&bad) = list.iter().find(|&&x| x as usize >= ncpu) {
-        return fail(at, format!("CPU {bad} does not exist ({})", online(ncpu, machine)));
-    }
-    let mut seen = BTreeSet::new();
-    if !dups_ok {
-        if let Some(&d) = list.iter().find(|&&x| !seen.insert(x)) {
-            return fail(at, format!("CPU {d} is listed twice (this is a CPU mask: list each CPU once)"));
-        }
-    }
-    Ok(())
+    hostsim_host::check_cpu_list(list, ncpu, machine, dups_ok).map_err(|m| (at, m))
 }
 
 pub fn profile(p: &Profile) -> VResult {
@@ -289,9 +264,9 @@ pub fn config(c: &HostConfig) -> VResult {
     let k = &c.kernel;
     if let Some(n) = k.online_cpus {
         if n == 0 || n as usize > machine {
-            return fail(key(&["kernel", "online_cpus"]), format!("expected 1..={machine} ({})", cpus(machine)));
+            return fail(key(&["kernel", "online_cpus"]), format!("expected 1..={machine} ({})", cpus_text(machine)));
         }
-        if k.concurrency == ConcurrencyKind::Up && n != 1 {
+        if k.concurrency.is("up") && n != 1 {
             return fail(
                 key(&["kernel", "online_cpus"]),
                 "a uniprocessor kernel (concurrency = \"up\") runs 1 CPU: expected 1 or no value",
@@ -324,15 +299,6 @@ pub fn config(c: &HostConfig) -> VResult {
             return fail(
                 elem("nic", i, "irq_cpus"),
                 "fixed routing takes exactly one CPU (use `mask` or `balance_irq` for several)",
-            );
-        }
-        if k.concurrency == ConcurrencyKind::Functional && n.irq_cpus != [k.driver_cpu] {
-            return fail(
-                elem("nic", i, "irq_cpus"),
-                format!(
-                    "under concurrency = \"functional\" the driver runs on kernel.driver_cpu: expected irq_cpus = [{}]",
-                    k.driver_cpu
-                ),
             );
         }
         if n.tx_irq_ring_level.is_some_and(|l| l == 0 || l > n.tx_ring) {
@@ -406,44 +372,16 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     if k.rfs && !k.rfs_entries.is_power_of_two() {
         return fail(key(&["kernel", "rfs_entries"]), format!("expected a power of two, got {}", k.rfs_entries));
     }
-    if k.xdp != XdpKind::None && k.rx_path != RxPath::Napi {
+    if !k.xdp.is("none") && k.rx_path != RxPath::Napi {
         return fail(
             key(&["kernel", "xdp"]),
             "an XDP program runs in the NAPI poll: it needs kernel.rx_path = \"napi\"",
         );
     }
-    if !(k.xdp_release_frac > 0.0 && k.xdp_release_frac < 1.0) {
-        return fail(
-            key(&["kernel", "xdp_release_frac"]),
-            format!("expected a fraction strictly between 0 and 1, got {}", k.xdp_release_frac),
-        );
-    }
-    for (name, v) in [("xdp_poll_ms", k.xdp_poll_ms), ("xdp_window_ms", k.xdp_window_ms)] {
-        if v == 0 {
-            return fail(key(&["kernel", name]), "expected at least 1 ms");
-        }
-    }
     if k.o1_runqueue && k.scheduler != hostsim_host::Scheduler::O1 {
         return fail(
             key(&["kernel", "o1_runqueue"]),
             "the O(1) run queue is the O(1) scheduler's: it needs kernel.scheduler = \"o1\"",
-        );
-    }
-    if k.backlog == BacklogKind::FlowLimit && k.rx_path != RxPath::Napi {
-        return fail(key(&["kernel", "backlog"]), "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)");
-    }
-    // History entries are u16 bucket numbers (struct sd_flow_limit); Linux's sysctl requires a power of two.
-    if !k.flow_limit_table_len.is_power_of_two() || k.flow_limit_table_len > 1 << 16 {
-        return fail(
-            key(&["kernel", "flow_limit_table_len"]),
-            format!("expected a power of two in 1..=65536, got {}", k.flow_limit_table_len),
-        );
-    }
-    check_cpu_list(&k.flow_limit_cpus, ncpu, machine, key(&["kernel", "flow_limit_cpus"]), false)?;
-    if k.speed_block_ms.saturating_mul(1000) < k.speed_slot_us {
-        return fail(
-            key(&["kernel", "speed_block_ms"]),
-            format!("expected a block of at least one slot ({} us), in ms >= 1", k.speed_slot_us),
         );
     }
     if k.napi_threaded {
@@ -452,11 +390,11 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             Some(("rx_path", "threaded NAPI runs a NAPI poll: it needs kernel.rx_path = \"napi\""))
         } else if k.rps {
             Some(("rps", "RPS from a threaded-NAPI kthread is not modelled"))
-        } else if k.xdp == XdpKind::Cpumap {
+        } else if k.xdp.is("cpumap") {
             Some(("xdp", "the CPU map's flush from a threaded-NAPI kthread is not modelled"))
         } else if k.tcp_prequeue {
             Some(("tcp_prequeue", "TCP prequeue with threaded NAPI is not modelled"))
-        } else if k.concurrency != ConcurrencyKind::Smp {
+        } else if !k.concurrency.is("smp") {
             Some(("concurrency", "threaded NAPI is modelled with concurrency = \"smp\" only"))
         } else {
             None
@@ -469,54 +407,14 @@ fn kernel(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             return fail(elem("nic", i, what), "GRO and RSC in a threaded-NAPI kthread are not modelled");
         }
     }
-    if k.napi_suppress != NapiSuppress::Off {
-        if !k.napi_threaded {
-            return fail(
-                key(&["kernel", "napi_suppress"]),
-                "the suppression agent moves or lowers threaded-NAPI kthreads: it needs kernel.napi_threaded = true",
-            );
-        }
-        if !matches!(k.xdp, XdpKind::Pbq | XdpKind::Detect) {
-            return fail(
-                key(&["kernel", "napi_suppress"]),
-                "the suppression agent reads the XDP agent's detector: it needs kernel.xdp = \"pbq\" or \"detect\"",
-            );
-        }
-        if k.napi_suppress == NapiSuppress::Affinity && ncpu < 2 {
-            return fail(
-                key(&["kernel", "napi_suppress"]),
-                "\"affinity\" moves the kthreads to another CPU: it needs at least 2 online CPUs",
-            );
-        }
-    }
-    if k.xdp == XdpKind::Cpumap && k.cpumap_cpu as usize >= ncpu {
+    if k.xdp.is("cpumap") && k.cpumap_cpu as usize >= ncpu {
         return fail(
             key(&["kernel", "cpumap_cpu"]),
-            format!("CPU {} does not exist ({})", k.cpumap_cpu, online(ncpu, machine)),
+            format!("CPU {} does not exist ({})", k.cpumap_cpu, online_text(ncpu, machine)),
         );
     }
-    if k.concurrency == ConcurrencyKind::Functional {
-        for (name, v) in [("driver_cpu", k.driver_cpu), ("ip_cpu", k.ip_cpu)] {
-            if v as usize >= ncpu {
-                return fail(key(&["kernel", name]), format!("CPU {v} does not exist ({})", online(ncpu, machine)));
-            }
-        }
-        if k.exchange_period_us == 0 {
-            return fail(
-                key(&["kernel", "exchange_period_us"]),
-                "expected an exchange period of at least 1 us (paper 003: 5000)",
-            );
-        }
-        if k.pool_buffers == 0 {
-            return fail(key(&["kernel", "pool_buffers"]), "expected at least 1 buffer");
-        }
-        if k.rx_path != RxPath::Legacy {
-            return fail(
-                key(&["kernel", "concurrency"]),
-                "the functional split's driver takes frames in its interrupt handler: it needs rx_path = \"legacy\"",
-            );
-        }
-    }
+    // The mechanisms' own checks (each in its folder: `Mechanism::check`).
+    Registry::check(c).map_err(|f| (crate::keys::segs(&f.at), f.msg))?;
     check_cpu_list(&k.rps_cpus, ncpu, machine, key(&["kernel", "rps_cpus"]), false)
 }
 
@@ -535,53 +433,6 @@ fn port_ranges(c: &HostConfig) -> Vec<(u32, u32, ProgramKind, usize)> {
     r
 }
 
-/// Tender's regulation (paper 002) gives a process n of the T slots of each block: a speed is
-/// exactly n/T or it is not what runs (with 1 ms blocks of 1 ms slots, 1 %, 33 % and 100 %
-/// would all be 1 of 1). And a slot must be long enough to hold the context switches into and
-/// out of it many times over (1 µs slots charged CPU and made no progress).
-fn speed(c: &HostConfig, i: usize, s: u32) -> VResult {
-    let k = &c.kernel;
-    // Bounds: slot ≤ 1e6 us, block ≤ 3.6e6 ms: these products fit in u64.
-    let (slot_us, block_us) = (k.speed_slot_us.max(1), k.speed_block_ms.saturating_mul(1000));
-    if block_us % slot_us != 0 {
-        return fail(
-            key(&["kernel", "speed_block_ms"]),
-            format!(
-                "expected a block of a whole number of slots: {} ms is not a multiple of speed_slot_us = {slot_us} us",
-                k.speed_block_ms
-            ),
-        );
-    }
-    let t = block_us / slot_us;
-    if u64::from(s) * t % 100 != 0 {
-        let gcd = |mut a: u64, mut b: u64| {
-            while b != 0 {
-                (a, b) = (b, a % b);
-            }
-            a
-        };
-        let step = 100 / gcd(t, 100);
-        return fail(
-            elem("process", i, "speed_pct"),
-            format!(
-                "{s} % is not n of T = {t} slots per block exactly ({:.2} slots); with {t} slots per block the speeds are the multiples of {step} %: choose one, or more slots per block (kernel.speed_block_ms, speed_slot_us)",
-                u64::from(s) as f64 * t as f64 / 100.0
-            ),
-        );
-    }
-    let ctx_ns = c.profile.costs.context_switch_ns;
-    let min_us = (ctx_ns * 10).div_ceil(1000);
-    if slot_us * 1000 < ctx_ns * 10 {
-        return fail(
-            key(&["kernel", "speed_slot_us"]),
-            format!(
-                "expected a slot of at least {min_us} us, 10 context switches of this profile ({ctx_ns} ns each): a regulated process switched in and out of every slot would spend a fifth of it or more switching"
-            ),
-        );
-    }
-    Ok(())
-}
-
 fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
     let mut pnames = BTreeSet::new();
     for (i, p) in c.processes.iter().enumerate() {
@@ -594,9 +445,6 @@ fn processes(c: &HostConfig, ncpu: usize, machine: usize) -> VResult {
             return fail(elem("process", i, "sched"), "SCHED_FIFO needs rt_priority in 1..=99 (none given)");
         }
         check_cpu_list(&p.cpus, ncpu, machine, elem("process", i, "cpus"), false)?;
-        if let Some(s) = p.speed_pct {
-            speed(c, i, s)?;
-        }
         if p.start_ms.saturating_mul(1_000_000) >= c.duration_ns {
             return fail(
                 elem("process", i, "start_ms"),
@@ -928,10 +776,9 @@ pub fn memory_parts(c: &HostConfig, describe: bool) -> Vec<(u64, Vec<Seg>, Strin
             format!("RFS tables of {} entries for {total_queues} queues", k.rfs_entries)
         });
     }
-    if k.concurrency == ConcurrencyKind::Functional {
-        push(u64::from(k.pool_buffers) * PACKET_BYTES, key(&["kernel", "pool_buffers"]), &|| {
-            format!("Symbiose's pool of {} buffers", k.pool_buffers)
-        });
+    // The mechanisms' pools (`Mechanism::buffers`).
+    for (n, at, what) in Registry::buffers(c) {
+        push(n * PACKET_BYTES, key(&["kernel", at]), &|| what.clone());
     }
     let samples = c.duration_ns / c.sample_interval_ns.max(1);
     push(samples * SAMPLE_BYTES, key(&["sample_interval_ms"]), &|| format!("{samples} time-series samples"));

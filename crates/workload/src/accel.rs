@@ -31,54 +31,73 @@
 use crate::http::{request_tag, tag_bytes, tag_hit};
 use crate::mechanisms::kawai_interval::{IntervalControl, IntervalPolicy, LoopControl, Next};
 use crate::program::{Action, Outcome, PollEvent, POLLIN, POLLOUT};
+use hostsim_options::{float, int, len, options, CPU_ID, PORT};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// `[process.accelerator]`: the accelerator's policy and user-mode costs.
+#[options]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct AccelConfig {
     /// The loops' interval control (`none` = the paper's "0 ms").
+    #[option(default = IntervalControl::None)]
     pub interval_control: IntervalControl,
     /// `old`/`static`: the loop's cycle in ms (the paper's poll() interval: 10, 20, 30 ms).
+    #[option(default = 0.0, bound = float(0.0, 60_000.0), why = "ms per interval-control cycle (paper 004: 10..=100); at most a minute")]
     pub min_cycle_ms: f64,
     /// `dynamic`: sleep = loop time × ratio (the paper's "k×" interval is ratio = k − 1).
+    #[option(default = 1.0, bound = float(0.0, 1_000.0), why = "the paper's k-times interval is ratio = k - 1 (paper 004: up to 4); 1,000 is far past any")]
     pub ratio: f64,
     /// SCHED_FIFO priority of the loops during I/O (not in the paper; 1..=99).
+    #[option(default = 50, bound = int(1, 99), why = "SCHED_FIFO priorities are 1..=99")]
     pub fifo_priority: u8,
     /// Whether the loops use SCHED_FIFO at all. Absent: the paper's rule (static and dynamic
     /// around the I/O, `none` and `old` never). `false`: never (the live `-nofifo` variants);
     /// `true` with `none`: the uncontrolled loop at SCHED_FIFO throughout (the live `none-fifo`).
     /// See `LoopControl::with_fifo`.
+    #[option(default = None)]
     pub fifo: Option<bool>,
     /// The `[[traffic]]` of kind `http_origin` that answers misses.
+    #[option(default = String::new())]
     pub origin: String,
     /// Persistent connections to the origins, opened at the start (inferred: Little's law on
     /// the miss rate × origin delay at the highest rate, with headroom).
+    #[option(default = 64, bound = int(1, 65_535), why = "connections to the origins, one client port each")]
     pub origin_conns: u32,
     /// Local port of the origin connections (their ACKs and data arrive there).
+    #[option(default = 3128, bound = int(1, 65_535), why = PORT)]
     pub origin_port: u16,
     /// Bytes of a request to an origin.
+    #[option(default = 300, bound = int(1, 1_460), why = "bytes; a request is one TCP segment")]
     pub origin_request_bytes: u32,
     /// Bytes asked for per read() (64 KB: one read drains what an origin's 64 KB window can
     /// have queued).
+    #[option(default = 65536, bound = int(1, 1 << 30), why = "bytes per read(), at most a receive buffer")]
     pub read_bytes: u32,
     /// User time per loop pass (estimate, see profiles/README.md and the scenario).
+    #[option(default = 2000, bound = int(0, 1_000_000_000), why = "ns; user work costing more than 1 s per step is a hang, not a cost")]
     pub loop_base_ns: u64,
     /// User time per descriptor per loop pass (building the pollfd array, scanning revents).
+    #[option(default = 200, bound = int(0, 1_000_000_000), why = "ns; user work costing more than 1 s per step is a hang, not a cost")]
     pub user_per_fd_ns: u64,
     /// User time per client request (I/O thread).
+    #[option(default = 15_000, bound = int(0, 1_000_000_000), why = "ns; user work costing more than 1 s per step is a hang, not a cost")]
     pub request_ns: u64,
     /// User time per fetched miss (retrieve thread).
+    #[option(default = 15_000, bound = int(0, 1_000_000_000), why = "ns; user work costing more than 1 s per step is a hang, not a cost")]
     pub fetch_ns: u64,
     /// Kernel time per client request beyond the system calls the model charges with their own
     /// costs (charged in the read() that completes the request). 0 by default; paper 004's
     /// scenarios calibrate it (`[[calibrate]]`, bounds from an independent measurement of that
     /// era's hardware serving HTTP).
+    #[option(default = 0, bound = int(0, 1_000_000_000), why = "ns; user work costing more than 1 s per step is a hang, not a cost")]
     pub request_kernel_ns: u64,
     /// listen() backlog: completed connections waiting for accept().
+    #[option(default = 1024, bound = int(1, 65_535), why = "connections; Linux's somaxconn is at most 65,535 (a u16 before 4.1)")]
     pub listen_backlog: u32,
     /// What `prepare_conn_list` puts in the list that poll() covers (see [`ConnList`]).
+    #[option(default = ConnList::All)]
     pub conn_list: ConnList,
 }
 
@@ -102,36 +121,13 @@ pub struct AccelConfig {
 ///   n, 0)` and the I/O on what it reports.
 /// - `all`: every open connection of the thread (and its pipe) is polled each pass, so poll()
 ///   costs O(7,000) whatever the load (the model's earlier reading).
+#[options]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConnList {
     #[default]
     All,
     WithWork,
-}
-
-impl Default for AccelConfig {
-    fn default() -> Self {
-        AccelConfig {
-            interval_control: IntervalControl::None,
-            min_cycle_ms: 0.0,
-            ratio: 1.0,
-            fifo_priority: 50,
-            fifo: None,
-            origin: String::new(),
-            origin_conns: 64,
-            origin_port: 3128,
-            origin_request_bytes: 300,
-            read_bytes: 65536,
-            loop_base_ns: 2000,
-            user_per_fd_ns: 200,
-            request_ns: 15_000,
-            fetch_ns: 15_000,
-            request_kernel_ns: 0,
-            listen_backlog: 1024,
-            conn_list: ConnList::All,
-        }
-    }
 }
 
 impl AccelConfig {
@@ -145,6 +141,7 @@ impl AccelConfig {
 }
 
 /// What a thread of the accelerator runs.
+#[options]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThreadProgram {
@@ -157,15 +154,17 @@ pub enum ThreadProgram {
 }
 
 /// `[[process.thread]]`: one thread of a multi-threaded program.
+#[options]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadConfig {
+    /// The thread's name: its task is `<process>/<thread>`.
     pub name: String,
     /// What it runs (required: a thread without a program is an error).
-    #[serde(default)]
+    #[option(default = None)]
     pub program: Option<ThreadProgram>,
     /// Allowed CPUs (empty = the process's).
-    #[serde(default)]
+    #[option(default = Vec::new(), bound = len(128), why = "CPUs", each = int(0, 127), each_why = CPU_ID, gen = hostsim_options::Gen::Cpus)]
     pub cpus: Vec<u32>,
 }
 

@@ -39,6 +39,7 @@
 
 use crate::frame::{Emit, Feedback};
 use hostsim_engine::{Histogram, Rng, Time};
+use hostsim_options::{float, int, options, DAY_MS, TIME};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -69,6 +70,7 @@ pub fn tag_bytes(tag: u64) -> u32 {
 }
 
 /// Object sizes and types.
+#[options]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContentMix {
@@ -80,65 +82,60 @@ pub enum ContentMix {
 }
 
 /// Parameters of an `http_clients` or `http_origin` source (`[traffic.http]`).
+#[options]
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
 pub struct HttpConfig {
     /// Clients: offered request rate in requests/s (Poisson arrivals over all connections).
+    #[option(default = 100.0, bound = float(0.0, 1e7), why = "requests per second (paper 004: 2,000); 10^7 is past any one accelerator")]
     pub rate_rps: f64,
     /// Clients: persistent connections kept open (paper 004: about 7,000 sockets in all).
+    #[option(default = 1000, bound = int(1, 262_144), why = "persistent connections (paper 004: ~7,000); 2^18, in the memory budget")]
     pub conns: u32,
     /// Clients: request size in bytes (request line and headers; inferred, ~300 B).
+    #[option(default = 300, bound = int(1, 1_460), why = "bytes; a request is one TCP segment")]
     pub request_bytes: u32,
     /// Clients: response header bytes before the object (inferred, ~250 B); a request's tag
     /// carries header + object, which the accelerator and the origin send.
+    #[option(default = 250, bound = int(0, 65_536), why = "bytes of HTTP response header")]
     pub response_header_bytes: u32,
     /// Clients: probability that a request's object is in the accelerator (inferred from
     /// WebAxe-4, see module documentation).
+    #[option(default = 0.72, bound = float(0.0, 1.0), why = "a probability")]
     pub hit_ratio: f64,
+    /// What the objects asked for are: their types and sizes.
+    #[option(default = ContentMix::Webaxe4)]
     pub content: ContentMix,
     /// `content = "fixed"`: the object size.
+    #[option(default = 11 * 1024, bound = int(0, 1 << 30), why = "bytes per object; at most 1 GiB")]
     pub object_bytes: u32,
     /// Multiplies every drawn object size (for sensitivity to the response size).
+    #[option(default = 1.0, bound = float(0.0, 1_000.0), why = "a multiplier on the object-size mix; above 0")]
     pub size_scale: f64,
     /// Clients: requests per connection drawn from zipf(n) on 1..=n (WebAxe-4: zipf(16)).
+    #[option(default = 16, bound = int(1, 1_000_000), why = "the Zipf parameter N of requests per connection (paper 004: 16)")]
     pub conn_uses_zipf: u32,
     /// Clients: the initial connections are opened over this long; requests start after it.
+    #[option(default = 1000, bound = int(0, DAY_MS), why = TIME)]
     pub connect_ramp_ms: u64,
     /// Clients: delayed-ACK timeout (FreeBSD 4.3: 100 ms).
+    #[option(default = 100, bound = int(0, 60_000), why = "ms; Linux's delayed ACK is 40..=200 ms")]
     pub delack_ms: u64,
     /// Clients: responses slower than this count as timeouts (they still complete).
+    #[option(default = 10_000, bound = int(1, 3_600_000), why = "ms; at most an hour")]
     pub timeout_ms: u64,
     /// Clients: response times are those of requests sent after warm-up and at least this long
     /// before the end of the run, so that slow responses (a miss waits for the origin) to
     /// requests sent late are not missing from the times while fast ones are there (the live
     /// experiment's drain: the load goes on while the window's requests finish). 0: up to the end.
+    #[option(default = 0, bound = int(0, DAY_MS), why = TIME)]
     pub drain_ms: u64,
     /// Origins: think time before answering, normal mean (WebAxe-4: 300 ms).
+    #[option(default = 300.0, bound = float(0.0, 86_400_000.0), why = TIME)]
     pub think_ms_mean: f64,
     /// Origins: think time standard deviation (WebAxe-4: 100 ms); negative draws are 0.
+    #[option(default = 100.0, bound = float(0.0, 86_400_000.0), why = TIME)]
     pub think_ms_sd: f64,
-}
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        HttpConfig {
-            rate_rps: 100.0,
-            conns: 1000,
-            request_bytes: 300,
-            response_header_bytes: 250,
-            hit_ratio: 0.72,
-            content: ContentMix::Webaxe4,
-            object_bytes: 11 * 1024,
-            size_scale: 1.0,
-            conn_uses_zipf: 16,
-            connect_ramp_ms: 1000,
-            delack_ms: 100,
-            timeout_ms: 10_000,
-            drain_ms: 0,
-            think_ms_mean: 300.0,
-            think_ms_sd: 100.0,
-        }
-    }
 }
 
 // ---------------------------------------------------------------- distributions

@@ -1,9 +1,11 @@
 //! In-host programs: system-call state machines.
 
 use hostsim_engine::Rng;
+use hostsim_options::options;
 use serde::{Deserialize, Serialize};
 
 /// Which program a process runs.
+#[options]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProgramKind {
@@ -31,6 +33,7 @@ pub enum ProgramKind {
 }
 
 /// Distribution of the per-iteration user work.
+#[options]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkDist {

@@ -4,10 +4,12 @@
 use crate::frame::{Emit, Feedback};
 use crate::http::{HttpClients, HttpConfig, HttpOrigin};
 use hostsim_engine::{round_u64, Histogram, Rng, Time};
+use hostsim_options::options;
 use hostsim_tcp::{CcKind, Era, Segmentation, TcpSnd};
 use serde::{Deserialize, Serialize};
 
 /// Kind of generator.
+#[options]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {

@@ -44,7 +44,7 @@ pub fn poll_cost(syscall_ns: u64, sc: &crate::config::SyscallCosts, nfds: u64, r
     syscall_ns + sc.poll_base_ns + nfds * per_fd + ready * sc.poll_per_ready_ns
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// The program's pollfd array changed since the last call: apply it to thread `t`'s set.
     fn apply_changes(&mut self, cpu: usize, a: usize, t: usize) -> u32 {
         let set = self.apps[a].sets[t];

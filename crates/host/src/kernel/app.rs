@@ -31,7 +31,7 @@ use crate::types::*;
 use hostsim_workload::{Accel, Action, Outcome, ThreadProgram};
 use std::collections::VecDeque;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub(crate) fn app_of(&self, pid: Pid) -> (usize, usize) {
         let p = &self.procs[pid as usize];
         (p.app as usize, p.thread as usize)
@@ -130,7 +130,7 @@ impl Host {
             Pending::Slept => Outcome::Slept,
             Pending::App(ap) => match ap {
                 AppPending::Computed => Outcome::Computed,
-                AppPending::Time => Outcome::Time { ns: self.now.ns() },
+                AppPending::Time => Outcome::Time { ns: self.now().ns() },
                 AppPending::SchedSet { fifo } => {
                     self.set_policy(cpu, pid, fifo);
                     Outcome::SchedulerSet
@@ -184,7 +184,7 @@ impl Host {
         let action = self.apps[a].accel.next(t, outcome);
         let c = &self.cfg.profile.costs;
         let syscall = c.syscall_ns;
-        let set = |h: &mut Host, ap: AppPending| h.procs[pid as usize].pending = Pending::App(ap);
+        let set = |h: &mut Host<M>, ap: AppPending| h.procs[pid as usize].pending = Pending::App(ap);
         match action {
             Action::Compute { user_ns } => {
                 set(self, AppPending::Computed);
@@ -253,8 +253,9 @@ impl Host {
     /// `activate_task`: the tail of its list, and for a normal task the sleep credit of the
     /// jiffies since it last left a CPU (for a running task, time it ran too). No reschedule.
     fn o1_setscheduler(&mut self, pid: Pid, fifo: Option<u8>) {
+        let tick = self.tick_ns();
         self.sched.enq_seq += 1;
-        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let (jiffies, hz) = (self.jiffies(), self.cfg.kernel.hz);
         let active = self.cpus[self.procs[pid as usize].cpu as usize].o1_active;
         let p = &mut self.procs[pid as usize];
         p.enq_seq = self.sched.enq_seq;
@@ -263,7 +264,7 @@ impl Host {
         p.rt = fifo.map(|prio| prio.max(1));
         if p.rt.is_none() {
             p.o1.prio = p.o1.static_prio;
-            p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / self.tick_ns), hz);
+            p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / tick), hz);
         }
     }
 

@@ -18,11 +18,11 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Close the current accounting segment of `cpu` at `now`.
     #[inline(always)]
     pub fn account(&mut self, cpu: usize) {
-        let now = self.now;
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         let dt = now.since(c.seg_start).ns();
         if dt == 0 {
@@ -51,14 +51,23 @@ impl Host {
                 // Kernel time by function, as a profiler sees it: poll()'s share.
                 self.stats.poll_ns += dt;
             }
-            if top == Some(Level::Process) && self.procs[pid as usize].speed.is_some() {
-                self.speed_check(pid, seg_start);
+            if top == Some(Level::Process) {
+                self.mech_account(pid, seg_start);
             }
         } else if !self.cfg.kernel.irq_time_accounting {
             // Without CONFIG_IRQ_TIME_ACCOUNTING the interrupted task's clock includes the
             // interrupt's time: it advances vruntime but is not the task's CPU time.
             self.charge_process(pid, dt, false);
         }
+    }
+
+    /// A mechanism's rule about a task's own time (paper 002: only in its slots). Out of line:
+    /// inlined, the registry's hooks made `account_task` save and restore more registers on every
+    /// segment (callgrind, livelock-150k: ~0.5 M instructions).
+    #[inline(never)]
+    fn mech_account(&mut self, pid: Pid, seg_start: Time) {
+        let now = self.now();
+        self.mech.account(pid, seg_start, now);
     }
 
     /// Start (or resume) the top frame of `cpu`, or go idle. Under a kernel lock (`kernel/locking/gate.rs`)
@@ -75,7 +84,7 @@ impl Host {
         self.account(cpu);
         // Without a kernel lock the gate is always open at no cost (`lock_gate`'s first test,
         // done here: the call cost ~17 instructions per unit, callgrind livelock-400k).
-        debug_assert_eq!(self.conc.has_lock(), self.conc.lock().is_some());
+        debug_assert_eq!(self.conc.has_lock(), self.kernel_lock().is_some());
         let extra = if !self.conc.has_lock() {
             0
         } else {
@@ -84,7 +93,7 @@ impl Host {
                 None => return self.spin(cpu),
             }
         };
-        let now = self.now;
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         let Some(f) = c.stack.last_mut() else {
             c.acct_state = CpuState::Idle;
@@ -102,7 +111,7 @@ impl Host {
         if self.cpus[cpu].spinning {
             return self.stop_spin(cpu);
         }
-        let ran = self.now.since(self.cpus[cpu].run_start).ns();
+        let ran = self.now().since(self.cpus[cpu].run_start).ns();
         self.account(cpu);
         let c = &mut self.cpus[cpu];
         if let Some(f) = c.stack.last_mut() {
@@ -166,7 +175,7 @@ impl Host {
         if self.trace.is_some() || self.conc.has_lock() {
             return false;
         }
-        let now = self.now;
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         if now.since(c.seg_start).ns() != 0 {
             return false;
@@ -237,15 +246,16 @@ impl Host {
         let depth = self.cpus[cpu].stack.len();
         let f = *self.cpus[cpu].stack.last().expect("a frame to trace");
         let label = self.trace_label(cpu, f.work);
-        let now = self.now;
+        let now = self.now();
         self.trace.as_mut().expect("checked").begin(cpu, depth, now, label, f.state as u8);
     }
 
     /// Trace: the top frame's unit ends now (completed, or leaving the CPU).
     #[inline]
     pub fn trace_end_top(&mut self, cpu: usize) {
+        let now = self.now();
         if let Some(tr) = self.trace.as_mut() {
-            tr.end(cpu, self.cpus[cpu].stack.len(), self.now);
+            tr.end(cpu, self.cpus[cpu].stack.len(), now);
         }
     }
 
@@ -365,7 +375,7 @@ impl Host {
         }
         if self.cpus[cpu].softirq_pending && !self.in_softirq(cpu) && !self.defer_to_ksoftirqd(cpu) {
             self.cpus[cpu].sirq_ksoftirqd = false;
-            self.cpus[cpu].sirq_start = self.now;
+            self.cpus[cpu].sirq_start = self.now();
             self.cpus[cpu].sirq_restarts = 0;
             self.softirq_begin(cpu);
             return;
@@ -391,7 +401,7 @@ impl Host {
     }
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Is `pid`'s current unit on `cpu` the kernel work of a poll() (`fs/select.rs`)?
     fn in_poll(&self, cpu: usize, pid: Pid) -> bool {
         use crate::kernel::app_state::AppPending;

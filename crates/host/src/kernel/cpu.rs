@@ -3,7 +3,7 @@
 //! state, its NET_RX pass and backlog, and its run queues. Pure data; what a CPU does with it is
 //! in `context.rs` (contexts, preemption, accounting), `net/core/rx.rs` (softnet) and `sched/`.
 
-use crate::policies::Backlog;
+use crate::net::core::backlog::Backlog;
 use crate::types::*;
 use hostsim_engine::{Time, Timer};
 use std::collections::VecDeque;

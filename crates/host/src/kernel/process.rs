@@ -12,7 +12,7 @@ use crate::types::*;
 use hostsim_engine::round_u64;
 use hostsim_workload::{Action, Feedback, Outcome};
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// The process-level frame's unit completed.
     pub fn proc_unit_done(&mut self, cpu: usize) {
         let pid = self.cpus[cpu].curr.expect("process unit without a current process");
@@ -30,8 +30,9 @@ impl Host {
         if pid == self.cpus[cpu].ksoftirqd {
             return self.ksoftirqd_step(cpu, pid);
         }
-        if let Some(op) = self.procs[pid as usize].symbiose {
-            return self.symbiose_step(cpu, pid, op);
+        let kind = self.procs[pid as usize].mech_kthread;
+        if kind != 0 {
+            return M::kthread_step(self, cpu, pid, kind);
         }
         if self.procs[pid as usize].cpumap_kthread {
             return self.cpumap_kthread_step(cpu, pid);
@@ -70,7 +71,7 @@ impl Host {
         }
         if self.cpus[cpu].softirq_pending {
             self.procs[pid as usize].pending = Pending::Ksoftirqd;
-            self.cpus[cpu].sirq_start = self.now;
+            self.cpus[cpu].sirq_start = self.now();
             self.cpus[cpu].sirq_restarts = 0;
             self.cpus[cpu].sirq_ksoftirqd = true;
             let f = self.cpus[cpu].stack.last_mut().expect("frame");
@@ -128,9 +129,7 @@ impl Host {
             Pending::Sent { bytes } => Outcome::Sent { bytes },
             Pending::Ksoftirqd => Outcome::Start,
             Pending::App(_) => unreachable!("a thread of a multi-threaded program steps in kernel/app.rs"),
-            Pending::Exchange | Pending::Stage { .. } => {
-                unreachable!("Symbiose threads step in mechanisms/takeuchi_symbiose/threads.rs")
-            }
+            Pending::Mech { .. } => unreachable!("a mechanism's kernel threads step in its kthread_step"),
             Pending::CpumapFrame { .. } => unreachable!("the CPU map kthread steps in net/core/cpumap_kthread.rs"),
             Pending::NapiRx { .. } | Pending::NapiTx { .. } => {
                 unreachable!("threaded-NAPI kthreads step in net/core/napi_thread.rs")

@@ -6,8 +6,6 @@
 use crate::config::{HostConfig, KernelConfig, SchedPolicy, TcpReceiver};
 use crate::kernel::app_state::AppPending;
 use crate::kernel::sched::o1_rq::O1Task;
-use crate::mechanisms::tabata_speed::slots::SlotPlan;
-use crate::mechanisms::takeuchi_symbiose::{Stage, SymbioseThread};
 use crate::net::core::sock::Sock;
 use crate::net::ipv4::tcp_rcv_window::{RcvWindow, RcvWindowParams};
 use crate::types::*;
@@ -22,7 +20,8 @@ pub enum ProcState {
     /// Blocked in send() on a full send buffer.
     BlockedSend,
     Sleeping,
-    /// A speed-regulated process outside its allocated slots (not on any run queue).
+    /// Held back by a mechanism (paper 002's regulation: outside its allocated slots), on no
+    /// run queue.
     Throttled,
     KsoftirqdIdle,
     Exited,
@@ -50,12 +49,11 @@ pub enum Pending {
     RetryRecv {
         max_bytes: u32,
     },
-    /// Symbiose thread: a splice of a local and a global queue (holds the global-queue lock).
-    Exchange,
-    /// Symbiose stage thread: one buffer through its stage.
-    Stage {
+    /// A mechanism's kernel thread (`crate::hooks::Mechanism::kthread_step`): what its unit
+    /// finishes, in the mechanism's terms (`op`), and the packet it works on (NONE if none).
+    Mech {
+        op: u8,
         pkt: PktId,
-        stage: Stage,
     },
     /// A unit of send(): the copy and/or one segment's output; `tx` segments reach the device
     /// when it completes.
@@ -99,7 +97,7 @@ pub struct SendOp {
 // receives and a process's units touch on every packet come first, in five cache lines (the
 // wait histogram's hot part, its buffer and sum, included), and the rest (configuration, names,
 // state of other kinds of programs) after. The default layout put the fields `account_task`
-// alone reads (pending, weight, vruntime, cpu_ns, speed, rt) in four different lines of a
+// alone reads (pending, weight, vruntime, cpu_ns, rt) in four different lines of a
 // `Proc`'s nine, and the 64-CPU bench case has ~110 processes (cachegrind's per-line misses
 // guided the grouping). Layout only: no behaviour depends on it.
 #[repr(C, align(64))]
@@ -110,8 +108,9 @@ pub struct Proc {
     pub nice: i8,
     pub pinned_kthread: bool,
     pub rt: Option<u8>,
-    /// A Symbiose exchange thread (`functional`), and which.
-    pub symbiose: Option<SymbioseThread>,
+    /// A mechanism's kernel thread: its mechanism's number + 1 (high byte) and kind (low byte);
+    /// 0 for every other task.
+    pub mech_kthread: u16,
     /// The XDP CPU map entry's kthread (`net/core/cpumap.rs`).
     pub cpumap_kthread: bool,
     pub sock: u32,
@@ -121,9 +120,7 @@ pub struct Proc {
     pub vruntime: u64,
     pub cpu_ns: u64,
     pub unit_remaining: u64,
-    // -- line 1: speed regulation (tested at every accounting of a task), receive counts
-    /// Tender speed regulation (None: unregulated) and its slot timer.
-    pub speed: Option<SlotPlan>,
+    // -- line 1: receive counts
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub last_ran: Option<u32>,
@@ -149,9 +146,6 @@ pub struct Proc {
     pub wait: Histogram,
     // -- the rest: not touched per packet by the common paths
     pub send: SendOp,
-    pub slot_timer: Timer,
-    /// A Symbiose thread: the period boundary its current (or last) activation belongs to.
-    pub period_start_ns: u64,
     /// A thread of a multi-threaded program: its `Host::apps` index (NONE: not one) and
     /// thread number.
     pub app: u32,
@@ -204,13 +198,10 @@ impl Proc {
             wait: Histogram::new(),
             conn: NONE,
             send: SendOp::default(),
-            speed: None,
-            slot_timer: Timer::new(),
             reply_to: (NONE, 0, 0),
             pinned_kthread: false,
-            symbiose: None,
+            mech_kthread: 0,
             cpumap_kthread: false,
-            period_start_ns: 0,
             group: NONE,
             app: NONE,
             thread: 0,

@@ -35,8 +35,86 @@
 //! (2025) index the table with `hash_32(hash, log_buckets)` instead of the low bits; that changes
 //! which flows share a bucket, not the rule. We keep the 6.6 indexing.
 
+use crate::config::{check_cpu_list, HostConfig, RxPath};
+use crate::hooks::{Boot, Mechanism, NoOptions};
 use crate::net::core::backlog::{BacklogPolicy, Enqueue, Fifo};
 use crate::types::PktId;
+use hostsim_engine::Rng;
+use hostsim_options::{int, len, options, Fault, Gen, CPU_ID};
+use serde::{Deserialize, Serialize};
+
+/// Flow limit's keys of `[kernel]`.
+#[options]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowLimitOptions {
+    /// Flow limit: the CPUs with a flow table (`net.core.flow_limit_cpu_bitmap`). Linux consults
+    /// the table of the CPU doing the enqueue (with RPS, the one polling the NIC), so these are
+    /// the CPUs that handle receive interrupts (Documentation/networking/scaling.rst). Empty =
+    /// every CPU.
+    #[option(default = Vec::new(), bound = len(128), why = "CPUs in net.core.flow_limit_cpu_bitmap", each = int(0, 127), each_why = CPU_ID, gen = Gen::Cpus)]
+    pub flow_limit_cpus: Vec<u32>,
+    /// Flow limit: buckets per CPU's flow table (`net.core.flow_limit_table_len`; Linux's default
+    /// 4096; a power of two, at most 65536).
+    #[option(default = FLOW_LIMIT_TABLE_LEN, bound = int(1, 65_536), why = "buckets; Linux's history holds u16 bucket numbers, so at most 2^16 (a power of two)")]
+    pub flow_limit_table_len: u32,
+}
+
+/// The mechanism: each CPU's backlog is a [`FlowLimit`] when `kernel.backlog = "flow_limit"`.
+pub struct RpsFlowLimit {
+    on: bool,
+    /// `netdev_max_backlog`.
+    max: usize,
+    /// `flow_limit_table_len` on the CPUs of `flow_limit_cpus` (all if empty).
+    table_len: u32,
+    cpus: Vec<u32>,
+    cost_ns: u64,
+}
+
+impl Mechanism for RpsFlowLimit {
+    type Options = FlowLimitOptions;
+    type TaskOptions = NoOptions;
+    const POLICIES: &'static [(&'static str, &'static str, &'static str)] = &[(
+        "backlog",
+        "flow_limit",
+        "Linux's RPS flow limit (3.11+, `skb_flow_limit`): Linux's NAPI-era FIFO, and once a backlog is at least half full, packets of a flow holding more than half of the enqueuing CPU's recent history are dropped (`mechanisms/flow_limit.rs`). Needs `rx_path = \"napi\"`.",
+    )];
+
+    fn new(boot: &Boot) -> Self {
+        let k = &boot.cfg.kernel;
+        let o: FlowLimitOptions = boot.options();
+        RpsFlowLimit {
+            on: k.backlog.is("flow_limit"),
+            max: k.netdev_max_backlog as usize,
+            table_len: o.flow_limit_table_len,
+            cpus: o.flow_limit_cpus,
+            cost_ns: boot.cfg.profile.mechanisms.flow_limit_ns,
+        }
+    }
+
+    fn check(c: &HostConfig, o: &FlowLimitOptions, _tasks: &[NoOptions]) -> Result<(), Fault> {
+        if c.kernel.backlog.is("flow_limit") && c.kernel.rx_path != RxPath::Napi {
+            return Err(Fault::at(&["kernel", "backlog"], "flow_limit is Linux 3.11+'s enqueue_to_backlog: it needs kernel.rx_path = \"napi\" (the legacy path is 2.4's netif_rx)"));
+        }
+        // History entries are u16 bucket numbers (struct sd_flow_limit); Linux's sysctl requires a power of two.
+        if !o.flow_limit_table_len.is_power_of_two() || o.flow_limit_table_len > 1 << 16 {
+            return Err(Fault::at(
+                &["kernel", "flow_limit_table_len"],
+                format!("expected a power of two in 1..=65536, got {}", o.flow_limit_table_len),
+            ));
+        }
+        check_cpu_list(&o.flow_limit_cpus, c.online_cpus(), c.profile.topology.cpus(), false)
+            .map_err(|m| Fault::at(&["kernel", "flow_limit_cpus"], m))
+    }
+
+    fn backlog(&self, cpu: usize, _rng: Rng) -> Option<Box<dyn BacklogPolicy>> {
+        if !self.on {
+            return None;
+        }
+        let has_table = self.cpus.is_empty() || self.cpus.contains(&(cpu as u32));
+        Some(Box::new(FlowLimit::new(self.max, has_table.then_some(self.table_len)).with_cost(self.cost_ns)))
+    }
+}
 
 /// `FLOW_LIMIT_HISTORY` (net/core/dev.h): packets of recent history per table.
 pub const FLOW_LIMIT_HISTORY: usize = 1 << 7;
@@ -99,12 +177,25 @@ pub struct FlowLimit {
     fifo: Fifo,
     max: usize,
     table: Option<Box<SdFlowLimit>>,
+    /// `skb_flow_limit`'s table work (the profile's `flow_limit_ns`), per packet `limit` checks.
+    cost_ns: u64,
 }
 
 impl FlowLimit {
     /// `max` = `netdev_max_backlog`; `table_len` buckets if this CPU has a table.
     pub fn new(max: usize, table_len: Option<u32>) -> FlowLimit {
-        FlowLimit { fifo: Fifo::new(max, false), max, table: table_len.map(|n| Box::new(SdFlowLimit::new(n))) }
+        FlowLimit {
+            fifo: Fifo::new(max, false),
+            max,
+            table: table_len.map(|n| Box::new(SdFlowLimit::new(n))),
+            cost_ns: 0,
+        }
+    }
+
+    /// With the table work's cost (`flow_limit_ns`).
+    pub fn with_cost(mut self, cost_ns: u64) -> FlowLimit {
+        self.cost_ns = cost_ns;
+        self
     }
 
     /// Does `limit` do the table work for an enqueue onto a backlog of `target_len`?
@@ -140,6 +231,18 @@ impl BacklogPolicy for FlowLimit {
             None => false,
         }
     }
+    fn may_limit(&self) -> bool {
+        true
+    }
+    /// The table work, once the target backlog is at least half full (`engaged`): the
+    /// polling CPU's, charged to its unit.
+    fn limit_cost_ns(&self, target_len: usize) -> u64 {
+        if self.engaged(target_len) {
+            self.cost_ns
+        } else {
+            0
+        }
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +260,7 @@ mod tests {
     fn constants_are_linux_6_6s() {
         assert_eq!(FLOW_LIMIT_HISTORY, 128);
         assert_eq!(FLOW_LIMIT_TABLE_LEN, 4096);
+        assert_eq!(FlowLimitOptions::default().flow_limit_table_len, FLOW_LIMIT_TABLE_LEN);
     }
 
     #[test]

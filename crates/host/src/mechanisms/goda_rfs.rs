@@ -12,43 +12,76 @@
 //! the task's own CPU lifts the ban, and placement is Linux's again. Per task this is one flag
 //! (a field the patch would add to `task_struct`): O(1) per wake-up and per migration.
 
+use crate::hooks::{Boot, Mechanism, NoOptions};
 use crate::kernel::sched::placement::BasePlacement;
 use crate::kernel::sched::wake::WakeView;
 use crate::types::Pid;
 
+/// The mechanism (`kernel.wake_policy = "goda_rfs"`): its rule wraps the kernel's placement.
 #[derive(Clone, Debug)]
 pub struct GodaRfs {
+    on: bool,
     /// Per task: it moved, and no wake-up has come from its new CPU yet.
     awaiting_irq: Vec<bool>,
 }
 
 impl GodaRfs {
+    /// The rule for `nprocs` tasks.
     pub fn new(nprocs: usize) -> GodaRfs {
-        GodaRfs { awaiting_irq: vec![false; nprocs] }
+        GodaRfs { on: true, awaiting_irq: vec![false; nprocs] }
     }
 
     /// `base` is the kernel's own placement, which this wraps.
-    pub fn select_task_rq(
+    pub fn place(&self, h: &impl WakeView, pid: Pid, prev: usize, waker: usize, base: &BasePlacement) -> usize {
+        if self.awaiting_irq[pid as usize] && waker != prev {
+            return prev;
+        }
+        base.select_task_rq(h, pid, prev, waker)
+    }
+}
+
+impl Mechanism for GodaRfs {
+    type Options = NoOptions;
+    type TaskOptions = NoOptions;
+    const POLICIES: &'static [(&'static str, &'static str, &'static str)] = &[(
+        "wake_policy",
+        "goda_rfs",
+        "Paper 001's placement (`mechanisms/goda_rfs.rs`): a task that moved stays on its previous CPU until a wake-up comes from that CPU's interrupt, then the kernel's own placement.",
+    )];
+
+    fn new(boot: &Boot) -> Self {
+        GodaRfs { on: boot.cfg.kernel.wake_policy.is("goda_rfs"), awaiting_irq: Vec::new() }
+    }
+
+    fn booted(&mut self, _kthreads: &[Pid], nprocs: usize) {
+        if self.on {
+            self.awaiting_irq = vec![false; nprocs];
+        }
+    }
+
+    #[inline]
+    fn select_task_rq(
         &self,
         h: &impl WakeView,
         pid: Pid,
         prev: usize,
         waker: usize,
         base: &BasePlacement,
-    ) -> usize {
-        if self.awaiting_irq[pid as usize] && waker != prev {
-            return prev;
-        }
-        base.select_task_rq(h, pid, prev, waker)
+    ) -> Option<usize> {
+        self.on.then(|| self.place(h, pid, prev, waker, base))
     }
 
-    pub fn task_woken(&mut self, pid: Pid, waker: usize, prev: usize) {
-        if waker == prev {
+    #[inline]
+    fn task_woken(&mut self, pid: Pid, waker: usize, prev: usize) {
+        if self.on && waker == prev {
             self.awaiting_irq[pid as usize] = false;
         }
     }
 
-    pub fn task_migrated(&mut self, pid: Pid) {
-        self.awaiting_irq[pid as usize] = true;
+    #[inline]
+    fn task_migrated(&mut self, pid: Pid) {
+        if self.on {
+            self.awaiting_irq[pid as usize] = true;
+        }
     }
 }

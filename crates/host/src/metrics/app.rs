@@ -34,7 +34,7 @@ fn ms(h: &Histogram, f: impl Fn(&Histogram) -> f64) -> f64 {
     }
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub(crate) fn app_metrics(&self, m: &mut BTreeMap<String, f64>, warm: &Snapshot, end: &Snapshot, window_s: f64) {
         let has_http = self.wire.srcs.iter().any(|s| s.src.http().is_some());
         if self.apps.is_empty() && !has_http {

@@ -99,7 +99,7 @@ impl MigrationClass {
 
 /// The classes as metrics over a window of `window_s` seconds, `migrations` being every
 /// migration of the window (all causes): the model's summary and the live wake-up recorder
-/// (crates/live/src/wake.rs) both write them with this.
+/// (crates/live/src/goda_rfs/wake.rs) both write them with this.
 pub fn insert(m: &mut std::collections::BTreeMap<String, f64>, c: &ClassCounts, migrations: u64, window_s: f64) {
     m.insert("migrations_wakeup_affine_per_s".into(), c.wakeup_affine as f64 / window_s);
     m.insert("migrations_wakeup_other_per_s".into(), c.wakeup_other as f64 / window_s);

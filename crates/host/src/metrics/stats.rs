@@ -24,11 +24,6 @@ pub(crate) struct Snapshot {
     pub(crate) migrations: [u64; N_CAUSES],
     pub(crate) cache: [u64; 4],
     pub(crate) wakeups: u64,
-    pub(crate) irq_suppressions: u64,
-    pub(crate) xdp_high_load_ns: u64,
-    /// `napi_suppress`: changes made (suppress + release) and time suppressed, up to the snapshot.
-    pub(crate) napi_supp_changes: u64,
-    pub(crate) napi_supp_ns: u64,
     pub(crate) src_acked: Vec<u64>,
     pub(crate) src_timeouts: Vec<u64>,
     pub(crate) src_drops: Vec<[u64; N_DROPS]>,
@@ -38,7 +33,6 @@ pub(crate) struct Snapshot {
     pub(crate) forwarded: u64,
     pub(crate) ipis: u64,
     pub(crate) lock: [u64; 2],
-    pub(crate) exchanges: Vec<u64>,
 }
 
 pub struct Stats {
@@ -69,8 +63,6 @@ pub struct Stats {
     pub poll_ns: u64,
     pub polls: u64,
     pub poll_ready: u64,
-    /// Times a speed-regulated process ran outside its allocated slots (must stay 0).
-    pub speed_violations: u64,
     /// Packets forwarded (IP routing): handed to the output device.
     pub forwarded: u64,
     /// Time from a forwarded packet's arrival at the NIC to its hand-over to the output device
@@ -99,10 +91,6 @@ pub struct Stats {
     pub gro_aggregates: u64,
     /// RSC (`drivers/net/rsc.rs`): frames that joined an open aggregate.
     pub rsc_joined: u64,
-    /// Interrupt suppression took a CPU out of the NICs' IRQ affinity.
-    pub irq_suppressions: u64,
-    /// Time the XDP agent held the high-load flag (in whole polls).
-    pub xdp_high_load_ns: u64,
     /// RFS wanted to move a flow but the old CPU still held its packets (no-reorder rule).
     pub rfs_moves_deferred: u64,
     /// Moves made while the old CPU still held the flow's packets (only without the rule).
@@ -149,7 +137,6 @@ impl Stats {
             poll_ns: 0,
             polls: 0,
             poll_ready: 0,
-            speed_violations: 0,
             forwarded: 0,
             forward_latency: Histogram::new(),
             ipis: 0,
@@ -166,8 +153,6 @@ impl Stats {
             gro_aggregates: 0,
             rsc_joined: 0,
             prequeued: 0,
-            irq_suppressions: 0,
-            xdp_high_load_ns: 0,
             rfs_moves_deferred: 0,
             rfs_unsafe_moves: 0,
             class: MigrationClass::new(nprocs),

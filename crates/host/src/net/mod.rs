@@ -8,11 +8,12 @@
 pub mod core;
 pub mod ipv4;
 
-use crate::config::{HostConfig, XdpKind};
+use crate::config::HostConfig;
 use crate::kernel::task::{sock_level, Proc};
 use crate::net::core::cpumap::Cpumap;
 use crate::net::core::sock::{Endpoints, Sock};
 use crate::net::ipv4::tcp_conn::Conn;
+use crate::policies::Xdp;
 use crate::types::NONE;
 use hostsim_engine::RngStreams;
 
@@ -44,6 +45,8 @@ pub struct NetStack {
     pub agg_defer_ack: bool,
     /// XDP `cpumap`: the CPU map entry the program redirects to (`net/core/cpumap.rs`).
     pub cpumap: Option<Cpumap>,
+    /// The program at the drivers' entry point (`kernel.xdp`; a mechanism's: `Xdp::Mech`).
+    pub xdp: Xdp,
 }
 
 impl NetStack {
@@ -70,8 +73,8 @@ impl NetStack {
             eps: Endpoints::default(),
             xmit_cpu: 0,
             agg_defer_ack: false,
-            cpumap: (cfg.kernel.xdp == XdpKind::Cpumap)
-                .then(|| Cpumap::new(cfg.online_cpus(), cfg.kernel.cpumap_qsize)),
+            cpumap: cfg.kernel.xdp.is("cpumap").then(|| Cpumap::new(cfg.online_cpus(), cfg.kernel.cpumap_qsize)),
+            xdp: Xdp::None,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::config::*;
 use crate::kernel::cpu::{Frame, Work};
-use crate::sim::*;
+use crate::tests::util::Host;
 use crate::tests::util::{host, nic, sink};
 use crate::types::*;
 use hostsim_engine::Time;
@@ -29,7 +29,7 @@ fn irq_work(h: &mut Host, cpu: usize, state: CpuState) {
 fn moves_to(h: &mut Host, want: usize) {
     for i in 0..40u64 {
         h.dev.queues[0].router.cpu = 0;
-        h.now = Time::from_ms(100 + i);
+        h.q.advance(Time::from_ms(100 + i));
         assert_eq!(h.route_irq(0), want, "draw {i}: the IRQ must go to CPU {want}");
     }
 }
@@ -66,7 +66,7 @@ fn ksoftirqd_or_a_task_current_is_busy() {
     let mut seen = [false; 4];
     for i in 0..40u64 {
         h.dev.queues[0].router.cpu = 0;
-        h.now = Time::from_ms(200 + i);
+        h.q.advance(Time::from_ms(200 + i));
         seen[h.route_irq(0)] = true;
     }
     assert_eq!(seen, [false, true, false, true], "neighbours 1 and 3, by direction");
@@ -77,13 +77,13 @@ fn ksoftirqd_or_a_task_current_is_busy() {
 #[test]
 fn idle_timestamp_form_wants_two_jiffies_of_idle() {
     let mut h = four_cpus(BalanceIrqIdle::IdleTimestamp);
-    let jiffy = h.tick_ns;
+    let jiffy = h.tick_ns();
     h.cpus[0].curr = Some(0);
     h.cpus[1].curr = Some(1);
     h.cpus[3].curr = Some(1);
     irq_work(&mut h, 2, CpuState::Hardirq);
     h.dev.queues[0].router.cpu = 0;
-    h.now = Time(100 * jiffy);
+    h.q.advance(Time(100 * jiffy));
     h.cpus[2].idle_since = Time(100 * jiffy);
     let c = h.route_irq(0);
     assert!(c == 1 || c == 3, "just gone idle: not idle enough, the search wraps to a neighbour ({c})");

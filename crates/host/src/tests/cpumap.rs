@@ -2,7 +2,7 @@
 //! two CPUs whose NAPI poll runs on CPU 0 and redirects every frame to CPU 1's entry.
 
 use crate::config::*;
-use crate::sim::Host;
+use crate::tests::util::Host;
 use crate::tests::util::{nic, zero_profile};
 use hostsim_workload::SourceKind;
 
@@ -13,7 +13,7 @@ fn traffic(toml_text: &str) -> TrafficConfig {
 /// A two-CPU router, eth0 -> eth1, its NAPI on CPU 0; `xdp` as given; 100,000 pkt/s in 16 flows
 /// for 50 ms, paced in 500 us quanta sent at 10 Mpkt/s (faster than CPU 0 takes them, so that
 /// its polls take several frames); eth1's TX clean-up throttled to 1,000 interrupts/s.
-fn router(xdp: XdpKind) -> Host {
+fn router(xdp: &str) -> Host {
     let topology = Topology { packages: 1, cores_per_package: 2, threads_per_core: 1, llc: LlcScope::PerPackage };
     let mut profile = zero_profile(topology);
     profile.costs.driver_rx_frame_ns = 100;
@@ -23,8 +23,13 @@ fn router(xdp: XdpKind) -> Host {
     profile.costs.context_switch_ns = 1000;
     profile.mechanisms.xdp_skb_build_ns = 150;
     profile.mechanisms.cpumap_enqueue_ns = 50;
-    let kernel =
-        KernelConfig { rx_path: RxPath::Napi, xdp, cpumap_cpu: 1, cpumap_qsize: 2048, ..KernelConfig::default() };
+    let kernel = KernelConfig {
+        rx_path: RxPath::Napi,
+        xdp: Policy::new(xdp),
+        cpumap_cpu: 1,
+        cpumap_qsize: 2048,
+        ..KernelConfig::default()
+    };
     let mut nics = vec![nic("eth0", IrqRouting::Fixed), nic("eth1", IrqRouting::Fixed)];
     for n in &mut nics {
         n.rate_mbps = 100_000;
@@ -55,7 +60,7 @@ fn router(xdp: XdpKind) -> Host {
 
 #[test]
 fn the_split_forwards_every_frame_with_the_ip_half_in_cpu_1s_kthread() {
-    let mut h = router(XdpKind::Cpumap);
+    let mut h = router("cpumap");
     let m = h.summary().metrics;
     // Every frame is forwarded (100,000 pkt/s over the window), none dropped anywhere.
     assert!((m["forwarded_pps"] - 100_000.0).abs() < 1_000.0, "forwarded {}", m["forwarded_pps"]);
@@ -79,7 +84,7 @@ fn the_split_forwards_every_frame_with_the_ip_half_in_cpu_1s_kthread() {
 
 #[test]
 fn without_the_cpumap_the_same_router_forwards_on_cpu_0_alone() {
-    let mut h = router(XdpKind::Count);
+    let mut h = router("count");
     let m = h.summary().metrics;
     assert!((m["forwarded_pps"] - 100_000.0).abs() < 1_000.0);
     assert!(h.net.cpumap.is_none());

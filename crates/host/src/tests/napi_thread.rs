@@ -4,7 +4,7 @@
 
 use crate::config::*;
 use crate::kernel::task::ProcState;
-use crate::sim::Host;
+use crate::tests::util::Host;
 use crate::tests::util::{nic, sink, zero_profile};
 use hostsim_workload::ProgramKind;
 use std::collections::BTreeMap;
@@ -150,15 +150,17 @@ fn a_light_flood_is_taken_in_at_once_despite_the_spinner() {
 /// The suppression agent on a host where its rule holds while the flood lasts: the detector's
 /// capacity is 1,000 pkt/s (so 200,000 pkt/s is high load at every poll) and the nice -19 reader
 /// on CPU 0 spends 20 us per datagram, so its socket always holds data. The flood stops at 60 ms.
-fn suppressed(knob: NapiSuppress, ms: u64) -> Host {
-    let k = KernelConfig { xdp: XdpKind::Detect, xdp_capacity_pps: 1000.0, napi_suppress: knob, ..threaded() };
+fn suppressed(knob: &str, ms: u64) -> Host {
+    let k = KernelConfig { xdp: Policy::new("detect"), ..threaded() }
+        .with("xdp_capacity_pps", 1000.0)
+        .with("napi_suppress", knob);
     run(k, 0, -19, 20_000, false, flood(200_000.0, Some(60)), ms)
 }
 
 #[test]
 fn affinity_moves_the_kthread_off_the_servers_cpu_and_back() {
     // Stopped at 50 ms, in the middle of the flood: suppressed, the kthread is on CPU 1.
-    let mut h = suppressed(NapiSuppress::Affinity, 50);
+    let mut h = suppressed("affinity", 50);
     let pid = kthread(&h);
     assert_eq!((h.procs[pid].allowed, h.procs[pid].cpu), (0b10, 1));
     assert_eq!(h.procs[pid].rt, Some(50), "affinity leaves the class alone");
@@ -167,27 +169,28 @@ fn affinity_moves_the_kthread_off_the_servers_cpu_and_back() {
     assert!(m["cpu1_system_frac"] > 0.2, "the receive work on CPU 1: {}", m["cpu1_system_frac"]);
     assert!(m["high_load_frac"] > 0.7, "high load {}", m["high_load_frac"]);
     // Run past the flood: the reader drains its socket, the rule fails, the kthread goes home.
-    let mut h = suppressed(NapiSuppress::Affinity, 400);
+    let mut h = suppressed("affinity", 400);
     let pid = kthread(&h);
     assert_eq!((h.procs[pid].allowed, h.procs[pid].cpu), (0b01, 0));
-    assert!(!h.mech.napi_supp.on && h.mech.napi_supp.changes >= 2);
+    let supp = &h.mech.ozaki_pbq.napi.as_ref().expect("the agent").supp;
+    assert!(!supp.on && supp.changes >= 2);
     let m = h.summary().metrics;
     assert!(m["supp_changes_per_s"] > 0.0 && m["supp_frac"] < 0.5, "{m:?}");
 }
 
 #[test]
 fn priority_drops_the_kthread_to_sched_other_and_back() {
-    let h = suppressed(NapiSuppress::Priority, 50);
+    let h = suppressed("priority", 50);
     let pid = kthread(&h);
     assert_eq!(h.procs[pid].rt, None, "SCHED_OTHER while suppressed");
     assert_eq!((h.procs[pid].nice, h.procs[pid].cpu), (0, 0), "nice 0, on its own CPU");
-    let h = suppressed(NapiSuppress::Priority, 400);
+    let h = suppressed("priority", 400);
     assert_eq!(h.procs[kthread(&h)].rt, Some(50), "back to SCHED_FIFO 50");
 }
 
 #[test]
 fn without_the_agent_nothing_moves() {
-    let k = KernelConfig { xdp: XdpKind::Detect, xdp_capacity_pps: 1000.0, ..threaded() };
+    let k = KernelConfig { xdp: Policy::new("detect"), ..threaded() }.with("xdp_capacity_pps", 1000.0);
     let mut h = run(k, 0, -19, 20_000, false, flood(200_000.0, Some(60)), 50);
     let pid = kthread(&h);
     assert_eq!((h.procs[pid].allowed, h.procs[pid].cpu, h.procs[pid].rt), (0b01, 0, Some(50)));
@@ -198,24 +201,26 @@ fn without_the_agent_nothing_moves() {
 
 #[test]
 fn suppressed_runs_are_deterministic() {
-    let a: BTreeMap<String, f64> = suppressed(NapiSuppress::Affinity, 120).summary().metrics;
-    let b: BTreeMap<String, f64> = suppressed(NapiSuppress::Affinity, 120).summary().metrics;
+    let a: BTreeMap<String, f64> = suppressed("affinity", 120).summary().metrics;
+    let b: BTreeMap<String, f64> = suppressed("affinity", 120).summary().metrics;
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
-    let c = suppressed(NapiSuppress::Priority, 120).summary().metrics;
-    let d = suppressed(NapiSuppress::Priority, 120).summary().metrics;
+    let c = suppressed("priority", 120).summary().metrics;
+    let d = suppressed("priority", 120).summary().metrics;
     assert_eq!(format!("{c:?}"), format!("{d:?}"));
 }
 
 /// A flood the kthread cannot keep up with (1,000,000 pkt/s against ~500,000): it never sleeps,
 /// so every change the agent makes finds it running (or queued) on its CPU.
-fn suppressed_overload(knob: NapiSuppress) -> Host {
-    let k = KernelConfig { xdp: XdpKind::Detect, xdp_capacity_pps: 1000.0, napi_suppress: knob, ..threaded() };
+fn suppressed_overload(knob: &str) -> Host {
+    let k = KernelConfig { xdp: Policy::new("detect"), ..threaded() }
+        .with("xdp_capacity_pps", 1000.0)
+        .with("napi_suppress", knob);
     run(k, 0, -19, 20_000, false, flood(1_000_000.0, None), 60)
 }
 
 #[test]
 fn a_running_kthread_leaves_its_cpu_when_moved() {
-    let mut h = suppressed_overload(NapiSuppress::Affinity);
+    let mut h = suppressed_overload("affinity");
     let pid = kthread(&h);
     assert_eq!((h.procs[pid].allowed, h.procs[pid].cpu), (0b10, 1));
     let m = h.summary().metrics;
@@ -224,14 +229,14 @@ fn a_running_kthread_leaves_its_cpu_when_moved() {
     assert!(m["cpu1_system_frac"] > 0.5, "CPU 1 system {}", m["cpu1_system_frac"]);
     assert!(m["rx_cpu_frac"] > 0.3, "the reader's CPU {}", m["rx_cpu_frac"]);
     // Without the agent the reader (fair class) gets nothing against the FIFO kthread.
-    let k = KernelConfig { xdp: XdpKind::Detect, xdp_capacity_pps: 1000.0, ..threaded() };
+    let k = KernelConfig { xdp: Policy::new("detect"), ..threaded() }.with("xdp_capacity_pps", 1000.0);
     let m = run(k, 0, -19, 20_000, false, flood(1_000_000.0, None), 60).summary().metrics;
     assert!(m["rx_cpu_frac"] < 0.05, "the reader's CPU {}", m["rx_cpu_frac"]);
 }
 
 #[test]
 fn a_running_kthread_dropped_to_sched_other_yields_to_the_nice_minus_19_reader() {
-    let mut h = suppressed_overload(NapiSuppress::Priority);
+    let mut h = suppressed_overload("priority");
     let pid = kthread(&h);
     let m = h.summary().metrics;
     assert!(m["supp_frac"] > 0.5, "suppressed {}", m["supp_frac"]);

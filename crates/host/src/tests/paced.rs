@@ -3,7 +3,7 @@
 //! the live generator's spread streams (crates/live/src/gen.rs `Stream::spread`).
 
 use crate::config::*;
-use crate::sim::Host;
+use crate::tests::util::Host;
 use crate::tests::util::{nic, zero_profile};
 
 fn source_offsets(traffic_toml: &str, frames: u64) -> Vec<u64> {

@@ -1,7 +1,9 @@
 //! Builders for unit tests that need a `Host`: a zero-cost machine and UDP sink processes.
 
 use crate::config::*;
-use crate::sim::Host;
+
+/// The host with the model's mechanisms (the registry's).
+pub type Host = crate::sim::Host<crate::mechanisms::Registry>;
 use hostsim_workload::{ProgramKind, WorkDist};
 
 pub fn zero_profile(topology: Topology) -> Profile {
@@ -74,10 +76,10 @@ pub fn sink(name: &str, port: u16, nice: i8) -> ProcessConfig {
         connect: None,
         sndbuf_bytes: None,
         nodelay: false,
-        speed_pct: None,
         start_jitter_us: 0,
         accelerator: None,
         threads: vec![],
+        mechanisms: Default::default(),
     }
 }
 

@@ -2,10 +2,11 @@
 //! on a real `Host` built by `tests/util.rs`.
 
 use crate::config::*;
+use crate::hooks::Mechanism;
 use crate::kernel::task::ProcState;
-use crate::policies::WakePlacement;
-use crate::sim::*;
+use crate::mechanisms::goda_rfs::GodaRfs;
 use crate::tests::util::sink;
+use crate::tests::util::Host;
 use crate::types::*;
 
 /// A Core i7-980X-like topology: 1 package, 6 cores, 2 threads each (CPU 2k and 2k+1 are
@@ -34,7 +35,7 @@ pub(crate) fn resync(h: &mut Host) {
 
 fn place(h: &mut Host, prev: usize, waker: usize) -> usize {
     resync(h);
-    WakePlacement::Linux(crate::kernel::sched::placement::BasePlacement::Cfs).select_task_rq(&*h, 0, prev, waker)
+    crate::kernel::sched::placement::BasePlacement::Cfs.select_task_rq(&*h, 0, prev, waker)
 }
 
 #[test]
@@ -106,9 +107,10 @@ fn realtime_tasks_stay_on_their_cpu() {
 /// recv(), so its wake-ups are WF_SYNC. CPU 0 alternates between running a task (#1) and
 /// only taking the flow's softirq (#2, #4); RFS moves the flow to CPU 1 late (#3).
 /// Returns (waker, running CPU, chosen CPU) per wake-up and the migration classes.
-fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::metrics::migration_class::ClassCounts) {
+fn fig2(goda_rfs: bool) -> (Vec<(usize, usize, usize)>, crate::metrics::migration_class::ClassCounts) {
     let mut h = host(vec![]);
-    h.sched.wake = WakePlacement::new(policy, crate::config::Scheduler::Cfs, h.procs.len(), h.cpus.len());
+    // Paper 001's rule on, or Linux's placement alone.
+    let mut goda = goda_rfs.then(|| GodaRfs::new(h.procs.len()));
     for c in (2..12).step_by(2) {
         busy(&mut h, c, 2);
     }
@@ -122,11 +124,19 @@ fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::metrics::migr
         h.procs[1].state = ProcState::Runnable;
         let prev = h.procs[0].cpu as usize;
         resync(&mut h);
-        let target = h.sched.wake.select_task_rq(&h, 0, prev, waker);
-        h.sched.wake.task_woken(0, waker, prev);
-        h.stats.record_wakeup(h.now, 0, waker, prev, target);
+        let base = &h.sched.wake;
+        let target = match &goda {
+            Some(g) => g.select_task_rq(&h, 0, prev, waker, base).expect("on"),
+            None => base.select_task_rq(&h, 0, prev, waker),
+        };
+        if let Some(g) = &mut goda {
+            g.task_woken(0, waker, prev);
+        }
+        h.stats.record_wakeup(h.now(), 0, waker, prev, target);
         if target != prev {
-            h.sched.wake.task_migrated(0);
+            if let Some(g) = &mut goda {
+                g.task_migrated(0);
+            }
             h.procs[0].cpu = target as u32;
         }
         steps.push((waker, prev, target));
@@ -136,7 +146,7 @@ fn fig2(policy: WakePolicy) -> (Vec<(usize, usize, usize)>, crate::metrics::migr
 
 #[test]
 fn linux_ping_pongs_as_in_fig2() {
-    let (steps, c) = fig2(WakePolicy::Linux);
+    let (steps, c) = fig2(false);
     assert_eq!(steps, vec![(0, 0, 1), (0, 1, 0), (1, 0, 1), (0, 1, 0), (0, 0, 0)]);
     assert_eq!((c.wakeup_affine, c.wakeup_other, c.unintended), (3, 1, 3));
     assert_eq!((c.settle_episodes, c.settle_wakeups_max), (1, 3));
@@ -144,7 +154,7 @@ fn linux_ping_pongs_as_in_fig2() {
 
 #[test]
 fn goda_rfs_keeps_the_task_until_the_interrupt_follows() {
-    let (steps, c) = fig2(WakePolicy::GodaRfs);
+    let (steps, c) = fig2(true);
     // #1 moves it to the idle sibling; #2 (the interrupt still on CPU 0) keeps it on CPU 1;
     // #3 comes from CPU 1: they agree, placement is free again and CPU 1 is idle.
     assert_eq!(steps[..3], [(0, 0, 1), (0, 1, 1), (1, 1, 1)]);

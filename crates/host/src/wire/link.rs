@@ -9,29 +9,31 @@ use crate::wire::FlowWire;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub fn source_wake(&mut self, s: usize, gen: u32) {
+        let now = self.now();
         if !self.wire.srcs[s].timer.fires(gen) {
             return;
         }
         let mut out = std::mem::take(&mut self.wire.emit_buf);
         out.clear();
         let src = &mut self.wire.srcs[s];
-        let next = src.src.wake(self.now, &mut src.rng, &mut out);
+        let next = src.src.wake(now, &mut src.rng, &mut out);
         if let Some(t) = next {
             let gen = self.wire.srcs[s].timer.arm();
-            self.q.schedule(t, Ev::SourceWake { src: s as u32, gen });
+            self.post(t, Ev::SourceWake { src: s as u32, gen });
         }
         self.send_emits(s, &out);
         self.wire.emit_buf = out;
     }
 
     pub fn source_feedback(&mut self, s: usize, fb: Feedback) {
+        let now = self.now();
         let mut out = std::mem::take(&mut self.wire.emit_buf);
         out.clear();
-        if let Some(t) = self.wire.srcs[s].src.feedback(self.now, fb, &mut out) {
+        if let Some(t) = self.wire.srcs[s].src.feedback(now, fb, &mut out) {
             let gen = self.wire.srcs[s].timer.arm();
-            self.q.schedule(t, Ev::SourceWake { src: s as u32, gen });
+            self.post(t, Ev::SourceWake { src: s as u32, gen });
         }
         self.send_emits(s, &out);
         self.wire.emit_buf = out;
@@ -39,6 +41,7 @@ impl Host {
 
     /// Serialise emitted frames on the source's link, then through the switch onto the port.
     fn send_emits(&mut self, s: usize, out: &[hostsim_workload::Emit]) {
+        let now = self.now();
         for e in out {
             self.stats.offered += 1;
             let src = &mut self.wire.srcs[s];
@@ -46,7 +49,7 @@ impl Host {
             let nic_i = src.nic as usize;
             let nic = &self.dev.nics[nic_i];
             let FlowWire { client: c, dst_port, hash, queue } = src.flow_wire(s, e.flow, self.net.hash_key, nic);
-            let start = self.now.max(src.link_free[c as usize]);
+            let start = now.max(src.link_free[c as usize]);
             let at_switch = start + Time(link_ns);
             src.link_free[c as usize] = at_switch;
             let delay = src.link_delay_ns;
@@ -75,7 +78,7 @@ impl Host {
             } else {
                 // The frame is on a long link: it reaches the switch later, in time order with
                 // everyone else's (the switch's output queue is kept in arrival order).
-                self.q.schedule(at_switch + Time(delay), Ev::AtSwitch { pkt, nic: nic_i as u32 });
+                self.post(at_switch + Time(delay), Ev::AtSwitch { pkt, nic: nic_i as u32 });
             }
         }
     }
@@ -100,6 +103,6 @@ impl Host {
         }
         let nic = &mut self.dev.nics[nic_i];
         nic.rx_wire_free = arrive;
-        self.q.schedule(arrive, Ev::FrameArrive { pkt });
+        self.post(arrive, Ev::FrameArrive { pkt });
     }
 }

@@ -46,8 +46,9 @@
 use super::rfs::Rfs;
 use super::trains::{self, ReaderTimes, TsoRule};
 use super::wake::{Kind, Recorder, Tracker};
-use super::{Options, Variant};
+use super::{Options, Variant, FLOWS_MAX};
 use crate::cgroup::CpuGroup;
+use crate::command::{Common, Experiment};
 pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
@@ -63,9 +64,6 @@ pub const FLOWS_KEY: &str = "process.reader.instances";
 pub const PORT_BASE: u16 = 5001;
 pub const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 6, 1);
 pub const READER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 6, 2);
-/// The most flows a point may have (each is two processes on a 2-CPU machine).
-pub const FLOWS_MAX: u32 = 64;
-
 /// The namespaces, recorder and group of one run.
 pub struct Setup {
     pub cli: Netns,
@@ -517,4 +515,26 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     run.check()?;
     drop(s);
     Ok(())
+}
+
+/// The command: its options, its plan, and this experiment as its run.
+impl Experiment for Options {
+    const NAME: &'static str = "goda-wakeups";
+
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn points(&self) -> usize {
+        self.flows.len() * self.variants.len() * self.common.reps as usize
+    }
+
+    fn plan(&self) -> String {
+        let v: Vec<&str> = self.variants.iter().map(|v| v.name()).collect();
+        format!("each {:.1} s (+{:.1} s warm-up), flows {:?}, variants {v:?}", self.window_s, self.warmup_s, self.flows)
+    }
+
+    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
+        self::run(self, run)
+    }
 }

@@ -24,8 +24,7 @@ pub mod rfs;
 pub mod trains;
 pub mod wake;
 
-use crate::command::{f64_in, Common, Experiment};
-use crate::harness::{LiveError, LiveRun};
+use crate::command::{f64_in, Common};
 use crate::worker::WorkerExe;
 
 crate::named_values! {
@@ -42,6 +41,9 @@ crate::named_values! {
     }
 }
 
+/// The most flows a point may have (each is two processes on a 2-CPU machine).
+pub const FLOWS_MAX: u32 = 64;
+
 /// Paper 001's Fig. 2 on this kernel: where the scheduler places TCP readers' wake-ups.
 ///
 /// N paced TCP senders to N readers over a veth, unpinned on every CPU; the readers' wake-ups
@@ -57,7 +59,7 @@ pub struct Options {
     pub common: Common,
     /// Flow counts, comma-separated (each flow is two processes) [--quick: 2].
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8", default_value_if("quick", "true", "2"),
-          value_parser = clap::value_parser!(u32).range(1..=experiment::FLOWS_MAX as i64))]
+          value_parser = clap::value_parser!(u32).range(1..=FLOWS_MAX as i64))]
     pub flows: Vec<u32>,
     /// Variants, comma-separated: each point of each repetition is measured in every variant,
     /// one after another [--quick: linux].
@@ -90,31 +92,11 @@ pub struct Options {
     pub worker: WorkerExe,
 }
 
-impl Experiment for Options {
-    const NAME: &'static str = "goda-wakeups";
-
-    fn common(&self) -> &Common {
-        &self.common
-    }
-
-    fn points(&self) -> usize {
-        self.flows.len() * self.variants.len() * self.common.reps as usize
-    }
-
-    fn plan(&self) -> String {
-        let v: Vec<&str> = self.variants.iter().map(|v| v.name()).collect();
-        format!("each {:.1} s (+{:.1} s warm-up), flows {:?}, variants {v:?}", self.window_s, self.warmup_s, self.flows)
-    }
-
-    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
-        experiment::run(self, run)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::testing::{assert_refused, options};
+    use crate::command::Experiment;
 
     #[test]
     fn the_options_are_the_experiments_configuration() {

@@ -21,6 +21,7 @@
 use super::rx::{self, RxKnobs, RxPath, RxState};
 use super::{AccelCmd, ClientsCmd, Options, OriginCmd, SoakCmd};
 use crate::cgroup::CpuGroup;
+use crate::command::{Common, Experiment};
 use crate::harness::{failed, LiveError, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
 use crate::procfs::{self, CpuTimes};
@@ -587,6 +588,33 @@ const SHOWN: &[Shown] = &[
     ("errors", "clients_errors_count", 0),
     ("load", "loadavg_1m", 2),
 ];
+
+/// The command: its options, its plan, and this experiment as its run.
+impl Experiment for Options {
+    const NAME: &'static str = "kawai-interval";
+
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn points(&self) -> usize {
+        self.rates_rps.len() * self.variants.len() * self.common.reps as usize
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "each {:.1} s (+{:.1} s ramp and warm-up), accelerator on CPU {}, clients and origin on CPU {}",
+            self.window_s,
+            self.ramp_ms as f64 / 1e3 + self.warmup_s,
+            self.server_cpu,
+            self.client_cpu
+        )
+    }
+
+    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
+        self::run(self, run)
+    }
+}
 
 #[cfg(test)]
 mod tests {

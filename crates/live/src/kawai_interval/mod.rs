@@ -48,8 +48,7 @@ pub mod os;
 pub mod rx;
 pub mod soak;
 
-use crate::command::{f64_in, positive_up_to, Common, Experiment};
-use crate::harness::{LiveError, LiveRun};
+use crate::command::{f64_in, positive_up_to, Common};
 use crate::worker::{check_range, check_secs, invalid, WorkerExe};
 use std::io;
 use std::net::Ipv4Addr;
@@ -134,32 +133,6 @@ pub struct Options {
     #[arg(skip)]
     #[serde(skip)]
     pub worker: WorkerExe,
-}
-
-impl Experiment for Options {
-    const NAME: &'static str = "kawai-interval";
-
-    fn common(&self) -> &Common {
-        &self.common
-    }
-
-    fn points(&self) -> usize {
-        self.rates_rps.len() * self.variants.len() * self.common.reps as usize
-    }
-
-    fn plan(&self) -> String {
-        format!(
-            "each {:.1} s (+{:.1} s ramp and warm-up), accelerator on CPU {}, clients and origin on CPU {}",
-            self.window_s,
-            self.ramp_ms as f64 / 1e3 + self.warmup_s,
-            self.server_cpu,
-            self.client_cpu
-        )
-    }
-
-    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
-        experiment::run(self, run)
-    }
 }
 
 /// `hostsim live-worker kawai-accel`: the accelerator of one point.
@@ -271,6 +244,7 @@ pub fn worker_soak(a: &SoakCmd) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::command::testing::{assert_refused, options};
+    use crate::command::Experiment;
 
     #[test]
     fn the_options_are_the_experiments_configuration() {

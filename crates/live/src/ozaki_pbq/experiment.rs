@@ -48,8 +48,9 @@
 use super::agent::{Agent, PortSource, Ports, Snapshot};
 use super::suppress::SuppressConfig;
 use super::xdp::{level_of_nice, LEVELS};
-use super::Options;
+use super::{Options, RxPlacement, Variant};
 use crate::cgroup::CpuGroup;
+use crate::command::{Common, Experiment};
 use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point, Shown};
@@ -72,49 +73,6 @@ pub const FLOOD_NICE: i32 = 19;
 /// Linux 2.4's `net.core.rmem_default` (`SK_RMEM_MAX`, 65,535 bytes): every socket of the
 /// paper's server had this receive limit.
 pub const RCVBUF_2_4_BYTES: u32 = 65_535;
-
-crate::named_values! {
-    /// Where the server veths' receive work runs (module doc).
-    pub enum RxPlacement {
-        /// NAPI (and the program) on the generator's CPU, RPS to the server's CPU.
-        Rps = "rps",
-        /// NAPI kthreads on the server's CPU at SCHED_FIFO.
-        Threaded = "threaded",
-    }
-}
-
-crate::named_values! {
-    /// The mechanism's variants, as the model's `ozaki-pbq-throughput` has them (original, pbq,
-    /// suppression, proposed); `on` keeps its earlier name (the priority drop only).
-    pub enum Variant {
-        /// The program attached, counting only: the baseline.
-        Off = "off",
-        /// The priority drop (PBQ's stand-in) only.
-        On = "on",
-        /// Interrupt suppression only (`suppress.rs`).
-        Supp = "supp",
-        /// Both, as the paper's proposal.
-        Both = "both",
-        /// Today's counterpart (issue 45): the program counts only, and the kernel's RPS flow
-        /// limit is on (`flow_limit.rs`; `rps` placement only).
-        FlowLimit = "flow-limit",
-    }
-}
-
-impl Variant {
-    pub fn drops(self) -> bool {
-        matches!(self, Variant::On | Variant::Both)
-    }
-
-    pub fn suppresses(self) -> bool {
-        matches!(self, Variant::Supp | Variant::Both)
-    }
-
-    /// The kernel's RPS flow limit on (`flow_limit.rs`).
-    pub fn limits_flows(self) -> bool {
-        self == Variant::FlowLimit
-    }
-}
 
 /// The namespaces, agent, generator and CPU group of one run. Everything here is recorded in
 /// the run's ledger; dropping the agent and the generator detaches their programs, and
@@ -716,3 +674,28 @@ const SHOWN: &[Shown] = &[
     ("flow limit", "flow_limit_pps", 0),
     ("load", "loadavg_1m_start", 1),
 ];
+
+/// The command: its options, its plan, and this experiment as its run.
+impl Experiment for Options {
+    const NAME: &'static str = "ozaki-pbq";
+
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn points(&self) -> usize {
+        let per_rate: usize = self.placements.iter().map(|&p| self.variants_in(p).len()).sum();
+        self.rates_pps.len() * per_rate * self.common.reps as usize
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "each {:.1} s (+{:.1} s warm-up), server CPU {}, generator CPU {}",
+            self.window_s, self.warmup_s, self.server_cpu, self.client_cpu
+        )
+    }
+
+    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
+        self::run(self, run)
+    }
+}

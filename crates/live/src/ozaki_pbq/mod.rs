@@ -69,13 +69,54 @@ pub mod suppress;
 pub mod tool;
 pub mod xdp;
 
-use crate::command::{f64_in, positive_up_to, Common, Experiment};
-use crate::harness::{LiveError, LiveRun};
+use crate::command::{f64_in, positive_up_to, Common};
 use crate::worker::WorkerExe;
 use agent::AgentConfig;
 pub use agent::Ports;
-pub use experiment::{RxPlacement, Variant};
 use suppress::Knob;
+
+crate::named_values! {
+    /// Where the server veths' receive work runs (module doc).
+    pub enum RxPlacement {
+        /// NAPI (and the program) on the generator's CPU, RPS to the server's CPU.
+        Rps = "rps",
+        /// NAPI kthreads on the server's CPU at SCHED_FIFO.
+        Threaded = "threaded",
+    }
+}
+
+crate::named_values! {
+    /// The mechanism's variants, as the model's `ozaki-pbq-throughput` has them (original, pbq,
+    /// suppression, proposed); `on` keeps its earlier name (the priority drop only).
+    pub enum Variant {
+        /// The program attached, counting only: the baseline.
+        Off = "off",
+        /// The priority drop (PBQ's stand-in) only.
+        On = "on",
+        /// Interrupt suppression only (`suppress.rs`).
+        Supp = "supp",
+        /// Both, as the paper's proposal.
+        Both = "both",
+        /// Today's counterpart (issue 45): the program counts only, and the kernel's RPS flow
+        /// limit is on (`flow_limit.rs`; `rps` placement only).
+        FlowLimit = "flow-limit",
+    }
+}
+
+impl Variant {
+    pub fn drops(self) -> bool {
+        matches!(self, Variant::On | Variant::Both)
+    }
+
+    pub fn suppresses(self) -> bool {
+        matches!(self, Variant::Supp | Variant::Both)
+    }
+
+    /// The kernel's RPS flow limit on (`flow_limit.rs`).
+    pub fn limits_flows(self) -> bool {
+        self == Variant::FlowLimit
+    }
+}
 
 /// Paper 000's Fig. 5 on this kernel: bw under a flood, the XDP priority drop off and on.
 ///
@@ -234,34 +275,11 @@ impl Options {
     }
 }
 
-impl Experiment for Options {
-    const NAME: &'static str = "ozaki-pbq";
-
-    fn common(&self) -> &Common {
-        &self.common
-    }
-
-    fn points(&self) -> usize {
-        let per_rate: usize = self.placements.iter().map(|&p| self.variants_in(p).len()).sum();
-        self.rates_pps.len() * per_rate * self.common.reps as usize
-    }
-
-    fn plan(&self) -> String {
-        format!(
-            "each {:.1} s (+{:.1} s warm-up), server CPU {}, generator CPU {}",
-            self.window_s, self.warmup_s, self.server_cpu, self.client_cpu
-        )
-    }
-
-    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
-        experiment::run(self, run)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::testing::{assert_refused, options};
+    use crate::command::Experiment;
 
     #[test]
     fn the_options_are_the_experiments_configuration() {

@@ -5,6 +5,7 @@ use super::counterparts;
 use super::regulator::{self, FreezeGate, Gate, Regulation, RegulatorConfig, SignalGate};
 use super::{GateKind, Options, Via};
 use crate::cgroup::CpuGroup;
+use crate::command::{Common, Experiment};
 pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point, Shown};
 use crate::netns::Veth;
@@ -638,6 +639,35 @@ const SHOWN: &[Shown] = &[
 /// Where the frames of a point are written.
 pub fn frames_path(out: &Path, variant: &str, unit: usize, speed: u32, rep: u32) -> PathBuf {
     out.join("frames").join(format!("{variant}-{unit}-{speed}-{rep}.csv"))
+}
+
+/// The command: its options, its plan, and this experiment as its run.
+impl Experiment for Options {
+    const NAME: &'static str = "tabata-speed";
+
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn points(&self) -> usize {
+        (self.speeds_pct.len() * self.variants.len() + usize::from(!self.no_off))
+            * self.units_bytes.len()
+            * self.common.reps as usize
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "1 MB each over {} Mbit/s, sender CPU {}, sink CPU {}, gate {}",
+            self.rate_mbit,
+            self.sender_cpu,
+            self.sink_cpu,
+            self.gate.name()
+        )
+    }
+
+    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
+        self::run(self, run)
+    }
 }
 
 #[cfg(test)]

@@ -52,8 +52,7 @@ pub mod counterparts;
 pub mod experiment;
 pub mod regulator;
 
-use crate::command::{Common, Experiment};
-use crate::harness::{LiveError, LiveRun};
+use crate::command::Common;
 use crate::worker::WorkerExe;
 
 crate::named_values! {
@@ -165,38 +164,11 @@ fn unit_bytes(s: &str) -> Result<usize, String> {
     }
 }
 
-impl Experiment for Options {
-    const NAME: &'static str = "tabata-speed";
-
-    fn common(&self) -> &Common {
-        &self.common
-    }
-
-    fn points(&self) -> usize {
-        (self.speeds_pct.len() * self.variants.len() + usize::from(!self.no_off))
-            * self.units_bytes.len()
-            * self.common.reps as usize
-    }
-
-    fn plan(&self) -> String {
-        format!(
-            "1 MB each over {} Mbit/s, sender CPU {}, sink CPU {}, gate {}",
-            self.rate_mbit,
-            self.sender_cpu,
-            self.sink_cpu,
-            self.gate.name()
-        )
-    }
-
-    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
-        experiment::run(self, run)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::testing::{assert_refused, options};
+    use crate::command::Experiment;
 
     #[test]
     fn the_options_are_the_experiments_configuration() {

@@ -1,6 +1,7 @@
 //! The experiment (see the module page, `mod.rs`): set-up, variants, points, the sweep.
 
-use super::Options;
+use super::{Options, Variant};
+use crate::command::{Common, Experiment};
 use crate::gen::{self, Generator, Pacing, Stream, Udp4};
 pub use crate::harness::LiveError;
 use crate::harness::{failed, LiveRun, Netns, Point, Shown};
@@ -28,45 +29,6 @@ pub const SRC_PORTS: std::ops::Range<u16> = 40000..40016;
 pub const DST_PORT: u16 = 9;
 /// Router kthreads whose in-context softirq is told apart (`SYMB_KTIDS_MAX`).
 const KTIDS_MAX: usize = 4;
-
-crate::named_values! {
-    /// The forwarding variants (module doc).
-    pub enum Variant {
-        /// The kernel's forwarding on one CPU (the model's unix-up).
-        Kernel1 = "kernel-1cpu",
-        /// The kernel's forwarding with RPS over both CPUs (unix-smp).
-        KernelRps = "kernel-rps",
-        /// The functional split: XDP driver half, cpumap IP half (hitactix-smp).
-        SplitCpumap = "split-cpumap",
-        /// The paper's design over AF_XDP: driver and IP threads, 5 ms bulk exchange (hitactix-smp).
-        SplitAfxdp = "split-afxdp",
-        /// Today's kernel doing the split itself (issue 45): the driver half in the input veth's
-        /// NAPI kthread pinned to CPU 0, RPS sending every flow's IP half to CPU 1's backlog.
-        KernelSplit = "kernel-split",
-    }
-}
-
-impl Variant {
-    /// The model scenario's variant it stands for.
-    pub fn model_variant(self) -> &'static str {
-        match self {
-            Variant::Kernel1 => "unix-up",
-            Variant::KernelRps => "unix-smp",
-            Variant::SplitCpumap | Variant::SplitAfxdp => "hitactix-smp",
-            // A split whose hand-over is the kernel's per-packet enqueue to a remote backlog
-            // (one IPI per poll): no model variant has that yet (issue 45's model half).
-            Variant::KernelSplit => "(none)",
-        }
-    }
-
-    /// CPUs the router's work may use.
-    pub fn router_cpus(self) -> usize {
-        match self {
-            Variant::Kernel1 => 1,
-            _ => 2,
-        }
-    }
-}
 
 /// The router's and the sink's programs, and their links (dropping detaches them).
 pub struct Progs {
@@ -824,6 +786,30 @@ pub fn run(cfg: &Options, run: &mut LiveRun) -> Result<(), LiveError> {
     }
     drop(s);
     Ok(())
+}
+
+/// The command: its options, its plan, and this experiment as its run.
+impl Experiment for Options {
+    const NAME: &'static str = "takeuchi-symbiose";
+
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn points(&self) -> usize {
+        self.rates_pps.len() * self.variants.len() * self.common.reps as usize
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "each {:.1} s (+{:.1} s warm-up), driver CPU {}, generator/sink CPU {}",
+            self.window_s, self.warmup_s, self.driver_cpu, self.other_cpu
+        )
+    }
+
+    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
+        self::run(self, run)
+    }
 }
 
 #[cfg(test)]

@@ -94,9 +94,46 @@ pub mod afxdp;
 pub mod experiment;
 pub mod xsk;
 
-use crate::command::{f64_in, positive_up_to, Common, Experiment};
-use crate::harness::{LiveError, LiveRun};
-pub use experiment::Variant;
+use crate::command::{f64_in, positive_up_to, Common};
+
+crate::named_values! {
+    /// The forwarding variants (module doc).
+    pub enum Variant {
+        /// The kernel's forwarding on one CPU (the model's unix-up).
+        Kernel1 = "kernel-1cpu",
+        /// The kernel's forwarding with RPS over both CPUs (unix-smp).
+        KernelRps = "kernel-rps",
+        /// The functional split: XDP driver half, cpumap IP half (hitactix-smp).
+        SplitCpumap = "split-cpumap",
+        /// The paper's design over AF_XDP: driver and IP threads, 5 ms bulk exchange (hitactix-smp).
+        SplitAfxdp = "split-afxdp",
+        /// Today's kernel doing the split itself (issue 45): the driver half in the input veth's
+        /// NAPI kthread pinned to CPU 0, RPS sending every flow's IP half to CPU 1's backlog.
+        KernelSplit = "kernel-split",
+    }
+}
+
+impl Variant {
+    /// The model scenario's variant it stands for.
+    pub fn model_variant(self) -> &'static str {
+        match self {
+            Variant::Kernel1 => "unix-up",
+            Variant::KernelRps => "unix-smp",
+            Variant::SplitCpumap | Variant::SplitAfxdp => "hitactix-smp",
+            // A split whose hand-over is the kernel's per-packet enqueue to a remote backlog
+            // (one IPI per poll): no model variant has that yet (issue 45's model half).
+            Variant::KernelSplit => "(none)",
+        }
+    }
+
+    /// CPUs the router's work may use.
+    pub fn router_cpus(self) -> usize {
+        match self {
+            Variant::Kernel1 => 1,
+            _ => 2,
+        }
+    }
+}
 
 /// Paper 003's Fig. 4 on this kernel: a router, its protocol work split over two CPUs or not.
 ///
@@ -173,33 +210,11 @@ pub struct Options {
     pub valid_frac: f64,
 }
 
-impl Experiment for Options {
-    const NAME: &'static str = "takeuchi-symbiose";
-
-    fn common(&self) -> &Common {
-        &self.common
-    }
-
-    fn points(&self) -> usize {
-        self.rates_pps.len() * self.variants.len() * self.common.reps as usize
-    }
-
-    fn plan(&self) -> String {
-        format!(
-            "each {:.1} s (+{:.1} s warm-up), driver CPU {}, generator/sink CPU {}",
-            self.window_s, self.warmup_s, self.driver_cpu, self.other_cpu
-        )
-    }
-
-    fn run(&self, run: &mut LiveRun) -> Result<(), LiveError> {
-        experiment::run(self, run)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::testing::{assert_refused, options};
+    use crate::command::Experiment;
 
     #[test]
     fn options_name_split_afxdp_and_its_period() {

@@ -20,7 +20,7 @@
 //! sender's clock starts an hour after boot (`jiffies` = (3600 − 300)·HZ, INITIAL_JIFFIES being
 //! −300·HZ), so that no test on a jiffies difference sees the boot.
 
-use super::Window;
+use super::window::Window;
 use hostsim_engine::Time;
 
 const BICTCP_BETA_SCALE: u32 = 1024;

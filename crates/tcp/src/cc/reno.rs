@@ -3,7 +3,7 @@
 //! segment per ACK while `snd_cwnd <= snd_ssthresh`, then one segment per window of ACKs; on a
 //! loss, half the window (at least 2).
 
-use super::Window;
+use super::window::Window;
 
 pub fn cong_avoid(w: &mut Window) {
     if w.in_slow_start() {

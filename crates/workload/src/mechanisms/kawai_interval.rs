@@ -34,9 +34,11 @@
 //! parameter (`fifo_priority`, I/O and retrieve threads share it, §6.11).
 
 use crate::program::{Action, Outcome};
+use hostsim_options::options;
 use serde::{Deserialize, Serialize};
 
 /// Which interval control an accelerator's loop threads use.
+#[options]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalControl {
@@ -173,7 +175,7 @@ impl LoopControl {
     /// loop sleeps and polls at SCHED_OTHER throughout (no `normalize_priority()` /
     /// `realtime_priority()` calls); with `fifo` true an uncontrolled loop is raised once at its
     /// start and stays at SCHED_FIFO, blocking poll() included. These are the live experiment's
-    /// `-nofifo` and `none-fifo` variants (`crates/live/src/kawai/interval.rs`), which separate
+    /// `-nofifo` and `none-fifo` variants (`crates/live/src/kawai_interval/interval.rs`), which separate
     /// the real-time part of the paper's proposal from its interval rule; `old` keeps its own
     /// rule (Fig. 2) and ignores `fifo`.
     pub fn with_fifo(policy: IntervalPolicy, fifo_priority: u8, fifo: bool) -> LoopControl {

@@ -8,9 +8,9 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     pub fn frame_arrive(&mut self, pkt: PktId) {
-        self.skb.pkts[pkt as usize].t_nic = self.now;
+        self.skb.pkts[pkt as usize].t_nic = self.now();
         let mut q = self.skb.pkts[pkt as usize].queue as usize;
         let nic = self.dev.queues[q].nic as usize;
         if let Some(fd) = &self.dev.nics[nic].fdir {
@@ -72,6 +72,7 @@ impl Host {
     }
 
     fn moderate(&mut self, q: usize, tx_cause: bool) {
+        let now = self.now();
         let nic = self.dev.queues[q].nic as usize;
         let frames = self.dev.nics[nic].cfg.coalesce_frames.max(1);
         let usecs = self.dev.nics[nic].cfg.coalesce_usecs;
@@ -85,24 +86,24 @@ impl Host {
             // EQE mode it runs from the previous interrupt.
             let (usec, pkts) = d.dim.moderation();
             let period = Time::from_us(u64::from(usec));
-            if nq.since_irq >= pkts || (!d.dim.cqe_mode && self.now >= nq.last_irq + period) {
+            if nq.since_irq >= pkts || (!d.dim.cqe_mode && now >= nq.last_irq + period) {
                 nq.coalesce.cancel();
                 self.nic_raise(q);
                 return;
             }
-            let at = if d.dim.cqe_mode { self.now + period } else { nq.last_irq + period };
+            let at = if d.dim.cqe_mode { now + period } else { nq.last_irq + period };
             if d.dim.cqe_mode || !nq.coalesce.is_armed() {
                 let gen = nq.coalesce.arm();
-                self.q.schedule(at, Ev::Coalesce { q: q as u32, gen });
+                self.post(at, Ev::Coalesce { q: q as u32, gen });
             }
             return;
         }
         if nq.itr_ns > 0 {
             let earliest = nq.last_irq + Time(nq.itr_ns);
-            if self.now < earliest {
+            if now < earliest {
                 if !nq.coalesce.is_armed() {
                     let gen = nq.coalesce.arm();
-                    self.q.schedule(earliest, Ev::Coalesce { q: q as u32, gen });
+                    self.post(earliest, Ev::Coalesce { q: q as u32, gen });
                 }
                 return;
             }
@@ -112,16 +113,17 @@ impl Host {
             self.nic_raise(q);
         } else if usecs > 0 && !nq.coalesce.is_armed() {
             let gen = nq.coalesce.arm();
-            self.q.schedule(self.now + Time::from_us(u64::from(usecs)), Ev::Coalesce { q: q as u32, gen });
+            self.post(now + Time::from_us(u64::from(usecs)), Ev::Coalesce { q: q as u32, gen });
         }
     }
 
     /// Assert queue `q`'s interrupt: the routing policy picks the CPU. With NAPI, completed
     /// frames on the queue's TX ring are a cause too (`net/core/tx.rs`).
     pub fn nic_raise(&mut self, q: usize) {
+        let now = self.now();
         let napi = self.cfg.kernel.rx_path == crate::config::RxPath::Napi;
         let nq = &mut self.dev.queues[q];
-        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.has_done(self.now))) {
+        if !nq.irq_enabled || nq.irq_active || (nq.ring.is_empty() && !(napi && nq.tx.has_done(now))) {
             return;
         }
         nq.irq_active = true;
@@ -132,7 +134,7 @@ impl Host {
         if let Some(d) = &mut nq.net_dim {
             d.events = d.events.wrapping_add(1); // mlx5e_completion_event: `cq->event_ctr++`
         }
-        nq.last_irq = self.now;
+        nq.last_irq = now;
         nq.coalesce.cancel();
         let cpu = self.route_irq(q);
         self.raise_irq(cpu, IrqSrc::Nic(q as u32));
@@ -142,8 +144,8 @@ impl Host {
         if let Some(cpu) = self.dev.queues[q].router.route_static() {
             return cpu;
         }
-        let now = self.now;
-        let tick = self.tick_ns;
+        let now = self.now();
+        let tick = self.tick_ns();
         let test = self.cfg.kernel.balance_irq_idle;
         let cpus = &self.cpus;
         // `IDLE_ENOUGH` looks only at `current` (the idle task or not), never at the interrupt
@@ -159,7 +161,7 @@ impl Host {
         let nic = self.dev.queues[q].nic as usize;
         let interval = match self.dev.nics[nic].cfg.balance_irq_interval_us {
             Some(us) => Time::from_us(us),
-            None => Time(self.tick_ns * u64::from((self.cfg.kernel.hz / 50).max(1))),
+            None => Time(self.tick_ns() * u64::from((self.cfg.kernel.hz / 50).max(1))),
         };
         self.dev.queues[q].router.route(now, interval, cpus.len(), &mut self.dev.rng_route, idle_enough)
     }

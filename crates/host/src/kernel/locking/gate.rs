@@ -9,17 +9,18 @@
 //! (and spins itself, if it needs the lock too).
 
 use crate::kernel::cpu::{Frame, Work};
+use crate::kernel::locking::spinlock::SpinLock;
 use crate::kernel::locking::spinlock::{Acquire, Context};
-use crate::kernel::task::Pending;
+use crate::policies::Concurrency;
 use crate::sim::*;
 use crate::types::*;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Extra entry cost of a device interrupt under the concurrency model (`bkl`: the SMP
     /// kernel's IO-APIC path, `bkl_irq_entry_ns`; 0 otherwise).
     #[inline]
     pub(crate) fn smp_irq_entry_ns(&self) -> u64 {
-        if self.cfg.kernel.concurrency == crate::config::ConcurrencyKind::Bkl {
+        if self.cfg.kernel.concurrency.is("bkl") {
             self.cfg.profile.mechanisms.bkl_irq_entry_ns
         } else {
             0
@@ -33,7 +34,7 @@ impl Host {
             Level::Process => {
                 if f.work == Work::ProcUnit {
                     let exchange =
-                        self.cpus[cpu].curr.is_some_and(|p| self.procs[p as usize].pending == Pending::Exchange);
+                        self.cpus[cpu].curr.is_some_and(|p| self.mech.unit_locked(self.procs[p as usize].pending));
                     if exchange {
                         return Context::Exchange;
                     }
@@ -47,16 +48,41 @@ impl Host {
         }
     }
 
+    /// The kernel's lock: the big kernel lock, or the mechanisms' model's (paper 003).
+    pub fn kernel_lock(&self) -> Option<&SpinLock> {
+        match &self.conc {
+            Concurrency::Bkl(l) => Some(l),
+            Concurrency::Mech => self.mech.lock(),
+            Concurrency::Smp | Concurrency::Up => None,
+        }
+    }
+
+    fn kernel_lock_mut(&mut self) -> Option<&mut SpinLock> {
+        match &mut self.conc {
+            Concurrency::Bkl(l) => Some(l),
+            Concurrency::Mech => self.mech.lock_mut(),
+            Concurrency::Smp | Concurrency::Up => None,
+        }
+    }
+
+    /// Does a unit of context `ctx` need the kernel's lock?
+    fn needs_lock(&self, ctx: Context) -> bool {
+        match &self.conc {
+            Concurrency::Mech => self.mech.needs_lock(ctx),
+            c => c.bkl_needs_lock(ctx),
+        }
+    }
+
     /// May `cpu` run its top frame now? `Some(ns)`: yes, `ns` being the cost of taking the lock
     /// (0 if none is needed or this CPU holds it); `None`: it must spin. Releases the lock when
     /// no frame of the stack needs it any more and starts the first waiter.
     pub fn lock_gate(&mut self, cpu: usize) -> Option<u64> {
-        if self.conc.lock().is_none() {
+        if self.kernel_lock().is_none() {
             return Some(0);
         }
-        let top_needs = self.cpus[cpu].stack.last().is_some_and(|f| self.conc.needs_lock(self.frame_context(cpu, f)));
+        let top_needs = self.cpus[cpu].stack.last().is_some_and(|f| self.needs_lock(self.frame_context(cpu, f)));
         if top_needs {
-            let lock = self.conc.lock_mut().expect("a model with a lock");
+            let lock = self.kernel_lock_mut().expect("a model with a lock");
             return match lock.try_acquire(cpu) {
                 Acquire::Held => Some(0),
                 Acquire::Acquired { cost_ns } => Some(cost_ns),
@@ -66,10 +92,10 @@ impl Host {
                 }
             };
         }
-        if self.conc.lock().and_then(|l| l.owner()) == Some(cpu) {
-            let stack_needs = self.cpus[cpu].stack.iter().any(|f| self.conc.needs_lock(self.frame_context(cpu, f)));
+        if self.kernel_lock().and_then(|l| l.owner()) == Some(cpu) {
+            let stack_needs = self.cpus[cpu].stack.iter().any(|f| self.needs_lock(self.frame_context(cpu, f)));
             if !stack_needs {
-                let next = self.conc.lock_mut().expect("a model with a lock").release(cpu);
+                let next = self.kernel_lock_mut().expect("a model with a lock").release(cpu);
                 if let Some(w) = next {
                     debug_assert!(self.cpus[w].spinning, "lock handed to CPU {w} that is not spinning");
                     self.cpus[w].spinning = false;
@@ -97,7 +123,7 @@ impl Host {
             let depth = self.cpus[cpu].stack.len() + 1;
             let f = *self.cpus[cpu].stack.last().expect("a spinning CPU has a frame");
             let label = self.trace_label(cpu, f.work);
-            let now = self.now;
+            let now = self.now();
             if let Some(t) = self.trace.as_mut() {
                 t.begin(cpu, depth, now, label, CpuState::Spin as u8);
             }
@@ -105,8 +131,9 @@ impl Host {
     }
 
     fn trace_end_spin(&mut self, cpu: usize) {
+        let now = self.now();
         if let Some(tr) = self.trace.as_mut() {
-            tr.end(cpu, self.cpus[cpu].stack.len() + 1, self.now);
+            tr.end(cpu, self.cpus[cpu].stack.len() + 1, now);
         }
     }
 
@@ -115,7 +142,7 @@ impl Host {
         self.account(cpu);
         self.cpus[cpu].spinning = false;
         self.trace_end_spin(cpu);
-        if let Some(l) = self.conc.lock_mut() {
+        if let Some(l) = self.kernel_lock_mut() {
             l.cancel_wait(cpu);
         }
     }

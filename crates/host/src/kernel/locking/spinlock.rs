@@ -3,7 +3,7 @@
 //! Paper 003 (Takeuchi et al., HiTactix/Symbiose, 1999) compares a UNIX whose kernel "can run in
 //! kernel mode on at most one CPU at a time" (§4 C) with HiTactix/Symbiose, one OS per CPU split
 //! by function (§2) that exchanges buffers between CPUs in bulk every 5 ms (§3, Fig. 2). The four
-//! models, one value of [`crate::config::ConcurrencyKind`] each:
+//! models, one value of `kernel.concurrency` each:
 //!
 //! - `smp`: today's fine-grained SMP. No global lock; the locking cost is the profile's
 //!   `smp_lock_factor` on the locking-sensitive costs (applied once, when the host is built).

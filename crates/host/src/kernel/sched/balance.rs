@@ -10,7 +10,7 @@ use crate::policies::Balancer;
 use crate::sim::*;
 use crate::types::*;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// 2.4 O(1) `load_balance(this_rq, idle)`: pull what `sched_o1` chooses to `cpu`. From
     /// `schedule()` (`in_schedule`) the caller picks the next task itself.
     pub(crate) fn o1_balance(&mut self, cpu: usize, idle: bool, in_schedule: bool) {
@@ -79,7 +79,7 @@ impl Host {
     /// New-idle balancing: a CPU going idle pulls a waiting task, if its `avg_idle` says
     /// idling here lasts long enough (`kernel/sched/cfs32.rs`).
     pub(crate) fn idle_balance(&mut self, cpu: usize) {
-        let now = self.now.ns();
+        let now = self.now().ns();
         if let Balancer::Cfs(g) = &mut self.sched.balancer {
             if !g.enter(cpu, now) {
                 return;
@@ -106,7 +106,7 @@ impl Host {
     /// recently run end), subject to `can_migrate_task`: affinity, not a pinned kthread, not
     /// cache-hot unless balancing at this level failed `> cache_nice_tries` times.
     fn cfs6_find_pull(&self, cpu: usize, level: usize, span: u128, failed: u32) -> Option<(usize, usize)> {
-        let now = self.now.ns();
+        let now = self.now().ns();
         let mig = self.cfg.kernel.sched_migration_cost_us * 1000;
         let mut best: Option<(usize, usize)> = None;
         // Only CPUs with a queued fair task can qualify: walking the queued mask instead of the
@@ -163,7 +163,7 @@ impl Host {
     /// Linux 6.x `newidle_balance` (see `kernel/sched/cfs6.rs`): called from `schedule()` with
     /// nothing to run; the caller picks the next task itself.
     pub(crate) fn cfs6_newidle_balance(&mut self, cpu: usize) {
-        let now = self.now.ns();
+        let now = self.now().ns();
         let per_cpu_ns = self.cfg.profile.costs.newidle_balance_per_cpu_ns;
         let doms = self.cfs6_domains(cpu);
         let domains = doms.as_slice();
@@ -205,7 +205,7 @@ impl Host {
     /// Linux 6.x `scheduler_tick` → `trigger_load_balance` → `rebalance_domains` on `cpu`:
     /// each domain whose interval has passed is balanced (see `kernel/sched/cfs6.rs`).
     pub(crate) fn cfs6_tick(&mut self, cpu: usize) {
-        let now = self.now.ns();
+        let now = self.now().ns();
         let task_ns = {
             let a = &self.cpus[cpu].acct_ns;
             a[CpuState::User as usize] + a[CpuState::System as usize]
@@ -255,7 +255,7 @@ impl Host {
     /// `imbalance_pct`, no inversion). Both obey `can_migrate_task`'s cache-hot rule;
     /// `nr_balance_failed` counts imbalances that moved nothing.
     fn cfs6_periodic(&mut self, cpu: usize, level: usize, span: u128) -> bool {
-        let now = self.now.ns();
+        let now = self.now().ns();
         let mig = self.cfg.kernel.sched_migration_cost_us * 1000;
         let Balancer::Cfs6(b) = &self.sched.balancer else { return false };
         let failed = b.nr_balance_failed[cpu][level];

@@ -13,7 +13,7 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Time;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Charge `dt` ns to `pid`'s vruntime, and to its CPU time if `own` (task context).
     pub fn charge_process(&mut self, pid: Pid, dt: u64, own: bool) {
         let p = &mut self.procs[pid as usize];
@@ -64,6 +64,7 @@ impl Host {
     }
 
     pub(crate) fn enqueue(&mut self, cpu: usize, pid: Pid, wakeup: bool) {
+        let tick = self.tick_ns();
         self.update_min_vruntime(cpu);
         self.sched.enq_seq += 1;
         let seq = self.sched.enq_seq;
@@ -76,11 +77,7 @@ impl Host {
             "task {pid} queued twice on cpu {cpu} (seed {})",
             self.cfg.seed
         );
-        let o1 = self
-            .cfg
-            .kernel
-            .o1_runqueue
-            .then(|| (self.now.ns() / self.tick_ns, self.cfg.kernel.hz, self.cpus[cpu].o1_active));
+        let o1 = self.cfg.kernel.o1_runqueue.then(|| (self.jiffies(), self.cfg.kernel.hz, self.cpus[cpu].o1_active));
         let p = &mut self.procs[pid as usize];
         p.enq_seq = seq;
         p.cpu = cpu as u32;
@@ -88,7 +85,7 @@ impl Host {
             // activate_task / pull_task (2.5 kernel/sched.c): the tail of its list in the
             // active array; a woken normal task gets its sleep credit first.
             if wakeup && p.rt.is_none() {
-                p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / self.tick_ns), hz);
+                p.o1.activate(jiffies.saturating_sub(p.left_cpu_at.ns() / tick), hz);
             }
             p.o1.array = active;
             p.o1.requeue = false;
@@ -152,9 +149,9 @@ impl Host {
         p.vruntime = (p.vruntime + tm).saturating_sub(fm);
         p.cpu = to as u32;
         p.migrations += 1;
-        self.sched.wake.task_migrated(pid);
+        self.mech.task_migrated(pid);
         self.stats.migrations[cause as usize] += 1;
-        self.stats.record_migration(self.now, pid, from, to, cause);
+        self.stats.record_migration(self.now(), pid, from, to, cause);
     }
 
     /// `try_to_wake_up`: place the task with the wake policy, queue it, maybe preempt.
@@ -166,8 +163,8 @@ impl Host {
         ) {
             return;
         }
-        if !self.speed_admit(pid, true) {
-            return; // speed-regulated: queued at its next allocated slot (mechanisms/tabata_speed/regulate.rs)
+        if !M::admit(self, pid, true) {
+            return; // held back by a mechanism (paper 002: queued at its next allocated slot)
         }
         self.wake_up_admitted(pid, waker);
     }
@@ -190,22 +187,23 @@ impl Host {
     }
 
     fn wake_up_admitted(&mut self, pid: Pid, waker: usize) {
+        let now = self.now();
         let prev = self.procs[pid as usize].cpu as usize;
         let target = if self.procs[pid as usize].pinned_kthread {
             prev
         } else {
-            self.sched.wake.select_task_rq(self, pid, prev, waker)
+            self.mech.select_task_rq(self, pid, prev, waker, &self.sched.wake)
         };
-        self.sched.wake.task_woken(pid, waker, prev);
-        self.stats.record_wakeup(self.now, pid, waker, prev, target);
+        self.mech.task_woken(pid, waker, prev);
+        self.stats.record_wakeup(now, pid, waker, prev, target);
         if target != prev {
             self.migrate(pid, prev, target, MigrationCause::Wakeup);
         }
         self.procs[pid as usize].state = ProcState::Runnable;
         self.enqueue(target, pid, true);
         match &mut self.sched.balancer {
-            Balancer::Cfs6(b) => b.ttwu_idle_end(target, self.now.ns()),
-            Balancer::Cfs(g) => g.wakeup(target, self.now.ns()),
+            Balancer::Cfs6(b) => b.ttwu_idle_end(target, now.ns()),
+            Balancer::Cfs(g) => g.wakeup(target, now.ns()),
             Balancer::O1(_) => {}
         }
         self.check_preempt(target, pid);
@@ -223,8 +221,8 @@ impl Host {
         self.procs[pid as usize].state = ProcState::Runnable;
         self.procs[pid as usize].cpu = cpu as u32;
         self.procs[pid as usize].vruntime = self.cpus[cpu].min_vruntime;
-        self.speed_init(pid);
-        if !self.speed_admit(pid, false) {
+        M::task_started(self, pid);
+        if !M::admit(self, pid, false) {
             return;
         }
         self.enqueue(cpu, pid, false);
@@ -352,7 +350,7 @@ impl Host {
         debug_assert!(self.cpus[cpu].stack.is_empty());
         self.cpus[cpu].curr = None;
         if let Some(pid) = prev {
-            self.procs[pid as usize].left_cpu_at = self.now;
+            self.procs[pid as usize].left_cpu_at = self.now();
             if self.procs[pid as usize].state == ProcState::Runnable {
                 self.enqueue_prev(cpu, pid);
             }
@@ -367,10 +365,10 @@ impl Host {
             }
             next = self.pick_next(cpu);
         }
-        let hook_ns = self.switch_hook(cpu, next);
+        let hook_ns = M::context_switch(self, cpu, next);
         let Some(pid) = next else {
             if prev.is_some() {
-                self.cpus[cpu].idle_since = self.now;
+                self.cpus[cpu].idle_since = self.now();
             }
             self.sync_idle(cpu);
             self.start_top(cpu);
@@ -378,7 +376,7 @@ impl Host {
         };
         self.cpus[cpu].curr = Some(pid);
         self.sched.masks.set_idle(cpu, false);
-        self.cpus[cpu].curr_since = self.now;
+        self.cpus[cpu].curr_since = self.now();
         let mut cost = hook_ns + if prev != Some(pid) { self.cfg.profile.costs.context_switch_ns } else { 0 };
         let p = &mut self.procs[pid as usize];
         if p.last_ran.is_some_and(|l| l as usize != cpu) {
@@ -431,7 +429,7 @@ impl Host {
                 let period = (k.sched_latency_us * 1000).max(nr * min_gran);
                 let total = self.cpu_load(cpu).max(1);
                 let slice = (period * p.weight / total).max(min_gran);
-                let ran = self.now.since(self.cpus[cpu].curr_since).ns();
+                let ran = self.now().since(self.cpus[cpu].curr_since).ns();
                 let leftmost =
                     self.cpus[cpu].rq_cfs.iter().map(|&q| self.procs[q as usize].vruntime).min().unwrap_or(u64::MAX);
                 if ran > slice || p.vruntime.saturating_sub(leftmost) > slice {
@@ -441,8 +439,8 @@ impl Host {
         }
         match self.sched.balancer {
             Balancer::Cfs(_) => {
-                if self.now >= self.cpus[cpu].next_balance {
-                    self.cpus[cpu].next_balance = self.now + Time::from_ms(self.cfg.kernel.balance_interval_ms);
+                if self.now() >= self.cpus[cpu].next_balance {
+                    self.cpus[cpu].next_balance = self.now() + Time::from_ms(self.cfg.kernel.balance_interval_ms);
                     self.periodic_balance(cpu);
                 }
             }
@@ -473,7 +471,7 @@ impl Host {
             self.cpus[cpu].need_resched = true;
             return;
         }
-        let (jiffies, hz) = (self.now.ns() / self.tick_ns, self.cfg.kernel.hz);
+        let (jiffies, hz) = (self.jiffies(), self.cfg.kernel.hz);
         let starving = crate::kernel::sched::o1_rq::expired_starving(
             self.cpus[cpu].o1_expired_ts,
             jiffies,
@@ -534,7 +532,7 @@ impl Host {
 }
 
 /// What wake-up placement policies may read (`wake::WakeView`).
-impl crate::kernel::sched::wake::WakeView for Host {
+impl<M: Mechanisms> crate::kernel::sched::wake::WakeView for Host<M> {
     fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }
@@ -548,12 +546,12 @@ impl crate::kernel::sched::wake::WakeView for Host {
         self.cpus[cpu].llc
     }
     fn cpu_load(&self, cpu: usize) -> u64 {
-        Host::cpu_load(self, cpu)
+        Host::<M>::cpu_load(self, cpu)
     }
     fn cpu_idle(&self, cpu: usize) -> bool {
         debug_assert_eq!(
             self.sched.masks.idle >> cpu & 1 != 0,
-            Host::cpu_idle(self, cpu),
+            Host::<M>::cpu_idle(self, cpu),
             "idle mask of cpu {cpu} (seed {})",
             self.cfg.seed
         );
@@ -562,7 +560,7 @@ impl crate::kernel::sched::wake::WakeView for Host {
     fn idle_mask(&self) -> u128 {
         debug_assert_eq!(
             self.sched.masks.idle,
-            (0..self.cpus.len()).filter(|&c| Host::cpu_idle(self, c)).fold(0u128, |m, c| m | 1u128 << c),
+            (0..self.cpus.len()).filter(|&c| Host::<M>::cpu_idle(self, c)).fold(0u128, |m, c| m | 1u128 << c),
             "idle mask (seed {})",
             self.cfg.seed
         );
@@ -584,7 +582,7 @@ impl crate::kernel::sched::wake::WakeView for Host {
         self.cpus[cpu].curr
     }
     fn jiffies(&self) -> u64 {
-        self.now.ns() / self.tick_ns
+        self.jiffies()
     }
     fn hz(&self) -> u32 {
         self.cfg.kernel.hz
@@ -620,7 +618,7 @@ impl crate::kernel::sched::wake::WakeView for Host {
 }
 
 /// What the 2.4 O(1) balancer may read (`o1::BalanceView`).
-impl BalanceView for Host {
+impl<M: Mechanisms> BalanceView for Host<M> {
     fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }
@@ -646,7 +644,7 @@ impl BalanceView for Host {
                         }),
                     expired: self.cfg.kernel.o1_runqueue && p.rt.is_none() && p.o1.array != c.o1_active,
                     enq_seq: p.enq_seq,
-                    sleep_jiffy: p.left_cpu_at.ns() / self.tick_ns,
+                    sleep_jiffy: p.left_cpu_at.ns() / self.tick_ns(),
                     allowed: p.allowed,
                     pinned: p.pinned_kthread,
                 }
@@ -654,7 +652,7 @@ impl BalanceView for Host {
             .collect()
     }
     fn jiffies(&self) -> u64 {
-        self.now.ns() / self.tick_ns
+        self.jiffies()
     }
     fn hz(&self) -> u32 {
         self.cfg.kernel.hz

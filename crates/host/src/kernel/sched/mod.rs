@@ -21,16 +21,17 @@ pub mod o1_rq;
 pub mod placement;
 pub mod wake;
 
-use crate::config::HostConfig;
+use crate::config::{HostConfig, Scheduler};
 use crate::kernel::cpu::Cpu;
-use crate::kernel::sched::placement::SchedMasks;
-use crate::policies::{Balancer, WakePlacement};
+use crate::kernel::sched::cfs6::Cfs6Wake;
+use crate::kernel::sched::placement::{BasePlacement, SchedMasks};
+use crate::policies::Balancer;
 
-/// Scheduler state beyond the per-CPU run queues (which are in each `Cpu`): the wake-up
-/// placement policy, the era's balancer, the scheduling masks, and the enqueue sequence that
+/// Scheduler state beyond the per-CPU run queues (which are in each `Cpu`): the era's wake-up
+/// placement (a mechanism may wrap it: `Mechanism::select_task_rq`), the era's balancer, the scheduling masks, and the enqueue sequence that
 /// orders equal keys in the run queues.
 pub struct SchedState {
-    pub wake: WakePlacement,
+    pub wake: BasePlacement,
     /// The era's load balancer (`kernel.scheduler`).
     pub balancer: Balancer,
     /// Per-CPU LLC masks and core boundaries (fixed), and the idle CPUs kept up to date by
@@ -43,7 +44,11 @@ impl SchedState {
     pub fn new(cfg: &HostConfig, cpus: &[Cpu], nprocs: usize) -> SchedState {
         let ncpu = cpus.len();
         SchedState {
-            wake: WakePlacement::new(cfg.kernel.wake_policy, cfg.kernel.scheduler, nprocs, ncpu),
+            wake: match cfg.kernel.scheduler {
+                Scheduler::Cfs => BasePlacement::Cfs,
+                Scheduler::Cfs6 => BasePlacement::Cfs6(Box::new(Cfs6Wake::new(nprocs, ncpu))),
+                Scheduler::O1 => BasePlacement::O1,
+            },
             balancer: Balancer::new(&cfg.kernel, ncpu, cpus.iter().map(|c| c.llc as usize + 1).max().unwrap_or(1)),
             masks: SchedMasks::new(
                 &cpus.iter().map(|c| c.llc).collect::<Vec<_>>(),

@@ -60,22 +60,24 @@ pub fn nanosleep_jiffies(now_ns: u64, req_ns: u64, tick_ns: u64, realtime: bool)
     Nanosleep::Until { at_ns: at }
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// nanosleep(`ns`) by `pid`: returns the busy-wait unit, or None after putting it to sleep.
     pub fn nanosleep(&mut self, pid: Pid, ns: u64) -> Option<(CpuState, u64)> {
+        let now = self.now();
+        let tick = self.tick_ns();
         let p = &mut self.procs[pid as usize];
         p.pending = Pending::Slept;
         let wake = if self.cfg.kernel.timer_tick_sleep {
-            match nanosleep_jiffies(self.now.ns(), ns, self.tick_ns, p.rt.is_some()) {
+            match nanosleep_jiffies(now.ns(), ns, tick, p.rt.is_some()) {
                 Nanosleep::BusyWait { ns } => return Some((CpuState::System, ns)),
                 Nanosleep::Until { at_ns } => Time(at_ns),
             }
         } else {
-            self.now + Time(ns + self.cfg.kernel.timer_slack_ns)
+            now + Time(ns + self.cfg.kernel.timer_slack_ns)
         };
         p.state = ProcState::Sleeping;
         let gen = p.timer.arm();
-        self.q.schedule(wake, Ev::ProcTimer { pid, gen });
+        self.post(wake, Ev::ProcTimer { pid, gen });
         None
     }
 }

@@ -1,5 +1,5 @@
 //! Interrupt suppression as the live agent does it (`kernel.napi_suppress`; paper 000 §3.3 on
-//! today's Linux, crates/live/src/suppress.rs and agent.rs), beside `suppress.rs`, which is the
+//! today's Linux, crates/live/src/ozaki_pbq/suppress.rs and agent.rs), beside `suppress.rs`, which is the
 //! paper's own rule at the context switch.
 //!
 //! With threaded NAPI (`net/core/napi_thread.rs`) the receive work of the NIC queues runs in
@@ -16,17 +16,17 @@
 //!   CPU while the process runs": the scheduler now runs a nice −19 server before them), and
 //!   back to SCHED_FIFO `napi_rt_prio`.
 //!
-//! The agent is not a process here: a periodic timer event applies the change at once, costing
-//! no CPU time (live it is a user-space thread on the machine, and its `sched_setaffinity` /
-//! `sched_setscheduler` calls take tens of µs). Like the live agent, and unlike the paper's rule,
+//! The agent is not a process here: a periodic timer of the mechanism's (the host's `Ev::Mech`)
+//! applies the change at once, costing no CPU time (live it is a user-space thread on the
+//! machine, and its `sched_setaffinity` / `sched_setscheduler` calls take tens of µs). Like the live agent, and unlike the paper's rule,
 //! it acts every check period, not at the context switch, and a running kthread that must move
 //! leaves at its next frame (`napi_thread.rs`).
 
-use crate::config::NapiSuppress;
-use crate::sim::*;
-use crate::types::*;
+use super::options::{NapiSuppress, OzakiOptions};
+use crate::hooks::{part, timer_id, Packets, Part, Project, Reach, Tasks, Timers};
+use hostsim_engine::{Time, Timer};
 
-/// The live rule (crates/live/src/suppress.rs `wanted`): suppress while the detector says high
+/// The live rule (crates/live/src/ozaki_pbq/suppress.rs `wanted`): suppress while the detector says high
 /// load and the top level's sockets hold more than `queued_bytes_min` bytes.
 pub fn wanted(high_load: bool, top_queued_bytes: u64, queued_bytes_min: u64) -> bool {
     high_load && top_queued_bytes > queued_bytes_min
@@ -65,41 +65,79 @@ impl NapiSupp {
     }
 }
 
-impl Host {
-    /// The agent's check: evaluate the rule and move or lower the NAPI kthreads, or put them back.
-    pub fn napi_suppress_check(&mut self) {
-        let top = self.net.socks.iter().map(|s| s.level).max().unwrap_or(0);
-        let queued: u64 = self.net.socks.iter().filter(|s| top > 0 && s.level == top).map(|s| u64::from(s.used)).sum();
-        let want = wanted(self.mech.xdp.high_load(), queued, self.cfg.kernel.napi_suppress_queued_bytes_min);
-        if !self.mech.napi_supp.set(want, self.now.ns()) {
-            return;
+/// The agent (`kernel.napi_suppress` other than `off`).
+pub struct NapiAgent {
+    knob: NapiSuppress,
+    check_ms: u64,
+    queued_bytes_min: u64,
+    rt_prio: u8,
+    pub supp: NapiSupp,
+    /// Changes and time suppressed at the end of the warm-up.
+    pub warm: (u64, u64),
+    timer: Timer,
+}
+
+/// The agent's timer (its mechanism-local id).
+pub const TIMER: u32 = 1;
+
+impl NapiAgent {
+    /// The agent of `o.napi_suppress`; `rt_prio` is the kthreads' own priority (`kernel.napi_rt_prio`).
+    pub fn new(k: &OzakiOptions, rt_prio: u8) -> NapiAgent {
+        NapiAgent {
+            knob: k.napi_suppress,
+            check_ms: k.napi_suppress_check_ms.max(1),
+            queued_bytes_min: k.napi_suppress_queued_bytes_min,
+            rt_prio,
+            supp: NapiSupp::default(),
+            warm: (0, 0),
+            timer: Timer::new(),
         }
-        for q in 0..self.dev.queues.len() {
-            let pid = self.dev.queues[q].napi_thread;
-            if pid == NONE {
-                continue;
-            }
-            match self.cfg.kernel.napi_suppress {
+    }
+}
+
+/// Where a mechanism keeps its agent (None: `napi_suppress = "off"`).
+pub type Slot = Option<NapiAgent>;
+
+/// The first check, one period after the start.
+pub fn start<S: Part<Slot>, M: Project<S>, H: Reach<M> + Timers>(h: &mut H) {
+    let Some(a) = part::<Slot, S, M>(h).as_mut() else { return };
+    let (gen, at) = (a.timer.arm(), Time::from_ms(a.check_ms));
+    h.poll_at(timer_id::<S, M>(TIMER), gen, at);
+}
+
+/// The agent's check (its timer fired): evaluate the rule (`high_load`: the XDP detector's
+/// flag) and move or lower the NAPI kthreads, or put them back; then check again one period
+/// later.
+pub fn check<S: Part<Slot>, M: Project<S>, H: Reach<M> + Tasks + Packets + Timers>(
+    h: &mut H,
+    gen: u32,
+    high_load: bool,
+) {
+    let Some(a) = part::<Slot, S, M>(h).as_mut() else { return };
+    if !a.timer.fires(gen) {
+        return;
+    }
+    let (_, queued) = h.top_level_sockets();
+    let now = h.now();
+    let a = part::<Slot, S, M>(h).as_mut().expect("checked");
+    let want = wanted(high_load, queued, a.queued_bytes_min);
+    let (knob, rt_prio) = (a.knob, a.rt_prio);
+    if a.supp.set(want, now.ns()) {
+        let ncpu = h.ncpus();
+        for (pid, home) in h.napi_kthreads() {
+            match knob {
                 NapiSuppress::Off => {}
                 NapiSuppress::Affinity => {
-                    let home = self.napi_home_cpu(q);
-                    let to = if want { (0..self.cpus.len()).find(|&c| c != home).unwrap_or(home) } else { home };
-                    self.napi_kthread_set_cpu(pid, to);
+                    let to = if want { (0..ncpu).find(|&c| c != home).unwrap_or(home) } else { home };
+                    h.kthread_set_cpu(pid, to);
                 }
-                NapiSuppress::Priority => {
-                    let rt = (!want).then_some(self.cfg.kernel.napi_rt_prio);
-                    self.napi_kthread_set_class(pid, rt);
-                }
+                NapiSuppress::Priority => h.kthread_set_class(pid, (!want).then_some(rt_prio)),
             }
         }
     }
-
-    /// Where queue `q`'s kthread runs when not suppressed: the first CPU of its NIC's
-    /// `irq_cpus` (`kernel/task.rs` `spawn_napi_kthreads`).
-    fn napi_home_cpu(&self, q: usize) -> usize {
-        let nic = self.dev.queues[q].nic as usize;
-        self.dev.nics[nic].cfg.irq_cpus.first().map_or(0, |&c| c as usize)
-    }
+    let a = part::<Slot, S, M>(h).as_mut().expect("checked");
+    let (gen, at) = (a.timer.arm(), now + Time::from_ms(a.check_ms));
+    h.poll_at(timer_id::<S, M>(TIMER), gen, at);
 }
 
 #[cfg(test)]

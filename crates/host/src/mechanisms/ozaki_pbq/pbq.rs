@@ -42,6 +42,17 @@ pub struct Pbq {
     /// Minimum packets kept in the top-priority queue; level l keeps min_top·(l+1)/40.
     min_top: usize,
     rng: Rng,
+    costs: PbqCosts,
+}
+
+/// What the PBQs add to the receive path's work (the profile's `[mechanisms]`, ns): the branch
+/// on every enqueue and dequeue, the classification (header parse, port → priority lookup) of
+/// an enqueue at high load, the per-priority dequeue (`find_first_bit`) at high load.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PbqCosts {
+    pub branch_ns: u64,
+    pub classify_ns: u64,
+    pub dequeue_ns: u64,
 }
 
 impl Pbq {
@@ -56,7 +67,14 @@ impl Pbq {
             high_load: false,
             min_top,
             rng,
+            costs: PbqCosts::default(),
         }
+    }
+
+    /// With the work the PBQs add to the receive path.
+    pub fn with_costs(mut self, costs: PbqCosts) -> Pbq {
+        self.costs = costs;
+        self
     }
 
     /// The minimum a queue of `level` keeps before its packets may be evicted.
@@ -145,6 +163,19 @@ impl BacklogPolicy for Pbq {
 
     fn high_load(&self) -> bool {
         self.high_load
+    }
+
+    /// The branch, and at high load the classification (computed when the enqueuing unit starts).
+    fn needs_priority(&self) -> bool {
+        true
+    }
+
+    fn enqueue_cost_ns(&self) -> u64 {
+        self.costs.branch_ns + if self.high_load { self.costs.classify_ns } else { 0 }
+    }
+
+    fn dequeue_cost_ns(&self) -> u64 {
+        self.costs.branch_ns + if self.high_load { self.costs.dequeue_ns } else { 0 }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `ozaki-pbq`'s priority drop moved to the driver's entry point, as `hostsim live` runs it on
-//! Linux 6.x with XDP (crates/live/src/bpf/pbq_xdp.bpf.c), and the agent's high-load detector.
+//! Linux 6.x with XDP (crates/live/src/ozaki_pbq/bpf/pbq_xdp.bpf.c), and the agent's high-load detector.
 //! This is the model twin of the live mechanism: the per-packet verdict mirrors the XDP program
-//! line for line, and [`Detector`] *is* the agent's state machine (crates/live/src/agent.rs runs
+//! line for line, and [`Detector`] *is* the agent's state machine (crates/live/src/ozaki_pbq/agent.rs runs
 //! this very code on the kernel's counters; the model feeds it the model's).
 //!
 //! Verdict (paper 000 Fig. 3 at the driver): a packet's priority level comes from the port →
@@ -26,6 +26,7 @@
 //! - "Lower priorities first" is graded (shed the lowest active level, then the next one while
 //!   overload persists) instead of a random lower-priority victim queue.
 
+pub use crate::hooks::Verdict;
 use crate::types::LEVELS;
 
 /// The detector's parameters (`[kernel] xdp_*` in the model, `AgentConfig` live).
@@ -188,13 +189,6 @@ impl Detector {
             self.last_escalate_ns = o.t_ns;
         }
     }
-}
-
-/// The program's verdict on a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Pass,
-    Drop,
 }
 
 /// The priority drop: the program's control block, its per-level windows and counters, and

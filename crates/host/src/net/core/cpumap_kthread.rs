@@ -6,7 +6,7 @@ use crate::kernel::task::{Pending, ProcState};
 use crate::sim::*;
 use crate::types::*;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// The frame's redirect unit completed on `cpu` (NAPI poll): `bq_enqueue`.
     pub fn cpumap_enqueue(&mut self, cpu: usize, pkt: PktId) {
         let cm = self.net.cpumap.as_mut().expect("xdp = cpumap");

@@ -39,14 +39,15 @@
 //! Not modelled with threaded NAPI (refused by the scenario's validation): RPS/RFS (the
 //! kthread's `net_rps_action_and_irq_enable`), GRO and RSC, the XDP CPU map, TCP prequeue.
 //!
-//! The suppression agent that moves or lowers these kthreads is `mechanisms/ozaki_pbq/napi_suppress.rs`.
+//! The suppression agent that moves or lowers these kthreads is `mechanisms/ozaki_pbq/napi_suppress.rs`
+//! (through the mechanisms' handle: `kthread_set_cpu`, `kthread_set_class`).
 
+use crate::hooks::Verdict;
 use crate::kernel::task::{Pending, ProcState};
-use crate::mechanisms::ozaki_pbq::xdp::Verdict;
 use crate::sim::*;
 use crate::types::*;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// `____napi_schedule` of queue `q`'s threaded instance, on `cpu` (the interrupt's CPU):
     /// `set_bit(NAPI_STATE_SCHED_THREADED)`, `wake_up_process(napi->thread)` (a no-op when the
     /// thread is running or runnable).
@@ -59,6 +60,7 @@ impl Host {
     /// The kthread's step on `cpu`: finish the unit just run, then take the next unit of its
     /// poll, or sleep.
     pub fn napi_kthread_step(&mut self, cpu: usize, pid: Pid) {
+        let now = self.now();
         let q = self.procs[pid as usize].napi_q as usize;
         match self.procs[pid as usize].pending {
             Pending::NapiRx { pkt, drop: true } => self.drop_pkt(pkt, DropPlace::Xdp),
@@ -85,7 +87,7 @@ impl Host {
             // The poll call starts with the queue pair's TX ring, outside the RX weight, as in
             // NET_RX (`net/core/tx.rs`).
             nq.tx_polled = true;
-            let n = nq.tx.done(self.now);
+            let n = nq.tx.done(now);
             if n > 0 {
                 let cost = u64::from(n) * self.cfg.profile.costs.driver_tx_clean_ns;
                 return self.kthread_unit(cpu, pid, Pending::NapiTx { n }, cost);
@@ -101,11 +103,10 @@ impl Host {
         self.dev.queues[q].thread_work += 1;
         self.poll_rx_counters(q, pkt);
         let mut cost = self.cfg.profile.costs.driver_rx_frame_ns;
-        if self.mech.xdp.attached() {
+        if self.net.xdp.attached() {
             // The program runs on the frame before anything else sees it (`veth_xdp_rcv_one`).
             cost += self.cfg.profile.mechanisms.xdp_run_ns;
-            let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
-            if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+            if self.xdp_mech_verdict(pkt) == Verdict::Drop {
                 return self.kthread_unit(cpu, pid, Pending::NapiRx { pkt, drop: true }, cost);
             }
             cost += self.cfg.profile.mechanisms.xdp_skb_build_ns;

@@ -5,15 +5,16 @@
 //! `net_rx_action`, `process_backlog`, `napi_complete`, `get_rps_cpu` and `rps_record_sock_flow`
 //! (Linux 3.2), and `__do_softirq`'s restart limit in kernel/softirq.c.
 
+use crate::hooks::Verdict;
 use crate::kernel::cpu::{Napi, Work};
 use crate::kernel::task::ProcState;
-use crate::mechanisms::ozaki_pbq::xdp::{Observation, Verdict};
-use crate::net::core::backlog::Enqueue;
+use crate::net::core::backlog::{Backlog, Enqueue};
+use crate::policies::Xdp;
 use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::{round_u64, Time};
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// `get_rps_cpu`: the CPU whose backlog should take `pkt`, or None to process it here
     /// without a backlog (no RPS map and no flow-table entry).
     ///
@@ -88,11 +89,11 @@ impl Host {
         }
     }
 
-    /// Legacy hard-IRQ handler hands a frame to `netif_rx` (under `functional`: to the driver
-    /// CPU's local queue for the IP stage).
+    /// Legacy hard-IRQ handler hands a frame to `netif_rx` (unless a mechanism takes it: under
+    /// paper 003's `functional`, into the driver CPU's local queue for the IP stage).
     pub fn netif_rx_from_irq(&mut self, cpu: usize, pkt: PktId) {
-        if self.conc.symbiose().is_some() {
-            return self.symbiose_rx(cpu, pkt);
+        if M::netif_rx(self, cpu, pkt) {
+            return;
         }
         let target = self.skb.pkts[pkt as usize].rx_cpu;
         let target = if target == NONE { cpu } else { target as usize };
@@ -119,23 +120,15 @@ impl Host {
     /// Extra cost of the backlog policy's enqueue on `target` (PBQ: the branch, plus the
     /// priority lookup under high load), charged where the enqueue runs: the legacy hard-IRQ
     /// handler's frame (`drivers/net/nic.rs`) or the NAPI poll that steers the packet (`softirq_next`).
+    #[inline]
     pub fn backlog_enqueue_cost(&self, target: usize) -> u64 {
-        let b = &self.cpus[target].backlog;
-        if !b.needs_priority() {
-            return 0;
-        }
-        let m = &self.cfg.profile.mechanisms;
-        m.pbq_branch_ns + if b.high_load() { m.pbq_classify_ns } else { 0 }
+        self.cpus[target].backlog.enqueue_cost_ns()
     }
 
     /// Extra cost of the enqueuing CPU's `limit` check on CPU `from` for an enqueue onto
     /// `target`'s backlog (flow limit: the table work once that backlog is at least half full).
     pub fn backlog_limit_cost(&self, from: usize, target: usize) -> u64 {
-        if self.cpus[from].backlog.limit_engaged(self.cpus[target].backlog.len()) {
-            self.cfg.profile.mechanisms.flow_limit_ns
-        } else {
-            0
-        }
+        self.cpus[from].backlog.limit_cost_ns(self.cpus[target].backlog.len())
     }
 
     /// `enqueue_to_backlog(skb, target)` run on CPU `from`.
@@ -201,7 +194,7 @@ impl Host {
 
     /// Start one NET_RX pass (`__do_softirq` → `net_rx_action`). The top must be paused.
     pub fn softirq_begin(&mut self, cpu: usize) {
-        let now = self.now;
+        let now = self.now();
         let c = &mut self.cpus[cpu];
         c.softirq_pending = false;
         c.sirq_budget = self.cfg.kernel.netdev_budget;
@@ -301,6 +294,7 @@ impl Host {
 
     /// `net_rx_action`: the next unit of this pass, or the end of the pass.
     pub fn softirq_next(&mut self, cpu: usize) {
+        let now = self.now();
         let k = &self.cfg.kernel;
         let weight = k.napi_weight;
         let time_max = Time::from_us(k.net_rx_time_max_us);
@@ -317,7 +311,7 @@ impl Host {
                     return self.napi_pass_up(cpu, head, 0);
                 }
             }
-            if c.sirq_budget == 0 || self.now.since(c.sirq_pass_start) >= time_max {
+            if c.sirq_budget == 0 || now.since(c.sirq_pass_start) >= time_max {
                 c.softirq_pending = true; // `softnet_break`: re-raise
                 if matches!(napi, Napi::Queue(_)) {
                     self.cpumap_flush(cpu); // the driver's poll returns: `xdp_do_flush`
@@ -389,17 +383,16 @@ impl Host {
                         // reference, frag append); only the layers above see one skb.
                         driver *= u64::from(self.skb.agg_size(pkt).1);
                     }
-                    if self.mech.xdp.attached() {
+                    if self.net.xdp.attached() {
                         // The program runs on the frame before anything else sees it.
                         driver += self.cfg.profile.mechanisms.xdp_run_ns;
-                        if self.mech.xdp.redirects() {
+                        if self.net.xdp.redirects() {
                             // XDP_REDIRECT to the CPU map: `bq_enqueue` (`net/core/cpumap.rs`).
                             driver += self.cfg.profile.mechanisms.cpumap_enqueue_ns;
                             self.next_unit(cpu, Work::XdpRedirect { pkt }, CpuState::Softirq, driver);
                             return;
                         }
-                        let level = if self.mech.xdp.needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
-                        if self.mech.xdp.verdict(self.now.ns(), level) == Verdict::Drop {
+                        if self.xdp_mech_verdict(pkt) == Verdict::Drop {
                             self.next_unit(cpu, Work::XdpDrop { pkt }, CpuState::Softirq, driver);
                             return;
                         }
@@ -438,9 +431,8 @@ impl Host {
                     c.napi_quota += 1;
                     self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
                     let mut cost = self.proto_begin(pkt);
-                    if self.cpus[cpu].backlog.needs_priority() {
-                        let m = &self.cfg.profile.mechanisms;
-                        cost += m.pbq_branch_ns + if self.cpus[cpu].backlog.high_load() { m.pbq_dequeue_ns } else { 0 };
+                    if let Backlog::Mech(b) = &self.cpus[cpu].backlog {
+                        cost += b.dequeue_cost_ns(); // the policy's work (PBQ: the branch, at high load the bitmap)
                     }
                     self.next_unit(cpu, Work::Proto { pkt }, CpuState::Softirq, cost);
                     return;
@@ -464,7 +456,7 @@ impl Host {
             let c = &self.cpus[cpu];
             let k = &self.cfg.kernel;
             if c.sirq_restarts < k.softirq_restart_max
-                && self.now.since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
+                && self.now().since(c.sirq_start) < Time::from_us(k.softirq_time_max_us)
             {
                 self.cpus[cpu].sirq_restarts += 1;
                 return self.softirq_begin(cpu);
@@ -508,6 +500,7 @@ impl Host {
     /// the interrupt reaches the CPU only after the poll's own bookkeeping: it is delivered as
     /// an event at this instant, never raised from inside the poll.
     pub fn napi_complete_queue(&mut self, q: usize) {
+        let now = self.now();
         let nq = &mut self.dev.queues[q];
         nq.napi_scheduled = false;
         nq.irq_enabled = true;
@@ -520,16 +513,12 @@ impl Host {
         }
         if let Some(d) = &mut nq.net_dim {
             // mlx5e_napi_poll: after napi_complete_done, `mlx5e_handle_rx_dim`.
-            let s = crate::drivers::net::dim::Sample {
-                time_ns: self.now.ns(),
-                events: d.events,
-                pkts: d.pkts,
-                bytes: d.bytes,
-            };
+            let s =
+                crate::drivers::net::dim::Sample { time_ns: now.ns(), events: d.events, pkts: d.pkts, bytes: d.bytes };
             d.dim.sample(s);
         }
-        if nq.tx.has_done(self.now) {
-            self.q.schedule(self.now, Ev::TxIrq { q: q as u32 });
+        if nq.tx.has_done(now) {
+            self.post(now, Ev::TxIrq { q: q as u32 });
         }
     }
 
@@ -540,25 +529,15 @@ impl Host {
         }
     }
 
-    /// The XDP agent's poll (crates/live/src/agent.rs does the same on the kernel's counters):
-    /// backlog drops and the longest backlog, drops at the sockets of the highest priority
-    /// level bound, since the previous poll.
-    pub fn xdp_poll(&mut self) {
-        let backlog_drops = self.stats.drops[DropPlace::Backlog as usize];
-        let top = self.net.socks.iter().map(|s| s.level).max().unwrap_or(0);
-        let top_drops: u64 = self.net.socks.iter().filter(|s| s.level == top && top > 0).map(|s| s.drops).sum();
-        let (last_b, last_t) = self.mech.xdp_last_poll;
-        self.mech.xdp_last_poll = (backlog_drops, top_drops);
-        let was_high = self.mech.xdp.high_load();
-        self.mech.xdp.poll(Observation {
-            t_ns: self.now.ns(),
-            backlog_drops: backlog_drops - last_b,
-            backlog_len_max: self.cpus.iter().map(|c| c.backlog.len() as u64).max().unwrap_or(0),
-            top_socket_drops: top_drops - last_t,
-            ..Observation::default()
-        });
-        if was_high {
-            self.stats.xdp_high_load_ns += self.cfg.kernel.xdp_poll_ms.max(1) * 1_000_000;
+    /// A mechanism's program at the driver's entry point decides frame `pkt` (`Xdp::Mech`; the
+    /// kernel's own programs pass every frame).
+    #[inline]
+    pub fn xdp_mech_verdict(&mut self, pkt: PktId) -> Verdict {
+        if self.net.xdp != Xdp::Mech {
+            return Verdict::Pass;
         }
+        let level = if self.mech.xdp_needs_priority() { self.packet_level(pkt) as u8 } else { 0 };
+        let now = self.now().ns();
+        self.mech.xdp_verdict(now, level)
     }
 }

@@ -42,7 +42,7 @@ use crate::wire::wire_bytes;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// `dev_queue_xmit` from the current context: a locally generated frame goes to the TX queue
     /// of the CPU sending it (module documentation).
     pub fn dev_queue_xmit(&mut self, f: TxFrame) -> bool {
@@ -52,6 +52,7 @@ impl Host {
     /// `dev_queue_xmit` with the number `ixgbe_select_queue` reduces (`sel`): returns false if
     /// the device dropped the frame (ring and queue full).
     pub fn dev_queue_xmit_sel(&mut self, f: TxFrame, sel: u32) -> bool {
+        let now = self.now();
         let nic = self.wire.srcs[f.dst as usize].nic as usize;
         let n = &self.dev.nics[nic];
         let ring = sel % n.cfg.queues.max(1);
@@ -68,7 +69,7 @@ impl Host {
         }
         self.stats.tx_frames += 1;
         self.stats.tx_bytes += u64::from(f.payload);
-        match self.dev.queues[q].tx.xmit(self.now, f, wire_ns, bytes, &mut self.dev.nics[nic].tx_wire_free) {
+        match self.dev.queues[q].tx.xmit(now, f, wire_ns, bytes, &mut self.dev.nics[nic].tx_wire_free) {
             Xmit::Ring { done, irq, .. } => {
                 self.tx_on_ring(q, f, done, irq, bytes);
                 true
@@ -114,11 +115,11 @@ impl Host {
         let arrive = at_client + Time(src.link_delay_ns);
         self.stats.tx_en_route += 1;
         let slot = self.wire.feedback.put(f.dst, f.fb, f.payload);
-        self.q.schedule(arrive, Ev::Feedback { slot });
+        self.post(arrive, Ev::Feedback { slot });
         let gen = self.dev.queues[q].tx.drain.arm();
-        self.q.schedule(done, Ev::TxDrain { q: q as u32, gen });
+        self.post(done, Ev::TxDrain { q: q as u32, gen });
         if irq {
-            self.q.schedule(done, Ev::TxIrq { q: q as u32 });
+            self.post(done, Ev::TxIrq { q: q as u32 });
         }
     }
 
@@ -126,7 +127,7 @@ impl Host {
     /// clean-up is already on the way (then it is remembered and raised again once that is
     /// done). NAPI: a cause of the queue's interrupt vector, under its moderation.
     pub fn tx_irq_cause(&mut self, q: usize) {
-        let now = self.now;
+        let now = self.now();
         if self.cfg.kernel.rx_path == RxPath::Napi {
             if self.dev.queues[q].tx.has_done(now) {
                 self.nic_tx_cause(q);
@@ -148,7 +149,7 @@ impl Host {
 
     /// The TX interrupt's entry has run on `cpu` (2.4 path): clean the completed frames.
     pub fn nic_tx_irq_handler(&mut self, cpu: usize, q: usize) {
-        let n = self.dev.queues[q].tx.done(self.now);
+        let n = self.dev.queues[q].tx.done(self.now());
         if n == 0 {
             return self.tx_irq_end(cpu, q);
         }
@@ -163,7 +164,7 @@ impl Host {
         if self.dev.queues[q].tx.irq_active {
             return false;
         }
-        let n = self.dev.queues[q].tx.done(self.now);
+        let n = self.dev.queues[q].tx.done(self.now());
         if n == 0 {
             return false;
         }
@@ -201,7 +202,7 @@ impl Host {
     /// NAPI: at the start of a poll of queue `q`, a unit cleaning its completed TX frames.
     /// Returns false if there was nothing to clean.
     pub fn tx_poll_next(&mut self, cpu: usize, q: usize) -> bool {
-        let n = self.dev.queues[q].tx.done(self.now);
+        let n = self.dev.queues[q].tx.done(self.now());
         if n == 0 {
             return false;
         }
@@ -212,7 +213,7 @@ impl Host {
 
     /// Free `n` completed descriptors of queue `q`'s ring and refill it from its device queue.
     pub fn tx_clean(&mut self, q: usize, n: u32) {
-        let now = self.now;
+        let now = self.now();
         let nic = self.dev.queues[q].nic as usize;
         self.dev.queues[q].tx.clean(now, n);
         while let Some(f) = self.dev.queues[q].tx.next_queued() {

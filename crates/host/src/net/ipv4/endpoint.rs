@@ -43,7 +43,7 @@ enum Seg {
     Stray,
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     fn ep_classify(&self, pkt: PktId) -> Option<Seg> {
         let p = &self.skb.pkts[pkt as usize];
         let port = *self.net.eps.ports.get(&p.dst_port)?;
@@ -176,7 +176,7 @@ impl Host {
         e.rcv_nxt += u64::from(bytes);
         e.unacked += 1;
         let (kind, src, flow, ack, unacked) = (e.kind, e.src, e.flow, e.rcv_nxt, e.unacked);
-        self.skb.pkts[pkt as usize].t_sock = self.now;
+        self.skb.pkts[pkt as usize].t_sock = self.now();
         self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
         if kind == EpKind::Connected && unacked >= 2 {
             let e = &mut self.net.eps.eps[ep as usize];
@@ -186,8 +186,8 @@ impl Host {
         } else if !self.net.eps.eps[ep as usize].delack.is_armed() {
             let gen = self.net.eps.eps[ep as usize].delack.arm();
             self.net.eps.eps[ep as usize].delack_cpu = cpu as u32;
-            let at = self.now + Time::from_ms(self.cfg.kernel.delack_ms);
-            self.q.schedule(at, Ev::EpDelAck { ep, gen });
+            let at = self.now() + Time::from_ms(self.cfg.kernel.delack_ms);
+            self.post(at, Ev::EpDelAck { ep, gen });
         }
         self.ep_poke(cpu, ep);
     }

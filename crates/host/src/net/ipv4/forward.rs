@@ -11,7 +11,7 @@ use crate::sim::*;
 use crate::types::*;
 use hostsim_workload::{Feedback, SourceKind};
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Each NIC's forwarding target from the `[[route]]` table: the first route whose `from` is
     /// the NIC (or absent) sends to the sink on its `to` NIC. Validation guarantees both exist.
     pub fn set_routes(&mut self) {
@@ -49,9 +49,9 @@ impl Host {
         // `ixgbe_select_queue`: a forwarded skb keeps the RX queue it came in on (`net/core/tx.rs`).
         let rxq = p.queue;
         let sel = rxq - self.dev.nics[self.dev.queues[rxq as usize].nic as usize].first_queue;
-        let latency = self.now.since(p.t_nic).ns();
+        let latency = self.now().since(p.t_nic).ns();
         self.stats.forwarded += 1;
-        if self.now.ns() >= self.cfg.warmup_ns {
+        if self.now().ns() >= self.cfg.warmup_ns {
             self.stats.forward_latency.record(latency);
         }
         self.skb.free(pkt);

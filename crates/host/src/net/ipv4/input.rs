@@ -13,7 +13,7 @@ use crate::types::*;
 use hostsim_engine::Time;
 use hostsim_workload::Feedback;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Would delivering `pkt` to TCP socket `s` send an ACK right away?
     pub fn tcp_will_ack(&self, s: usize, pkt: PktId) -> bool {
         let p = &self.skb.pkts[pkt as usize];
@@ -49,6 +49,7 @@ impl Host {
     }
 
     fn protocol_deliver_one(&mut self, cpu: usize, pkt: PktId) {
+        let now = self.now();
         if let Some(conn) = self.tcp_ack_conn(pkt) {
             return self.tcp_ack_done(cpu, pkt, conn);
         }
@@ -105,11 +106,12 @@ impl Host {
             return;
         }
         self.sock_len_changed(s);
+        let jiffies = self.jiffies();
         let sock = &mut self.net.socks[s];
         sock.queue.push_back(pkt);
         sock.enqueued += 1;
         sock.hash = hash;
-        self.skb.pkts[pkt as usize].t_sock = self.now;
+        self.skb.pkts[pkt as usize].t_sock = now;
         self.skb.pkts[pkt as usize].rx_cpu = cpu as u32;
         if sock.tcp {
             let Sock { flows, rwin, used, ooo, queue, enqueued, .. } = sock;
@@ -117,7 +119,7 @@ impl Host {
             st.rcv_nxt += u64::from(bytes);
             st.unacked_segs += 1;
             if let Some(w) = rwin.as_deref_mut() {
-                w.rtt_measure(self.now.ns() / self.tick_ns, st.rcv_nxt, st.rcv_wnd);
+                w.rtt_measure(jiffies, st.rcv_nxt, st.rcv_wnd);
                 w.grow(*used, bytes, truesize);
             }
             // A filled hole moves the held segments that now follow in order (`tcp_ofo_queue`);
@@ -129,7 +131,7 @@ impl Host {
                     queue.push_back(next);
                     *enqueued += 1;
                     let p = &mut self.skb.pkts[next as usize];
-                    p.t_sock = self.now;
+                    p.t_sock = now;
                     st.rcv_nxt += u64::from(p.bytes);
                 }
             }
@@ -143,8 +145,8 @@ impl Host {
             } else if !sock.delack.is_armed() {
                 let gen = sock.delack.arm();
                 sock.delack_cpu = cpu as u32;
-                let at = self.now + Time::from_ms(self.cfg.kernel.delack_ms);
-                self.q.schedule(at, Ev::DelAck { sock: s as u32, gen });
+                let at = now + Time::from_ms(self.cfg.kernel.delack_ms);
+                self.post(at, Ev::DelAck { sock: s as u32, gen });
             }
         }
         if let Some(pid) = self.net.socks[s].waiters.pop_front() {
@@ -186,7 +188,7 @@ impl Host {
     /// read has at least doubled (`tcp_cleanup_rbuf`). Returns the ACKs sent (the caller charges
     /// them). Nothing without the receiver's window model.
     pub fn tcp_after_read(&mut self, s: usize, bytes: u32) -> u32 {
-        let jiffies = self.now.ns() / self.tick_ns;
+        let jiffies = self.jiffies();
         let sock = &mut self.net.socks[s];
         let Some(w) = sock.rwin.as_deref_mut() else { return 0 };
         w.copied += u64::from(bytes);
@@ -210,7 +212,7 @@ impl Host {
 
     /// Track the time-integral of the socket queue length (Little's law check).
     pub fn sock_len_changed(&mut self, s: usize) {
-        let now = self.now;
+        let now = self.now();
         let sock = &mut self.net.socks[s];
         let dt = now.since(sock.len_changed).ns();
         sock.len_area += u128::from(dt) * sock.queue.len() as u128;
@@ -237,7 +239,7 @@ impl Host {
                 break;
             }
             // The whole packet is consumed.
-            let wait = self.now.since(p.t_sock).ns();
+            let wait = self.now().since(p.t_sock).ns();
             if p.rx_cpu != cpu as u32 {
                 penalty += cache.remote_packet_ns;
                 self.stats.llc_load_misses += cache.remote_packet_llc_load_misses;

@@ -41,7 +41,7 @@ pub enum SendStep {
     Done(u32),
 }
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Open a sending connection on socket `sock` to flow `flow` of source `dst` (the
     /// connection is established at once: the handshake is not modelled).
     pub fn tcp_connect(&mut self, sock: u32, dst: u32, flow: u32, sndbuf: u32, nodelay: bool) -> u32 {
@@ -87,7 +87,7 @@ impl Host {
 
     /// Mark every segment the windows allow as sent (into `pending`); returns how many.
     pub(crate) fn tcp_mark_sendable(&mut self, conn: usize, max: u32) -> u32 {
-        let now = self.now;
+        let now = self.now();
         let c = &mut self.net.conns[conn];
         let mut n = 0;
         while n < max {
@@ -124,20 +124,22 @@ impl Host {
     /// Arm the retransmission timer if data is outstanding and it is not armed; cancel it when
     /// nothing is outstanding (an idle connection has no timer).
     fn tcp_arm_rto(&mut self, conn: usize) {
+        let now = self.now();
         let c = &mut self.net.conns[conn];
         if !c.snd.outstanding() {
             c.timer.cancel();
         } else if !c.timer.is_armed() {
             let gen = c.timer.arm();
             c.timer_cpu = self.net.xmit_cpu;
-            let at = self.now + Time(c.snd.rto_ns);
-            self.q.schedule(at, Ev::Rto { conn: conn as u32, gen });
+            let at = now + Time(c.snd.rto_ns);
+            self.post(at, Ev::Rto { conn: conn as u32, gen });
         }
     }
 
     /// The retransmission timer fired: go back to the first unacknowledged byte.
     pub fn tcp_retransmit_timer(&mut self, conn: usize) {
-        self.net.conns[conn].snd.on_timeout(self.now);
+        let now = self.now();
+        self.net.conns[conn].snd.on_timeout(now);
         let n = self.tcp_mark_sendable(conn, u32::MAX);
         let pending = self.net.conns[conn].pending.len() as u32;
         // Segments marked by units still running go out with them; these go now.
@@ -215,7 +217,7 @@ impl Host {
             let t = self.skb.tcp(pkt);
             (t.ack.expect("an ACK"), u64::from(t.win))
         };
-        let now = self.now;
+        let now = self.now();
         let e = self.net.conns[conn].snd.on_ack(now, ack, win);
         if e.acked > 0 {
             // New data acknowledged: restart the timer from now (RFC 6298 5.3).

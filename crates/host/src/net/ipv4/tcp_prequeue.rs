@@ -37,7 +37,7 @@ use crate::types::*;
 /// was charged as a prequeue (set at the unit's start, acted on at its end).
 pub const FLAG_PREQUEUED: u8 = 0x80;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// At the start of a TCP segment's softirq unit: if it will be prequeued (its socket has a
     /// reader blocked in recvmsg), mark it and return the unit's cost; None otherwise.
     pub fn tcp_prequeue_cost(&mut self, pkt: PktId) -> Option<u64> {

@@ -3,21 +3,21 @@
 //! `metrics/stats.rs`. Every statistic has one name used in `summary.json`, in `results.csv` and in the
 //! time series.
 
+use super::*;
 use crate::metrics::stats::Snapshot;
 use crate::sim::*;
 use crate::types::*;
 use hostsim_engine::Histogram;
-use serde::Serialize;
 use std::collections::BTreeMap;
 
-impl Host {
+impl<M: Mechanisms> Host<M> {
     fn snapshot(&mut self) -> Snapshot {
         for c in 0..self.cpus.len() {
             self.account(c);
         }
         let s = &self.stats;
         Snapshot {
-            t: self.now.ns(),
+            t: self.now().ns(),
             offered: s.offered,
             delivered: s.delivered,
             drops: s.drops,
@@ -30,10 +30,6 @@ impl Host {
             migrations: s.migrations,
             cache: [s.llc_load_misses, s.llc_store_misses, s.dtlb_load_misses, s.dtlb_store_misses],
             wakeups: s.wakeups,
-            irq_suppressions: s.irq_suppressions,
-            xdp_high_load_ns: s.xdp_high_load_ns,
-            napi_supp_changes: self.mech.napi_supp.changes,
-            napi_supp_ns: self.mech.napi_supp.suppressed_ns(self.now.ns()),
             src_acked: self.wire.srcs.iter().map(|x| x.src.stats.acked_bytes).collect(),
             src_timeouts: self.wire.srcs.iter().map(|x| x.src.stats.timeouts).collect(),
             src_drops: self.stats.src_drops.clone(),
@@ -41,14 +37,14 @@ impl Host {
             src_received: self.wire.srcs.iter().map(|x| x.src.stats.received).collect(),
             forwarded: s.forwarded,
             ipis: s.ipis,
-            lock: self.conc.lock().map_or([0, 0], |l| [l.acquisitions, l.transfers]),
-            exchanges: self.conc.symbiose().map_or_else(Vec::new, |y| y.exchanges.clone()),
+            lock: self.kernel_lock().map_or([0, 0], |l| [l.acquisitions, l.transfers]),
         }
     }
 
     pub fn warmup_end(&mut self) {
         let snap = self.snapshot();
         self.stats.warm = Some(snap);
+        self.mech.warmup_end(self.now());
         self.stats.class.reset();
         for p in &mut self.procs {
             p.wait.reset();
@@ -146,16 +142,7 @@ impl Host {
             m.insert(format!("{name}_miss_per_s"), rate(end.cache[i], warm.cache[i]));
         }
         m.insert("wakeups_per_s".into(), rate(end.wakeups, warm.wakeups));
-        m.insert("irq_suppressions_per_s".into(), rate(end.irq_suppressions, warm.irq_suppressions));
-        if self.mech.xdp.polled() {
-            // Named as the live experiment's column (crates/live/src/ozaki.rs).
-            m.insert("high_load_frac".into(), rate(end.xdp_high_load_ns, warm.xdp_high_load_ns) * 1e-9);
-        }
-        if self.cfg.kernel.napi_suppress != crate::config::NapiSuppress::Off {
-            // Named as the live experiment's columns (crates/live/src/ozaki.rs).
-            m.insert("supp_frac".into(), rate(end.napi_supp_ns, warm.napi_supp_ns) * 1e-9);
-            m.insert("supp_changes_per_s".into(), rate(end.napi_supp_changes, warm.napi_supp_changes));
-        }
+        self.mech.metrics(&mut m, self.now(), window_s);
         self.class_metrics(&mut m, mig_total, window_s);
         self.app_metrics(&mut m, &warm, &end, window_s);
 
@@ -245,8 +232,8 @@ impl Host {
             m.insert("rtt_us_max".into(), if ok { lat.max as f64 / 1e3 } else { nan });
         }
 
-        let sim_ns = self.now.ns();
-        Summary {
+        let sim_ns = self.now().ns();
+        let mut s = Summary {
             sim_time_ns: sim_ns,
             measure_from_ns: warm.t,
             cpus: (0..ncpu)
@@ -279,12 +266,7 @@ impl Host {
                     tx_packets: p.tx_packets,
                     tx_bytes: p.tx_bytes,
                     wait_ns: (p.wait.count() > 0).then(|| Latency::of(&p.wait)),
-                    speed: p.speed.map(|s| SpeedSummary {
-                        slots_per_block: s.n,
-                        block_slots: s.t,
-                        slot_ns: s.slot_ns,
-                        speed_pct: 100.0 * s.n as f64 / s.t as f64,
-                    }),
+                    speed: None, // a mechanism's (`Mechanism::summary`)
                 })
                 .collect(),
             packets: PacketSummary {
@@ -324,14 +306,15 @@ impl Host {
                 forwarded: self.stats.forwarded,
             },
             concurrency: ConcurrencySummary {
-                model: format!("{:?}", self.cfg.kernel.concurrency).to_lowercase(),
+                model: self.cfg.kernel.concurrency.0.clone(),
                 online_cpus: self.cpus.len() as u32,
                 machine_cpus: self.cfg.profile.topology.cpus() as u32,
-                lock_acquisitions: self.conc.lock().map_or(0, |l| l.acquisitions),
-                lock_transfers: self.conc.lock().map_or(0, |l| l.transfers),
-                exchanges: self.conc.symbiose().map_or_else(Vec::new, |y| y.exchanges.clone()),
-                pool_buffers_used: self.conc.symbiose().map_or(0, |y| y.pool_used()),
-                exchange_queued: self.conc.symbiose().map_or(0, |y| y.queued() as u64),
+                lock_acquisitions: self.kernel_lock().map_or(0, |l| l.acquisitions),
+                lock_transfers: self.kernel_lock().map_or(0, |l| l.transfers),
+                // The mechanisms' (paper 003's exchanges and pool): `Mechanism::summary`.
+                exchanges: Vec::new(),
+                pool_buffers_used: 0,
+                exchange_queued: 0,
             },
             tcp: TcpSummary {
                 connections: self.net.conns.len() as u64,
@@ -342,7 +325,7 @@ impl Host {
                 unacked_bytes: self.tcp_unacked_bytes() + self.stats.tcp_closed[2],
                 sent_bytes: self.net.conns.iter().map(|c| c.tx_bytes).sum::<u64>() + self.stats.tcp_closed[3],
             },
-            speed_violations: self.stats.speed_violations,
+            speed_violations: 0, // a mechanism's (paper 002's rule: `Mechanism::summary`)
             migrations: {
                 let mut mm: BTreeMap<String, u64> =
                     CAUSE_NAMES.iter().zip(self.stats.migrations).map(|(n, v)| (n.to_string(), v)).collect();
@@ -370,7 +353,9 @@ impl Host {
                 .collect(),
             traffic,
             metrics: m,
-        }
+        };
+        self.mech.summary(&mut s);
+        s
     }
 }
 
@@ -379,7 +364,7 @@ impl Host {
 const PER_CPU_METRICS_MAX: usize = 8;
 
 /// CPU load and the kernel concurrency models' counters as metrics.
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// Load with and without lock spinning, over the online CPUs and over the whole machine
     /// (offline CPUs idle: a uniprocessor run's load spread over the machine, notes 003 §6.1);
     /// forwarding; IPIs; the lock and Symbiose exchange counters.
@@ -421,252 +406,19 @@ impl Host {
         m.insert("ipis_per_s".into(), rate(end.ipis, warm.ipis));
         m.insert("lock_acquisitions_per_s".into(), rate(end.lock[0], warm.lock[0]));
         m.insert("lock_transfers_per_s".into(), rate(end.lock[1], warm.lock[1]));
-        let ex: Vec<f64> = (0..end.exchanges.len())
-            .map(|c| rate(end.exchanges[c], warm.exchanges.get(c).copied().unwrap_or(0)))
-            .collect();
-        m.insert("exchanges_per_s".into(), ex.iter().sum::<f64>() + 0.0); // + 0.0: no -0.0 for none
-        let min = if ex.is_empty() { 0.0 } else { ex.iter().copied().fold(f64::INFINITY, f64::min) };
-        m.insert("exchanges_min_cpu_per_s".into(), min);
-        m.insert("exchanges_max_cpu_per_s".into(), ex.iter().copied().fold(0.0, f64::max));
     }
 }
 
 /// Paper 001's migration classes (`metrics/migration_class.rs`) as metrics.
-impl Host {
+impl<M: Mechanisms> Host<M> {
     /// The classification's metrics over the measurement window (`migrations` = all causes).
     pub(crate) fn class_metrics(&self, m: &mut BTreeMap<String, f64>, migrations: u64, window_s: f64) {
         crate::metrics::migration_class::insert(m, &self.stats.class.counts, migrations, window_s);
     }
 }
 
-/// The host's sending TCP (`net/ipv4/tcp_output.rs`), summed over connections. Bytes written by programs
-/// are acknowledged or still held: `written_bytes = acked_bytes + unacked_bytes`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct TcpSummary {
-    pub connections: u64,
-    pub retransmits: u64,
-    pub timeouts: u64,
-    pub written_bytes: u64,
-    pub acked_bytes: u64,
-    pub unacked_bytes: u64,
-    /// Payload bytes put on the wire, retransmissions included.
-    pub sent_bytes: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Latency {
-    pub count: u64,
-    pub mean: f64,
-    pub p50: u64,
-    pub p99: u64,
-    pub max: u64,
-}
-
-impl Latency {
-    pub fn of(h: &Histogram) -> Latency {
-        Latency { count: h.count(), mean: h.mean(), p50: h.quantile(0.5), p99: h.quantile(0.99), max: h.max() }
-    }
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct CpuSummary {
-    pub id: u32,
-    pub hardirq_ns: u64,
-    pub softirq_ns: u64,
-    pub system_ns: u64,
-    pub user_ns: u64,
-    pub spin_ns: u64,
-    pub idle_ns: u64,
-    pub irqs: u64,
-    /// Packets this CPU's RPS flow-limit table refused (Linux: `flow_limit_count`, column 11 of
-    /// /proc/net/softnet_stat).
-    pub flow_limit_drops: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct ProcessSummary {
-    pub name: String,
-    pub nice: i8,
-    pub kernel_thread: bool,
-    pub cpu_ns: u64,
-    pub migrations: u64,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    /// Frames sent: replies, or a sender's TCP segments (retransmissions included).
-    pub tx_packets: u64,
-    /// Payload bytes sent (replies; send() calls returned).
-    pub tx_bytes: u64,
-    /// Time packets waited in the socket before this process read them (after warm-up).
-    pub wait_ns: Option<Latency>,
-    /// A speed-regulated process (paper 002): the slots in effect (absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub speed: Option<SpeedSummary>,
-}
-
-/// The execution speed in effect for a regulated process: `slots_per_block` of `block_slots`
-/// slots of `slot_ns` (`speed_pct` is what they give, 100 n / T).
-#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
-pub struct SpeedSummary {
-    pub slots_per_block: u64,
-    pub block_slots: u64,
-    pub slot_ns: u64,
-    pub speed_pct: f64,
-}
-
-/// Flow Director ATR over all NICs: samples taken (filters added or updated), filters at the
-/// end, table flushes (`adapter->fdir_overflow`).
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
-pub struct FdirSummary {
-    pub samples: u64,
-    pub filters: u64,
-    pub overflows: u64,
-}
-
-/// GRO and RSC counts over all queues.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
-pub struct GroRscSummary {
-    pub gro_merged: u64,
-    pub gro_aggregates: u64,
-    pub rsc_joined: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct PacketSummary {
-    pub offered: u64,
-    pub delivered: u64,
-    pub in_flight: u64,
-    pub drops: BTreeMap<String, u64>,
-    pub reordered: u64,
-    pub rfs_flow_moves: u64,
-    /// Flow Director ATR (`nic.fdir_atr_sample_rate`), absent without it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fdir: Option<FdirSummary>,
-    /// TCP segments queued for a reader blocked in recvmsg (`kernel.tcp_prequeue`), absent
-    /// without the prequeue.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp_prequeued: Option<u64>,
-    /// ixgbe's dynamic ITR (`nic.itr_mode = "ixgbe_dynamic"`): each queue's interval at the end
-    /// of the run in microseconds (the register >> 2; 0 for a queue without it); absent without.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub itr_dynamic_us: Option<Vec<u32>>,
-    /// GRO and RSC (`nic.gro`, `nic.rsc_max_desc`): segments merged, aggregates passed up,
-    /// frames that joined an RSC aggregate; absent without either.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gro_rsc: Option<GroRscSummary>,
-    /// net_dim (`nic.itr_mode = "net_dim_*"`): each queue's profile index at the end (0 for a
-    /// queue without it); absent without.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub net_dim_profile: Option<Vec<u32>>,
-    pub rfs_moves_deferred: u64,
-    pub rfs_unsafe_moves: u64,
-    /// Inter-processor interrupts sent to kick another CPU's backlog (RPS/RFS).
-    pub rps_ipis: u64,
-    /// Frames the host handed to its NICs, and their payload bytes: each one reaches its
-    /// destination (`tx_delivered`), is dropped by the device (`tx_ring_drops`) or is still on
-    /// its way (`tx_in_flight`).
-    pub tx_frames: u64,
-    pub tx_ring_drops: u64,
-    pub tx_bytes: u64,
-    pub tx_delivered: u64,
-    pub tx_delivered_bytes: u64,
-    pub tx_in_flight: u64,
-    /// Pure ACKs consumed by the host's sending TCP (offered = delivered + acks_consumed +
-    /// ctrl_consumed + drops + in flight).
-    pub acks_consumed: u64,
-    /// Connection set-up and tear-down segments (SYN, handshake ACK, FIN) consumed by the
-    /// protocol.
-    pub ctrl_consumed: u64,
-    /// Packets forwarded by the kernel (IP routing), handed to the output device.
-    pub forwarded: u64,
-}
-
-/// The kernel concurrency model's counters (whole run).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct ConcurrencySummary {
-    /// `smp`, `up`, `bkl` or `functional`.
-    pub model: String,
-    pub online_cpus: u32,
-    pub machine_cpus: u32,
-    /// Acquisitions of the model's lock (the big kernel lock, or Symbiose's global-queue lock).
-    pub lock_acquisitions: u64,
-    /// Acquisitions whose previous holder was another CPU.
-    pub lock_transfers: u64,
-    /// `functional`: splices by each CPU's exchange threads.
-    pub exchanges: Vec<u64>,
-    /// `functional`: shared-pool buffers in use at the end.
-    pub pool_buffers_used: u32,
-    /// `functional`: buffers in the local and global exchange queues at the end.
-    pub exchange_queued: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct CacheSummary {
-    pub llc_load_misses: u64,
-    pub llc_store_misses: u64,
-    pub dtlb_load_misses: u64,
-    pub dtlb_store_misses: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct SocketSummary {
-    pub port: u16,
-    pub enqueued: u64,
-    /// Time-averaged number of packets queued (whole run).
-    pub queue_len_mean: f64,
-    pub queued_at_end: u64,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct TrafficSummary {
-    pub name: String,
-    pub emitted: u64,
-    pub replies: u64,
-    pub timeouts: u64,
-    pub retransmits: u64,
-    pub acked_bytes: u64,
-    pub rtt_ns: Option<Latency>,
-    /// Where this source's packets were dropped (places with none are omitted).
-    pub drops: BTreeMap<String, u64>,
-    /// `http_clients`: whole-run request counts, for the conservation check (not written to
-    /// summary.json; the windowed rates are in `metrics`).
-    #[serde(skip)]
-    pub http: Option<HttpTotals>,
-}
-
-/// An `http_clients` source's requests over the whole run: every request sent is completed or
-/// still outstanding at the end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HttpTotals {
-    pub sent: u64,
-    pub completed: u64,
-    pub outstanding: u64,
-}
-
-/// `summary.json`: simulated results only (no wall-clock facts), so equal seeds give equal files.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Summary {
-    pub sim_time_ns: u64,
-    /// Start of the measurement window (end of warm-up) for `metrics` and latencies.
-    pub measure_from_ns: u64,
-    pub cpus: Vec<CpuSummary>,
-    pub processes: Vec<ProcessSummary>,
-    pub packets: PacketSummary,
-    pub concurrency: ConcurrencySummary,
-    pub migrations: BTreeMap<String, u64>,
-    pub cache: CacheSummary,
-    pub latency_ns: Option<Latency>,
-    pub sockets: Vec<SocketSummary>,
-    pub traffic: Vec<TrafficSummary>,
-    /// The host's sending TCP connections, summed.
-    pub tcp: TcpSummary,
-    /// Times a speed-regulated process ran outside its allocated slots (paper 002; always 0).
-    pub speed_violations: u64,
-    /// Flat metrics over the measurement window: the columns of `results.csv`.
-    pub metrics: BTreeMap<String, f64>,
-}
-
 /// The NIC features of issue 26 (Flow Director ATR) in the summary.
-impl Host {
+impl<M: Mechanisms> Host<M> {
     fn fdir_summary(&self) -> Option<FdirSummary> {
         let fds: Vec<_> = self.dev.nics.iter().filter_map(|n| n.fdir.as_ref()).collect();
         if fds.is_empty() {
