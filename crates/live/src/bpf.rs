@@ -57,3 +57,26 @@ pub fn netns_cookie() -> std::io::Result<u64> {
         Ok(c)
     }
 }
+
+/// Every record waiting in ring buffer `map`, parsed by `parse` (a record it refuses is
+/// skipped), in the order the programs reserved them: the one reader of the recorders'
+/// ring buffers (tabata-speed's arrivals, goda-rfs's wake-ups and trains).
+pub fn drain_ring<E: 'static>(
+    map: &dyn libbpf_rs::MapCore,
+    parse: impl Fn(&[u8]) -> Option<E> + 'static,
+) -> Result<Vec<E>, String> {
+    let got: std::rc::Rc<std::cell::RefCell<Vec<E>>> = Default::default();
+    let sink = std::rc::Rc::clone(&got);
+    let mut b = libbpf_rs::RingBufferBuilder::new();
+    b.add(map, move |d: &[u8]| {
+        if let Some(e) = parse(d) {
+            sink.borrow_mut().push(e);
+        }
+        0
+    })
+    .map_err(|e| format!("ring buffer: {e}"))?;
+    let rb = b.build().map_err(|e| format!("ring buffer: {e}"))?;
+    rb.consume().map_err(|e| format!("reading the ring buffer: {e}"))?;
+    drop(rb);
+    Ok(got.take())
+}

@@ -19,11 +19,9 @@
 use crate::bpf::Unsupported;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
-use std::rc::Rc;
 
 #[allow(clippy::all, dead_code, unused_imports, non_camel_case_types)]
 mod skel {
@@ -430,20 +428,7 @@ impl Recorder {
 
     /// Every record waiting in the ring buffer, in the order the programs reserved them.
     pub fn drain(&self) -> Result<Vec<Event>, String> {
-        let got: Rc<RefCell<Vec<Event>>> = Rc::default();
-        let sink = Rc::clone(&got);
-        let mut b = libbpf_rs::RingBufferBuilder::new();
-        b.add(&self.skel.maps.events, move |d: &[u8]| {
-            if let Some(e) = Event::parse(d) {
-                sink.borrow_mut().push(e);
-            }
-            0
-        })
-        .map_err(|e| format!("ring buffer: {e}"))?;
-        let rb = b.build().map_err(|e| format!("ring buffer: {e}"))?;
-        rb.consume().map_err(|e| format!("reading the ring buffer: {e}"))?;
-        drop(rb);
-        Ok(got.take())
+        crate::bpf::drain_ring(&self.skel.maps.events, Event::parse)
     }
 }
 

@@ -5,11 +5,9 @@
 use crate::bpf::Unsupported;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use std::cell::RefCell;
 use std::fs::File;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::rc::Rc;
 
 #[allow(clippy::all, dead_code, unused_imports, non_camel_case_types)]
 mod skel {
@@ -111,20 +109,6 @@ impl Recorder {
 
     /// Every record waiting in the ring buffer, in the order the program wrote them.
     pub fn drain(&self) -> Result<Vec<Arrival>, String> {
-        let got: Rc<RefCell<Vec<Arrival>>> = Rc::default();
-        let sink = Rc::clone(&got);
-        let mut b = libbpf_rs::RingBufferBuilder::new();
-        b.add(&self.skel.maps.arrivals, move |d: &[u8]| {
-            if let Some(a) = Arrival::parse(d) {
-                sink.borrow_mut().push(a);
-            }
-            0
-        })
-        .map_err(|e| format!("ring buffer: {e}"))?;
-        let rb = b.build().map_err(|e| format!("ring buffer: {e}"))?;
-        rb.consume().map_err(|e| format!("reading the ring buffer: {e}"))?;
-        drop(rb);
-        let v = got.borrow().clone();
-        Ok(v)
+        crate::bpf::drain_ring(&self.skel.maps.arrivals, Arrival::parse)
     }
 }
