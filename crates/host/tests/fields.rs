@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
+mod common;
+use common::rs_files;
+
 /// At most this many of the hub's fields per behaviour file.
 const FIELDS_MAX: usize = 5;
 
@@ -37,17 +40,6 @@ const KNOWN_OVER: &[(&str, usize)] = &[
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
-        let p = e.expect("dir entry").path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The hub's fields: `Host`'s in `sim.rs`, with their types.

@@ -22,6 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
+mod common;
+use common::rs_files;
+
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// The host crate's layers, top to bottom: a module is in the layer of its first path segment.
@@ -55,17 +58,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
 struct Crate {
     modules: BTreeMap<String, String>,
     root_uses: BTreeMap<String, Vec<String>>,
-}
-
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
-        let p = e.expect("dir entry").path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The crate whose sources are under `src` (binaries under `src/bin/` left out).
